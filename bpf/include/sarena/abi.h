@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The ONE definition of everything the BPF datapath and user space (libsarena) share:
+ * map names, map key/value layouts, flags, drop reasons and limits.
+ * Included by bpf/*.bpf.c (clang -target bpf) and by C++ (libsarena/bpf, datapath, diag).
+ *
+ * Byte order: every field whose name ends in `_be` is in network byte order; everything else is
+ * host byte order. MAC addresses are in wire order.
+ */
+#ifndef SARENA_ABI_H_
+#define SARENA_ABI_H_
+
+#include <linux/types.h>
+
+/* ---- Map names (as seen by bpftool and as pinned under the bpffs directory). ---- */
+#define SARENA_MAP_ENDPOINTS "sarena_lxc"      /* endpoint map: pod IP -> endpoint */
+#define SARENA_MAP_CONFIG "sarena_cfg"         /* node config, one entry at key 0 */
+#define SARENA_MAP_EP_COUNTERS "sarena_ep_ctr" /* per-endpoint per-CPU counters */
+#define SARENA_MAP_DROPS "sarena_drops"        /* per-CPU drop counters by reason */
+#define SARENA_MAP_HOST_FLOWS "sarena_flows"   /* flows that crossed the host stack */
+
+/* ---- Limits. ---- */
+#define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
+#define SARENA_MAX_HOST_FLOWS 65536
+
+/* ---- Address families in sarena_endpoint_key.family. ---- */
+#define SARENA_FAMILY_IPV4 1
+#define SARENA_FAMILY_IPV6 2
+
+/*
+ * Endpoint map key: 16-byte address + family + cluster id (the Cilium-proven layout, room for
+ * IPv6 and cluster mesh). IPv4 uses addr[0..3] in network byte order, addr[4..15] zero.
+ */
+struct sarena_endpoint_key {
+  __u8 addr[16];    /* network byte order */
+  __u8 family;      /* SARENA_FAMILY_* */
+  __u8 pad0;        /* must be zero */
+  __u16 cluster_id; /* 0 = this cluster */
+};
+
+/* Endpoint flags. */
+#define SARENA_EP_F_HOST 0x1u /* reserved: the entry describes the host itself */
+
+/* Endpoint map value: where and how to deliver a packet for the pod. */
+struct sarena_endpoint {
+  __u32 ifindex;     /* host-side veth (lxc...) ifindex in the node netns */
+  __u8 pod_mac[6];   /* MAC of the pod's interface (CNI_IFNAME, e.g. eth0) */
+  __u8 host_mac[6];  /* MAC of the host-side veth: the pod's gateway MAC */
+  __u32 flags;       /* SARENA_EP_F_* */
+  __u32 endpoint_id; /* index into SARENA_MAP_EP_COUNTERS, < SARENA_MAX_ENDPOINTS */
+};
+
+/* Config flags. */
+#define SARENA_CFG_F_REDIRECT_PEER 0x1u /* use bpf_redirect_peer where the kernel allows it */
+
+/* Node configuration, written by sarenad at key 0 of SARENA_MAP_CONFIG (an array of 1). */
+struct sarena_config {
+  __u32 node_ip_be;     /* --node-ip: the pods' gateway address, network byte order */
+  __u32 host_ifindex;   /* sarena_host ifindex */
+  __u32 net_ifindex;    /* sarena_net ifindex (the peer of sarena_host) */
+  __u8 host_mac[6];     /* sarena_host MAC */
+  __u8 net_mac[6];      /* sarena_net MAC */
+  __u32 flags;          /* SARENA_CFG_F_* */
+  __u32 pod_cidr_be;    /* node pod CIDR network, network byte order */
+  __u32 pod_cidr_len;   /* prefix length 0..32 */
+};
+
+/* Per-endpoint counters (a PERCPU_ARRAY indexed by endpoint_id; user space sums the CPUs). */
+struct sarena_ep_counters {
+  __u64 rx_packets; /* delivered to the pod by the datapath */
+  __u64 rx_bytes;
+  __u64 tx_packets; /* sent by the pod and handled by the datapath */
+  __u64 tx_bytes;
+};
+
+/* Drop reasons: index into SARENA_MAP_DROPS (a PERCPU_ARRAY of struct sarena_drop_counter). */
+enum sarena_drop_reason {
+  SARENA_DROP_NONE = 0,
+  SARENA_DROP_TTL_EXCEEDED = 1,    /* TTL <= 1 on a packet to forward */
+  SARENA_DROP_TRUNCATED = 2,       /* frame shorter than the headers it claims */
+  SARENA_DROP_NO_ENDPOINT = 3,     /* from_host: pod-CIDR destination with no endpoint */
+  SARENA_DROP_REDIRECT_FAILED = 4, /* the redirect helper refused the ifindex */
+  SARENA_DROP_NO_CONFIG = 5,       /* the config map was never written */
+  SARENA_DROP_BAD_IP_HEADER = 6,   /* IHL < 5 or total length inconsistent */
+  SARENA_DROP_SPOOFED_SOURCE = 7,  /* pod sent a source IP that is not its own */
+  SARENA_DROP_REASON_MAX = 8,
+};
+
+struct sarena_drop_counter {
+  __u64 packets;
+  __u64 bytes;
+};
+
+/*
+ * Flows whose forward direction crossed the host stack (e.g. DNAT by kube-proxy) and reached a
+ * pod through from_host. Replies of such flows must cross the host stack too (conntrack un-NAT),
+ * so from_container does not short-circuit them. Key = the reply direction's 5-tuple as the pod
+ * sends it; value = last-seen time (bpf_ktime_get_ns, ns). LRU hash.
+ */
+struct sarena_flow_key {
+  __u32 saddr_be;
+  __u32 daddr_be;
+  __u16 sport_be;
+  __u16 dport_be;
+  __u8 proto; /* IPPROTO_* */
+  __u8 pad[3];
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
+static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
+static_assert(sizeof(struct sarena_config) == 36, "abi: config");
+static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
+static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
+static_assert(sizeof(struct sarena_flow_key) == 16, "abi: flow key");
+#else
+_Static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
+_Static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
+_Static_assert(sizeof(struct sarena_config) == 36, "abi: config");
+_Static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
+_Static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
+_Static_assert(sizeof(struct sarena_flow_key) == 16, "abi: flow key");
+#endif
+
+#endif /* SARENA_ABI_H_ */

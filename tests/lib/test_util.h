@@ -1,0 +1,51 @@
+// Shared test helpers: unique names per run, running commands, scoped network namespaces.
+#ifndef SARENA_TESTS_LIB_TEST_UTIL_H_
+#define SARENA_TESTS_LIB_TEST_UTIL_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+namespace sarena::testing {
+
+/// "<prefix><pid-hex><counter>" truncated to `max_len` (15 fits IFNAMSIZ): unique per process
+/// run and per call, so concurrent runs never collide.
+std::string UniqueName(absl::string_view prefix, size_t max_len = 15);
+
+struct CommandResult {
+  int exit_code = -1;  // WEXITSTATUS, or 128+signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+
+/// Runs `argv` via /bin/sh -c `cmd` with optional stdin text and extra environment
+/// ("K=V" lines joined by '\n'); captures stdout and stderr.
+CommandResult Run(const std::string& cmd, absl::string_view stdin_text = {});
+
+/// Runs and returns stdout; fails the current test (ADD_FAILURE) when the exit code is not 0.
+std::string RunOk(const std::string& cmd);
+
+/// True when running as root (CI always is; privileged tests must FAIL, not skip, otherwise).
+bool IsRoot();
+
+/// A network namespace created with `ip netns add` and deleted (with every process inside it
+/// killed) on destruction.
+class ScopedNetns {
+ public:
+  explicit ScopedNetns(absl::string_view prefix = "st");
+  ~ScopedNetns();
+  ScopedNetns(const ScopedNetns&) = delete;
+  ScopedNetns& operator=(const ScopedNetns&) = delete;
+
+  const std::string& name() const { return name_; }
+  /// "/var/run/netns/<name>"
+  std::string path() const { return "/var/run/netns/" + name_; }
+  /// "ip netns exec <name> <cmd>"
+  std::string Exec(absl::string_view cmd) const;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace sarena::testing
+
+#endif  // SARENA_TESTS_LIB_TEST_UTIL_H_
