@@ -1,0 +1,87 @@
+// Durable endpoint records: the daemon's memory of every endpoint it created (the proto Endpoint
+// message), kept under --state-dir so a restart can reconcile them with the pinned BPF maps and
+// the live links.
+//
+// On-disk layout: <state_dir>/endpoints/<containerID>:<ifname>.json, one file per endpoint, holding
+// the Endpoint message in protobuf's JSON mapping (proto field names, e.g. "host_ifname"). ':' is
+// the separator because neither a valid container ID nor a valid ifname can contain it
+// (ValidateEndpointKey), so two keys can never share a file — "_" could ("a_b"+"c" vs "a"+"b_c").
+//
+// Every write is atomic and durable before Put returns: content -> temporary file in the same
+// directory -> fsync -> rename(2) over the final name -> fsync of the directory. A crash leaves
+// either the old or the new record, never a torn one; leftover temporaries (".tmp-*") are removed
+// on Open. The runtime-only `counters` field is never persisted.
+//
+// Thread-safe: every method may be called from any thread.
+#ifndef LIBSARENA_DAEMON_STATE_STORE_H_
+#define LIBSARENA_DAEMON_STATE_STORE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "libsarena/daemon/endpoint_key.h"
+#include "libsarena/daemon/sarenad.pb.h"
+
+namespace sarena::daemon {
+
+struct EndpointStoreOptions {
+  /// Root of the daemon's state (--state-dir). Records live in <state_dir>/endpoints/, created
+  /// (mode 0700) when missing.
+  std::string state_dir;
+};
+
+class EndpointStore {
+ public:
+  /// Opens (creating when missing) <state_dir>/endpoints and loads every record.
+  /// Errors: kDataLoss for a corrupt record — content that is not a valid Endpoint JSON, a file
+  /// name that is not "<containerID>:<ifname>.json", or a record whose ref does not match its
+  /// file name. The message names every such file (up to 10) and quotes its content (truncated);
+  /// nothing is deleted or reset. ErrnoStatus codes for I/O failures, naming the path.
+  static absl::StatusOr<std::unique_ptr<EndpointStore>> Open(EndpointStoreOptions options);
+
+  EndpointStore(const EndpointStore&) = delete;
+  EndpointStore& operator=(const EndpointStore&) = delete;
+
+  /// Creates or replaces the record of endpoint.ref() (counters cleared), durably (see above).
+  /// Errors: kInvalidArgument from ValidateEndpointKey (ref missing or invalid); ErrnoStatus for
+  /// I/O failures (the previous record, if any, stays in place and in memory).
+  absl::Status Put(const v1::Endpoint& endpoint);
+
+  /// Removes the record of `key` (file unlinked, directory fsynced). Idempotent: returns false
+  /// when there was none. Errors: kInvalidArgument (invalid key); ErrnoStatus on I/O failure.
+  absl::StatusOr<bool> Delete(const EndpointKey& key);
+
+  /// The record of `key`, if any.
+  std::optional<v1::Endpoint> Get(const EndpointKey& key) const;
+
+  /// Every record, ordered by (container_id, ifname).
+  std::vector<v1::Endpoint> List() const;
+
+  /// Number of records.
+  size_t size() const;
+
+  /// <state_dir>/endpoints
+  const std::string& dir() const { return dir_; }
+
+  /// "<containerID>:<ifname>.json" — the file name of `key`'s record (key must be valid).
+  static std::string FileName(const EndpointKey& key);
+
+ private:
+  explicit EndpointStore(std::string dir);
+  absl::Status Load();
+
+  const std::string dir_;
+  mutable absl::Mutex mu_;
+  std::map<EndpointKey, v1::Endpoint> records_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sarena::daemon
+
+#endif  // LIBSARENA_DAEMON_STATE_STORE_H_
