@@ -2,7 +2,7 @@
 /*
  * The ONE definition of everything the BPF datapath and user space (libsarena) share:
  * map names, map key/value layouts, flags, drop reasons and limits.
- * Included by bpf/*.bpf.c (clang -target bpf) and by C++ (libsarena/bpf, datapath, diag).
+ * Included by bpf/<program>.bpf.c (clang -target bpf) and by C++ (libsarena/bpf, datapath, diag).
  *
  * Byte order: every field whose name ends in `_be` is in network byte order; everything else is
  * host byte order. MAC addresses are in wire order.
