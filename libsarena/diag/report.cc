@@ -1,0 +1,246 @@
+#include "libsarena/diag/report.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include <boost/graph/graphviz.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace sarena::diag {
+namespace {
+
+void FillPacket(const Packet& p, v1::Packet* out) {
+  out->set_src(p.src.to_string());
+  out->set_dst(p.dst.to_string());
+  out->set_sport(p.sport);
+  out->set_dport(p.dport);
+  out->set_proto(ProtoName(p.proto));
+}
+
+absl::string_view FillColor(const Hop& h) {
+  std::optional<Level> l = h.MaxLevel();
+  if (!l) return "palegreen";
+  switch (*l) {
+    case Level::kFatal:
+      return "tomato";
+    case Level::kCritical:
+      return "orange";
+    case Level::kWarning:
+      return "gold";
+    case Level::kInfo:
+      return "lightblue";
+  }
+  return "white";
+}
+
+// DOT double-quoted string body: escape backslash and quote; newlines become "\n" (centred).
+std::string DotEscape(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string HopHeadline(const Hop& h) {
+  std::string s = absl::StrCat(h.id, " (", ToString(h.kind));
+  if (!h.node.empty() && h.node != h.id) absl::StrAppend(&s, " on ", h.node);
+  absl::StrAppend(&s, ") ", ToString(h.action));
+  if (h.reply) absl::StrAppend(&s, " [reply]");
+  if (!h.iif.empty() || !h.oif.empty()) {
+    absl::StrAppend(&s, "  iif=", h.iif.empty() ? "-" : h.iif,
+                    " oif=", h.oif.empty() ? "-" : h.oif);
+  }
+  return s;
+}
+
+struct VertexWriter {
+  const PathGraph::Graph* g;
+  void operator()(std::ostream& os, PathGraph::Vertex v) const {
+    const Hop& h = (*g)[v];
+    std::string label = absl::StrCat(h.id, "\n", ToString(h.kind), " ", ToString(h.action));
+    if (h.reply) absl::StrAppend(&label, " (reply)");
+    if (!h.iif.empty() || !h.oif.empty()) {
+      absl::StrAppend(&label, "\n", h.iif.empty() ? "-" : h.iif, " -> ",
+                      h.oif.empty() ? "-" : h.oif);
+    }
+    absl::StrAppend(&label, "\n", h.packet.ToString());
+    for (const Suspicion& s : h.suspicions) {
+      absl::StrAppend(&label, "\n", ToString(s.level), " ", s.code, ": ", s.message);
+    }
+    os << "[shape=box, style=\"rounded,filled\", fillcolor=" << FillColor(h) << ", label=\""
+       << DotEscape(label) << "\", id=\"" << DotEscape(h.id) << "\"]";
+  }
+};
+
+struct EdgeWriter {
+  const PathGraph::Graph* g;
+  void operator()(std::ostream& os, PathGraph::Graph::edge_descriptor e) const {
+    const LinkInfo& l = (*g)[e];
+    os << "[label=\"" << DotEscape(l.label) << "\"]";
+  }
+};
+
+struct GraphWriter {
+  void operator()(std::ostream& os) const {
+    os << "rankdir=TB;\nnode [fontname=\"Helvetica\", fontsize=10];\n"
+       << "edge [fontname=\"Helvetica\", fontsize=9];\n";
+  }
+};
+
+}  // namespace
+
+v1::Report BuildReport(const PathGraph& graph) {
+  v1::Report r;
+  std::vector<Suspicion> all = graph.Suspicions();
+  r.set_verdict(std::string(ToString(ComputeVerdict(all))));
+  for (PathGraph::Vertex v = 0; v < graph.num_hops(); ++v) {
+    const Hop& h = graph.hop(v);
+    v1::Hop* out = r.add_hops();
+    out->set_id(h.id);
+    out->set_kind(std::string(ToString(h.kind)));
+    out->set_node(h.node);
+    out->set_iif(h.iif);
+    out->set_oif(h.oif);
+    out->set_action(std::string(ToString(h.action)));
+    FillPacket(h.packet, out->mutable_packet());
+  }
+  for (const Suspicion& s : all) {
+    v1::Suspicion* out = r.add_suspicions();
+    out->set_level(std::string(ToString(s.level)));
+    out->set_code(s.code);
+    out->set_hop(s.hop);
+    out->set_message(s.message);
+  }
+  return r;
+}
+
+absl::StatusOr<std::string> ToJson(const PathGraph& graph, bool pretty) {
+  v1::Report r = BuildReport(graph);
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = pretty;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  auto st = google::protobuf::util::MessageToJsonString(r, &out, opts);
+  if (!st.ok()) {
+    return absl::InternalError(absl::StrCat("print report as JSON: ", st.ToString()));
+  }
+  if (out.empty() || out.back() != '\n') out.push_back('\n');
+  return out;
+}
+
+std::string ToText(const PathGraph& graph) {
+  std::vector<Suspicion> all = graph.Suspicions();
+  std::string out = absl::StrCat("verdict: ", ToString(ComputeVerdict(all)), "\n\n");
+  for (PathGraph::Vertex v = 0; v < graph.num_hops(); ++v) {
+    const Hop& h = graph.hop(v);
+    absl::StrAppend(&out, "[", v + 1, "] ", HopHeadline(h), "\n");
+    absl::StrAppend(&out, "    packet: ", h.packet.ToString(), "\n");
+    std::vector<std::string> next;
+    for (auto [ei, ee] = boost::out_edges(v, graph.graph()); ei != ee; ++ei) {
+      PathGraph::Vertex t = boost::target(*ei, graph.graph());
+      next.push_back(absl::StrCat(graph.hop(t).id, " (", graph.graph()[*ei].label, ")"));
+    }
+    if (!next.empty()) absl::StrAppend(&out, "    next: ", absl::StrJoin(next, ", "), "\n");
+    for (const Suspicion& s : h.suspicions) {
+      absl::StrAppend(&out, "    ", ToString(s.level), " ", s.code, ": ", s.message, "\n");
+    }
+  }
+  absl::StrAppend(&out, "\nsuspicions (", all.size(), "):\n");
+  if (all.empty()) absl::StrAppend(&out, "  none\n");
+  for (const Suspicion& s : all) {
+    absl::StrAppend(&out, "  ", ToString(s.level), " ", s.code, " @ ",
+                    s.hop.empty() ? "(query)" : s.hop, ": ", s.message, "\n");
+  }
+  return out;
+}
+
+std::string ToDot(const PathGraph& graph) {
+  std::ostringstream os;
+  const PathGraph::Graph& g = graph.graph();
+  boost::write_graphviz(os, g, VertexWriter{&g}, EdgeWriter{&g}, GraphWriter{});
+  return os.str();
+}
+
+absl::Status RenderSvg(absl::string_view dot_text, const std::string& svg_path) {
+  int in[2];
+  int err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) {
+    return absl::UnavailableError(absl::StrCat("create pipe for 'dot': ", strerror(errno)));
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(in[0]);
+    close(in[1]);
+    return absl::UnavailableError(absl::StrCat("create pipe for 'dot': ", strerror(e)));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(in[0]);
+    close(in[1]);
+    close(err[0]);
+    close(err[1]);
+    return absl::UnavailableError(absl::StrCat("fork 'dot': ", strerror(e)));
+  }
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    std::string out_arg = "-o" + svg_path;
+    execlp("dot", "dot", "-Tsvg", out_arg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(err[1]);
+  // Ignore SIGPIPE while writing: a failed `dot` must surface as a status, not kill us.
+  struct sigaction ign = {}, old = {};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old);
+  size_t off = 0;
+  while (off < dot_text.size()) {
+    ssize_t n = write(in[1], dot_text.data() + off, dot_text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  close(in[1]);
+  sigaction(SIGPIPE, &old, nullptr);
+  std::string err_text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(err[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    err_text.append(buf, static_cast<size_t>(n));
+  }
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::NotFoundError("run graphviz 'dot': not found (install the graphviz package)");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(absl::StrCat("render SVG '", svg_path, "': dot failed: ", err_text));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sarena::diag
