@@ -1,0 +1,82 @@
+// Blocking client of sarenad's unix socket, used by the CNI plugin (tools/sarena-cni), the
+// `sarena` CLI and tests. One connection, one request at a time (the protocol answers requests
+// in order, one Response per Request).
+#ifndef LIBSARENA_DAEMON_CLIENT_H_
+#define LIBSARENA_DAEMON_CLIENT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "libsarena/base/unique_fd.h"
+#include "libsarena/daemon/sarenad.pb.h"
+
+namespace sarena::daemon {
+
+/// Default timeouts of the client. ADD may create a veth pair, program routes and attach BPF,
+/// so calls get a generous deadline; connecting to a local unix socket is immediate or fails.
+inline constexpr absl::Duration kDefaultConnectTimeout = absl::Seconds(5);
+inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(60);
+
+/// A connection to sarenad. Move-only; closes the socket on destruction.
+class Client {
+ public:
+  /// Connects to the daemon's unix stream socket at `socket_path` (e.g.
+  /// "/run/sarena/sarenad.sock"), waiting at most `timeout` (a full listen backlog is retried
+  /// until then).
+  /// Errors: kUnavailable "connect to sarenad socket '<path>': <strerror> (errno N)" when
+  /// nothing listens there (ENOENT, ECONNREFUSED, EACCES, ...) or on timeout (ETIMEDOUT);
+  /// kInvalidArgument when the path is empty or longer than a sockaddr_un allows (107 bytes).
+  static absl::StatusOr<Client> Connect(absl::string_view socket_path,
+                                        absl::Duration timeout = kDefaultConnectTimeout);
+
+  Client(Client&&) = default;
+  Client& operator=(Client&&) = default;
+
+  /// Sends `request` and waits (at most `timeout`, for write and read together) for its
+  /// Response. A daemon-side failure is NOT an error here: it comes back as an OK StatusOr whose
+  /// Response has `error` set (with the CNI code the daemon chose) — see CallChecked.
+  /// Errors (transport only): kUnavailable when the daemon closed or reset the connection;
+  /// kDeadlineExceeded on timeout; kDataLoss when the reply is truncated or does not parse;
+  /// kResourceExhausted when a frame exceeds kMaxFrameBytes; kFailedPrecondition when an
+  /// earlier Call on this client failed mid-exchange (the stream is then out of step; reconnect).
+  absl::StatusOr<v1::Response> Call(const v1::Request& request,
+                                    absl::Duration timeout = kDefaultCallTimeout);
+
+  /// Like Call, but a Response carrying `error` becomes a Status: its code is
+  /// `error.code` (an absl::StatusCode value; kUnknown when out of range), its message
+  /// `error.message`, and `error.cni_code` (when non-zero) is attached as the CNI error code
+  /// payload (read it back with sarena::cni::CniCodeOf). Also checks that the Response's kind
+  /// matches the Request's (kInternal "sarenad answered <kind> to <kind>" otherwise).
+  absl::StatusOr<v1::Response> CallChecked(const v1::Request& request,
+                                           absl::Duration timeout = kDefaultCallTimeout);
+
+  /// The socket path given to Connect.
+  const std::string& socket_path() const { return socket_path_; }
+  /// The connected descriptor (for tests / poll loops); owned by the Client.
+  int fd() const { return fd_.get(); }
+
+ private:
+  Client(UniqueFd fd, std::string socket_path)
+      : fd_(std::move(fd)), socket_path_(std::move(socket_path)) {}
+
+  UniqueFd fd_;
+  std::string socket_path_;
+  bool broken_ = false;
+};
+
+/// Converts a daemon-reported v1::Error into an absl::Status (never OK): code from `error.code`
+/// (kUnknown when it is 0/OK or out of range), message `error.message`, CNI code payload from
+/// `error.cni_code` when non-zero.
+absl::Status StatusFromError(const v1::Error& error);
+
+/// Fills a v1::Error from a non-OK `status`: code, message, and cni_code =
+/// sarena::cni::CniCodeOf(status) (the payload when present, else the default mapping of the
+/// status code). Used by the daemon to answer a failed request.
+v1::Error ProtoErrorFromStatus(const absl::Status& status);
+
+}  // namespace sarena::daemon
+
+#endif  // LIBSARENA_DAEMON_CLIENT_H_
