@@ -53,7 +53,12 @@ struct sarena_endpoint {
 /* Config flags. */
 #define SARENA_CFG_F_REDIRECT_PEER 0x1u /* use bpf_redirect_peer where the kernel allows it */
 
-/* Node configuration, written by sarenad at key 0 of SARENA_MAP_CONFIG (an array of 1). */
+/*
+ * Node configuration, written by sarenad at key 0 of SARENA_MAP_CONFIG (an array of 1).
+ * The programs treat the config as absent while net_ifindex == 0 (an array entry always exists,
+ * zero-filled): then from_container passes non-local traffic to the kernel (TC_ACT_OK) and does
+ * not answer ARP, and from_host does no pod-CIDR check. pod_cidr_len 0 means "no pod CIDR".
+ */
 struct sarena_config {
   __u32 node_ip_be;     /* --node-ip: the pods' gateway address, network byte order */
   __u32 host_ifindex;   /* sarena_host ifindex */
@@ -80,7 +85,8 @@ enum sarena_drop_reason {
   SARENA_DROP_TRUNCATED = 2,       /* frame shorter than the headers it claims */
   SARENA_DROP_NO_ENDPOINT = 3,     /* from_host: pod-CIDR destination with no endpoint */
   SARENA_DROP_REDIRECT_FAILED = 4, /* the redirect helper refused the ifindex */
-  SARENA_DROP_NO_CONFIG = 5,       /* the config map was never written */
+  SARENA_DROP_NO_CONFIG = 5,       /* reserved: without config the programs pass (TC_ACT_OK),
+                                      they do not drop, so nothing is counted here */
   SARENA_DROP_BAD_IP_HEADER = 6,   /* IHL < 5 or total length inconsistent */
   SARENA_DROP_SPOOFED_SOURCE = 7,  /* pod sent a source IP that is not its own */
   SARENA_DROP_REASON_MAX = 8,

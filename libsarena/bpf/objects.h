@@ -1,0 +1,101 @@
+// Loading the sarena BPF objects (from the skeletons generated from bpf/*.bpf.c) and the typed
+// view of the maps they share.
+//
+// Every object defines the same maps with LIBBPF_PIN_BY_NAME; Objects::Load opens each skeleton
+// with bpf_object_open_opts.pin_root_path = options.pin_root, so the first load creates and pins
+// <pin_root>/<name> for every map of sarena/abi.h (SARENA_MAP_*), and every later load — the other
+// objects, a restarted daemon, a test — reuses the pinned maps instead of creating new ones.
+// Programs are not pinned here: attach them (link.h) and pin the links.
+#ifndef LIBSARENA_BPF_OBJECTS_H_
+#define LIBSARENA_BPF_OBJECTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libsarena/bpf/map.h"
+#include "libsarena/bpf/types.h"
+
+namespace sarena::bpf {
+
+/// The BPF programs of the datapath, one per attach point.
+enum class Program {
+  kFromContainer,  // bpf/from_container.bpf.c: TCX ingress of each pod's host-side veth
+  kFromHost,       // bpf/from_host.bpf.c: TCX egress of sarena_host
+  kNoop,           // bpf/noop.bpf.c: returns TC_ACT_OK; benchmark baseline
+};
+
+/// The program (and ELF section function) name: "from_container", "from_host", "noop".
+absl::string_view ToString(Program program);
+
+/// The shared maps, typed with the structs of sarena/abi.h. Move-only (owns one fd per map).
+struct Maps {
+  Map<EndpointKey, Endpoint> endpoints;             // SARENA_MAP_ENDPOINTS, hash
+  Map<uint32_t, Config> config;                     // SARENA_MAP_CONFIG, array of 1
+  PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
+  PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason
+  Map<FlowKey, uint64_t> host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
+
+  /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad), checking
+  /// their key/value sizes against sarena/abi.h. Errors: kNotFound naming the missing pin,
+  /// kFailedPrecondition on a layout mismatch.
+  static absl::StatusOr<Maps> FromPinRoot(absl::string_view pin_root);
+
+  /// Writes the node config (key 0). The datapath treats the config as absent while
+  /// net_ifindex == 0.
+  absl::Status WriteConfig(const Config& cfg) const;
+  /// Reads the node config (all zero when never written).
+  absl::StatusOr<Config> ReadConfig() const;
+  /// Counters of `endpoint_id`, summed over CPUs. kInvalidArgument when >= SARENA_MAX_ENDPOINTS.
+  absl::StatusOr<EndpointCounters> ReadEndpointCounters(uint32_t endpoint_id) const;
+  /// Zeroes the counters of `endpoint_id` on every CPU (call when an id is (re)assigned).
+  absl::Status ResetEndpointCounters(uint32_t endpoint_id) const;
+  /// Drop counters summed over CPUs; index = enum sarena_drop_reason, size SARENA_DROP_REASON_MAX.
+  absl::StatusOr<std::vector<DropCounter>> ReadDrops() const;
+};
+
+struct ObjectsOptions {
+  /// bpffs directory where the maps are pinned by name (e.g. "/sys/fs/bpf/sarena"). Must exist
+  /// and be on a bpffs (see EnsureBpffs in bpffs.h). Required.
+  std::string pin_root;
+};
+
+/// The loaded from_container, from_host and noop objects. Move-only. Destroying it closes the
+/// program fds (attached programs stay alive through their links) and the map fds (maps stay
+/// alive through their pins).
+class Objects {
+ public:
+  /// Opens and loads every skeleton with pin_root_path = options.pin_root, then opens typed maps
+  /// over the loaded map fds (checking key/value sizes against sarena/abi.h).
+  /// Errors: kInvalidArgument for an empty pin_root; the load's errno as ErrnoStatus
+  /// ("load BPF object 'from_container': ...") with libbpf's log — including the verifier log
+  /// and "couldn't reuse pinned map" for an incompatible existing pin — as the detail text;
+  /// kFailedPrecondition on a size mismatch.
+  static absl::StatusOr<Objects> Load(const ObjectsOptions& options);
+
+  Objects(Objects&&) noexcept;
+  Objects& operator=(Objects&&) noexcept;
+  ~Objects();
+
+  /// Program fd (owned by this object; dup it to keep it beyond this object's lifetime).
+  int prog_fd(Program program) const;
+  /// Kernel id of the loaded program (what QueryAttached reports). kInternal on failure.
+  absl::StatusOr<uint32_t> prog_id(Program program) const;
+  /// The typed maps (fds of their own, valid while this object lives).
+  const Maps& maps() const;
+  /// options.pin_root.
+  const std::string& pin_root() const;
+
+ private:
+  struct Impl;
+  explicit Objects(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sarena::bpf
+
+#endif  // LIBSARENA_BPF_OBJECTS_H_
