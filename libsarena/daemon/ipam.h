@@ -35,7 +35,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -122,7 +121,7 @@ class Ipam {
   uint32_t capacity_ = 0;
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<EndpointKey, uint32_t> by_key_ ABSL_GUARDED_BY(mu_);  // ip host order
+  std::map<EndpointKey, uint32_t> by_key_ ABSL_GUARDED_BY(mu_);  // ip in host byte order
   std::map<uint32_t, EndpointKey> by_ip_ ABSL_GUARDED_BY(mu_);  // ordered: lowest-free scan
 };
 

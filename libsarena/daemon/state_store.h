@@ -12,7 +12,8 @@
 // either the old or the new record, never a torn one; leftover temporaries (".tmp-*") are removed
 // on Open. The runtime-only `counters` field is never persisted.
 //
-// Thread-safe: every method may be called from any thread.
+// Thread-safe: every method may be called from any thread. One process per state dir: Open takes
+// an exclusive flock(2) on <state_dir>/endpoints/lock.
 #ifndef LIBSARENA_DAEMON_STATE_STORE_H_
 #define LIBSARENA_DAEMON_STATE_STORE_H_
 
@@ -26,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "libsarena/base/unique_fd.h"
 #include "libsarena/daemon/endpoint_key.h"
 #include "libsarena/daemon/sarenad.pb.h"
 
@@ -39,10 +41,12 @@ struct EndpointStoreOptions {
 
 class EndpointStore {
  public:
-  /// Opens (creating when missing) <state_dir>/endpoints and loads every record.
-  /// Errors: kDataLoss for a corrupt record — content that is not a valid Endpoint JSON, a file
-  /// name that is not "<containerID>:<ifname>.json", or a record whose ref does not match its
-  /// file name. The message names every such file (up to 10) and quotes its content (truncated);
+  /// Opens (creating when missing) <state_dir>/endpoints, takes its lock file (flock) and loads
+  /// every record. Unknown JSON fields are ignored (a record written by a newer sarenad still
+  /// loads after a downgrade).
+  /// Errors: kUnavailable when another process holds the lock; kDataLoss for a corrupt record —
+  /// content that is not a valid Endpoint JSON, a file name that is not
+  /// "<containerID>:<ifname>.json", or a record whose ref does not match its file name. The message names every such file (up to 10) and quotes its content (truncated);
   /// nothing is deleted or reset. ErrnoStatus codes for I/O failures, naming the path.
   static absl::StatusOr<std::unique_ptr<EndpointStore>> Open(EndpointStoreOptions options);
 
@@ -74,10 +78,11 @@ class EndpointStore {
   static std::string FileName(const EndpointKey& key);
 
  private:
-  explicit EndpointStore(std::string dir);
+  EndpointStore(std::string dir, UniqueFd lock_fd);
   absl::Status Load();
 
   const std::string dir_;
+  UniqueFd lock_fd_;  // flock on <dir>/lock: one owner per state dir
   mutable absl::Mutex mu_;
   std::map<EndpointKey, v1::Endpoint> records_ ABSL_GUARDED_BY(mu_);
 };
