@@ -1,0 +1,139 @@
+// A snapshot directory (DESIGN.md, "Diagnoser") and lazy access to its parts:
+//
+//   <dir>/cluster/{pods,nodes,services,endpointslices|endpoints,ippools}.json   (kubectl -o json)
+//   <dir>/nodes/<node>/{ip-link,ip-addr,ip-route,ip-rule,ip-neigh,bridge-fdb}.json  (ip -j / bridge -j)
+//   <dir>/nodes/<node>/sysctl.txt  iptables-save.txt  sarena-endpoints.json
+//   <dir>/nodes/<node>/pods/<namespace>/<pod>/{ip-link,ip-addr,ip-route,ip-neigh}.json sysctl.txt
+//
+// Every file is optional. A missing file is recorded (relative path) so the diagnoser can raise an
+// INFO suspicion ("cannot check X: file Y missing"); a malformed file is an error naming the file
+// and the field or byte. Opening reads only cluster/ and the list of node directories; a node's
+// (or pod netns') files are parsed on first use and cached — a trace over a 5,000-node snapshot
+// touches a handful of nodes.
+#ifndef LIBSARENA_MODEL_SNAPSHOT_H_
+#define LIBSARENA_MODEL_SNAPSHOT_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libsarena/model/k8s.h"
+#include "libsarena/model/netfilter.h"
+#include "libsarena/model/netstack.h"
+#include "libsarena/net/ip.h"
+
+namespace sarena::model {
+
+/// File names inside a node (or pod) directory.
+inline constexpr absl::string_view kIpLinkFile = "ip-link.json";
+inline constexpr absl::string_view kIpAddrFile = "ip-addr.json";
+inline constexpr absl::string_view kIpRouteFile = "ip-route.json";
+inline constexpr absl::string_view kIpRuleFile = "ip-rule.json";
+inline constexpr absl::string_view kIpNeighFile = "ip-neigh.json";
+inline constexpr absl::string_view kBridgeFdbFile = "bridge-fdb.json";
+inline constexpr absl::string_view kSysctlFile = "sysctl.txt";
+inline constexpr absl::string_view kIptablesFile = "iptables-save.txt";
+inline constexpr absl::string_view kSarenaEndpointsFile = "sarena-endpoints.json";
+
+/// One endpoint of the sarena datapath as `sarena endpoint list -o json` prints it (the daemon's
+/// Endpoint message in protobuf JSON: {"endpoints":[{...}]} or a bare array; camelCase or
+/// snake_case keys both accepted).
+struct SarenaEndpoint {
+  std::string container_id;     // ref.containerId
+  std::string ifname;           // ref.ifname (in the pod, "eth0")
+  std::optional<net::Ipv4> ip;
+  std::optional<net::Mac> pod_mac;
+  std::optional<net::Mac> host_mac;
+  std::string host_ifname;      // "lxc..." host-side veth
+  uint32_t host_ifindex = 0;
+  uint32_t endpoint_id = 0;
+  uint32_t mtu = 0;
+  std::optional<net::Ipv4> gateway;
+  std::string pod_namespace;
+  std::string pod_name;
+};
+
+/// Parses sarena-endpoints.json. Errors: kInvalidArgument naming the file and field.
+absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(
+    absl::string_view json, absl::string_view file_name = "sarena-endpoints.json");
+
+/// One network namespace of a snapshot: a node's host netns or a pod's netns.
+struct NetnsState {
+  std::string id;                   // "node:<node>" or "pod:<ns>/<name>"
+  std::string dir;                  // relative directory, e.g. "nodes/node-a/pods/default/web"
+  Netstack netstack;                // finalized
+  std::optional<Netfilter> netfilter;  // nullopt when iptables-save.txt is missing (or pod netns)
+  /// Relative paths of the expected files that were absent ("nodes/node-a/ip-rule.json").
+  std::vector<std::string> missing_files;
+};
+
+/// A node: its host netns plus the sarena endpoint list, if any.
+struct NodeState : NetnsState {
+  std::string name;
+  std::optional<std::vector<SarenaEndpoint>> sarena_endpoints;  // nullopt = file missing
+};
+
+struct SnapshotOptions {
+  /// Parse every node eagerly in Open() (tests, small snapshots). Default lazy.
+  bool eager = false;
+};
+
+class Snapshot {
+ public:
+  /// Opens `dir`: parses cluster/ (missing files recorded) and lists nodes/ subdirectories.
+  /// Errors: kNotFound "open snapshot '<dir>': no such directory"; kInvalidArgument for a
+  /// malformed cluster file (message names the file and field).
+  static absl::StatusOr<std::unique_ptr<Snapshot>> Open(absl::string_view dir,
+                                                        SnapshotOptions options = {});
+  /// A snapshot built in memory (tests, generators): `cluster` finalized by the caller.
+  static std::unique_ptr<Snapshot> FromParts(std::string dir, Cluster cluster,
+                                             std::vector<std::unique_ptr<NodeState>> nodes);
+  ~Snapshot();
+
+  const std::string& dir() const { return dir_; }
+  const Cluster& cluster() const { return cluster_; }
+
+  /// Names of the node directories under nodes/ (sorted).
+  const std::vector<std::string>& node_names() const { return node_names_; }
+  bool HasNodeDir(absl::string_view node) const;
+
+  /// The node's netns state, parsed on first call and cached (thread-safe; returned pointer
+  /// valid for the Snapshot's lifetime). Errors: kNotFound "node '<n>': no directory
+  /// nodes/<n> in snapshot"; kInvalidArgument naming the malformed file and field.
+  absl::StatusOr<const NodeState*> Node(absl::string_view node) const;
+
+  /// A pod's netns state from nodes/<node>/pods/<ns>/<pod>/. `node` may be empty: the pod's
+  /// spec.nodeName from the cluster is used, else every node directory is searched.
+  /// kNotFound when there is no such directory (the caller then models the pod without its
+  /// netns, as an INFO). Cached like Node().
+  absl::StatusOr<const NetnsState*> PodNetns(absl::string_view namespace_, absl::string_view pod,
+                                             absl::string_view node = {}) const;
+
+  /// Raw text of any file in the snapshot, by path relative to dir() (for plugin-specific extra
+  /// files). kNotFound when absent; kInvalidArgument for paths escaping the snapshot ("..").
+  absl::StatusOr<std::string> ReadFile(absl::string_view relative_path) const;
+
+ private:
+  Snapshot();
+  struct Cache;
+  std::string dir_;
+  Cluster cluster_;
+  std::vector<std::string> node_names_;
+  std::unique_ptr<Cache> cache_;
+};
+
+/// Reads a whole file. kNotFound when it does not exist, kInternal (with errno) on read errors.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+/// Loads one netns directory (absolute `abs_dir`, reported as `rel_dir`) into `state`:
+/// every file optional. Exposed for sarena-diag collect round-trip tests.
+absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir, bool with_iptables,
+                          NetnsState* state);
+
+}  // namespace sarena::model
+
+#endif  // LIBSARENA_MODEL_SNAPSHOT_H_

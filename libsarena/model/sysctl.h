@@ -1,0 +1,83 @@
+// Kernel sysctls of one network namespace, parsed from `sysctl -a` output, with the kernel's own
+// rules for combining conf/all and conf/<dev> (Documentation/networking/ip-sysctl.rst and
+// include/linux/inetdevice.h: IN_DEV_MAXCONF / IN_DEV_ORCONF / IN_DEV_CONF_GET).
+#ifndef LIBSARENA_MODEL_SYSCTL_H_
+#define LIBSARENA_MODEL_SYSCTL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sarena::model {
+
+/// Where an effective per-interface value came from.
+struct SysctlValue {
+  int64_t value = 0;
+  /// False when neither conf.<dev>.<key> nor the fallback key was in the snapshot: `value` is then
+  /// the kernel default and the caller should say "cannot check" rather than trust it.
+  bool known = false;
+};
+
+/// A `sysctl -a` dump ("key = value" per line; keys with dots, interface names with '.' written
+/// as '/' — e.g. "net.ipv4.conf.vxlan/calico.rp_filter" for device "vxlan.calico").
+class Sysctls {
+ public:
+  Sysctls() = default;
+
+  /// Parses `sysctl -a` text. Blank lines and lines starting with '#' or ';' are skipped; lines
+  /// "sysctl: permission denied on key ..." (what sysctl prints on stderr when merged) are skipped.
+  /// Values keep their text (multi-value keys like ip_local_port_range keep the tab/space
+  /// separated text). Errors: kInvalidArgument "parse <file_name>: line N: expected 'key = value'".
+  static absl::StatusOr<Sysctls> Parse(absl::string_view text, absl::string_view file_name = "sysctl.txt");
+
+  /// Sets or overrides one key (tests, synthetic snapshots).
+  void Set(absl::string_view key, absl::string_view value);
+
+  /// Raw text of `key` (exact key, dots as in sysctl -a), or nullopt.
+  std::optional<std::string> Get(absl::string_view key) const;
+  /// `key` as an integer (first whitespace-separated token), or nullopt when absent / not a number.
+  std::optional<int64_t> GetInt(absl::string_view key) const;
+
+  /// "net.ipv4.conf.<dev>.<name>" with '.' in `dev` replaced by '/' as the kernel names it.
+  static std::string ConfKey(absl::string_view dev, absl::string_view name);
+
+  /// Effective rp_filter of `dev`: max(conf.all.rp_filter, conf.<dev>.rp_filter) (IN_DEV_MAXCONF).
+  /// 0 = off, 1 = strict (RFC 3704 strict reverse path), 2 = loose. When conf.<dev> is absent,
+  /// conf.default stands in for it. known=false when no rp_filter key is present at all.
+  SysctlValue RpFilter(absl::string_view dev) const;
+
+  /// conf.<dev>.forwarding — the flag the kernel checks on the INGRESS device of a packet to be
+  /// forwarded (ip_route_input_slow: IN_DEV_FORWARD, per device only). Absent -> falls back to
+  /// conf.all.forwarding (== net.ipv4.ip_forward, which writes every device's value), then
+  /// net.ipv4.ip_forward; known=false if none is present (value 0, the kernel default).
+  SysctlValue Forwarding(absl::string_view dev) const;
+  /// net.ipv4.ip_forward (== conf.all.forwarding).
+  SysctlValue IpForward() const;
+
+  /// accept_local, route_localnet, src_valid_mark: IN_DEV_ORCONF (all OR dev).
+  SysctlValue AcceptLocal(absl::string_view dev) const;
+  SysctlValue RouteLocalnet(absl::string_view dev) const;
+  SysctlValue SrcValidMark(absl::string_view dev) const;
+  /// net.ipv4.conf.<dev>.send_redirects (IN_DEV_ORCONF); matters only for fib_validate_source's
+  /// fast path when a packet leaves on the device it came in.
+  SysctlValue SendRedirects(absl::string_view dev) const;
+  /// net.ipv4.conf.all.ignore_routes_with_linkdown OR conf.<dev> (IN_DEV_ORCONF).
+  SysctlValue IgnoreRoutesWithLinkdown(absl::string_view dev) const;
+
+  size_t size() const { return values_.size(); }
+  const absl::flat_hash_map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  SysctlValue Max(absl::string_view dev, absl::string_view name, int64_t def) const;
+  SysctlValue Or(absl::string_view dev, absl::string_view name, int64_t def) const;
+
+  absl::flat_hash_map<std::string, std::string> values_;
+};
+
+}  // namespace sarena::model
+
+#endif  // LIBSARENA_MODEL_SYSCTL_H_
