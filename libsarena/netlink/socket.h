@@ -203,6 +203,7 @@ class Socket {
   mnl_socket* sock_ = nullptr;
   uint32_t portid_ = 0;
   uint32_t seq_ = 0;
+  int last_errno_ = 0;  // errno of the last kernel error reply (0 after success)
 };
 
 }  // namespace sarena::nl
