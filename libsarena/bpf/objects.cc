@@ -1,0 +1,201 @@
+#include "libsarena/bpf/objects.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+
+#include <cerrno>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bpf/from_container.skel.h"
+#include "bpf/from_host.skel.h"
+#include "bpf/noop.skel.h"
+#include "libsarena/base/errno_status.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/libbpf_log.h"
+#include "libsarena/bpf/link.h"
+
+namespace sarena::bpf {
+namespace {
+
+// An owned duplicate of a libbpf-owned fd, so typed maps outlive nothing they should not.
+absl::StatusOr<UniqueFd> Dup(int fd, absl::string_view what) {
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return ErrnoStatus(errno, absl::StrCat("duplicate fd of ", what));
+  return UniqueFd(copy);
+}
+
+template <typename M>
+absl::StatusOr<M> MapFromLibbpf(const struct bpf_map* map) {
+  SARENA_ASSIGN_OR_RETURN(UniqueFd fd, Dup(bpf_map__fd(map), bpf_map__name(map)));
+  return M::FromFd(std::move(fd));
+}
+
+template <typename M>
+absl::StatusOr<M> MapFromPin(absl::string_view pin_root, absl::string_view name) {
+  return M::FromPin(absl::StrCat(pin_root, "/", name));
+}
+
+// Opens and loads one skeleton. `Skel` is the bpftool-generated struct; the three functions
+// are its __open_opts / __load / __destroy.
+template <typename Skel>
+absl::StatusOr<Skel*> OpenAndLoad(absl::string_view name, const std::string& pin_root,
+                                  Skel* (*open)(const struct bpf_object_open_opts*),
+                                  int (*load)(Skel*), void (*destroy)(Skel*)) {
+  internal::LibbpfLogCapture capture;
+  LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_root.c_str());
+  Skel* skel = open(&opts);
+  if (skel == nullptr) {
+    int err = errno ? errno : EINVAL;
+    return ErrnoStatus(err, absl::StrCat("open BPF object '", name, "'"), capture.Text());
+  }
+  int ret = load(skel);
+  if (ret < 0) {
+    std::string log = capture.Text();
+    destroy(skel);
+    return ErrnoStatus(-ret, absl::StrCat("load BPF object '", name, "'"), log);
+  }
+  return skel;
+}
+
+}  // namespace
+
+absl::string_view ToString(Program program) {
+  switch (program) {
+    case Program::kFromContainer:
+      return "from_container";
+    case Program::kFromHost:
+      return "from_host";
+    case Program::kNoop:
+      return "noop";
+  }
+  return "unknown";
+}
+
+// ---- Maps ----
+
+absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
+  SARENA_ASSIGN_OR_RETURN(auto endpoints,
+                          (MapFromPin<Map<EndpointKey, Endpoint>>(pin_root, SARENA_MAP_ENDPOINTS)));
+  SARENA_ASSIGN_OR_RETURN(auto config,
+                          (MapFromPin<Map<uint32_t, Config>>(pin_root, SARENA_MAP_CONFIG)));
+  SARENA_ASSIGN_OR_RETURN(auto ep_counters, (MapFromPin<PerCpuMap<uint32_t, EndpointCounters>>(
+                                                pin_root, SARENA_MAP_EP_COUNTERS)));
+  SARENA_ASSIGN_OR_RETURN(auto drops, (MapFromPin<PerCpuMap<uint32_t, DropCounter>>(
+                                          pin_root, SARENA_MAP_DROPS)));
+  SARENA_ASSIGN_OR_RETURN(auto host_flows, (MapFromPin<Map<FlowKey, uint64_t>>(
+                                               pin_root, SARENA_MAP_HOST_FLOWS)));
+  return Maps{std::move(endpoints), std::move(config), std::move(ep_counters), std::move(drops),
+              std::move(host_flows)};
+}
+
+absl::Status Maps::WriteConfig(const Config& cfg) const { return config.Update(0, cfg); }
+
+absl::StatusOr<Config> Maps::ReadConfig() const { return config.Lookup(0); }
+
+absl::StatusOr<EndpointCounters> Maps::ReadEndpointCounters(uint32_t endpoint_id) const {
+  if (endpoint_id >= SARENA_MAX_ENDPOINTS) {
+    return absl::InvalidArgumentError(absl::StrCat("read counters of endpoint id ", endpoint_id,
+                                                   ": must be < ", SARENA_MAX_ENDPOINTS));
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<EndpointCounters> per_cpu, ep_counters.Lookup(endpoint_id));
+  return SumCounters(per_cpu);
+}
+
+absl::Status Maps::ResetEndpointCounters(uint32_t endpoint_id) const {
+  if (endpoint_id >= SARENA_MAX_ENDPOINTS) {
+    return absl::InvalidArgumentError(absl::StrCat("reset counters of endpoint id ", endpoint_id,
+                                                   ": must be < ", SARENA_MAX_ENDPOINTS));
+  }
+  EndpointCounters zero = {};
+  return ep_counters.UpdateAll(endpoint_id, zero);
+}
+
+absl::StatusOr<std::vector<DropCounter>> Maps::ReadDrops() const {
+  std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
+  for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
+    SARENA_ASSIGN_OR_RETURN(std::vector<DropCounter> per_cpu, drops.Lookup(reason));
+    out[reason] = SumCounters(per_cpu);
+  }
+  return out;
+}
+
+// ---- Objects ----
+
+struct Objects::Impl {
+  std::string pin_root;
+  struct from_container* from_container = nullptr;
+  struct from_host* from_host = nullptr;
+  struct noop* noop = nullptr;
+  std::optional<Maps> maps;
+
+  ~Impl() {
+    if (from_container != nullptr) from_container__destroy(from_container);
+    if (from_host != nullptr) from_host__destroy(from_host);
+    if (noop != nullptr) noop__destroy(noop);
+  }
+};
+
+Objects::Objects(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Objects::Objects(Objects&&) noexcept = default;
+Objects& Objects::operator=(Objects&&) noexcept = default;
+Objects::~Objects() = default;
+
+absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
+  if (options.pin_root.empty()) {
+    return absl::InvalidArgumentError("load BPF objects: pin_root (a bpffs directory) is required");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->pin_root = options.pin_root;
+  SARENA_ASSIGN_OR_RETURN(impl->from_container,
+                          OpenAndLoad<struct from_container>(
+                              "from_container", impl->pin_root, from_container__open_opts,
+                              from_container__load, from_container__destroy));
+  SARENA_ASSIGN_OR_RETURN(
+      impl->from_host,
+      OpenAndLoad<struct from_host>("from_host", impl->pin_root, from_host__open_opts,
+                                    from_host__load, from_host__destroy));
+  SARENA_ASSIGN_OR_RETURN(impl->noop,
+                          OpenAndLoad<struct noop>("noop", impl->pin_root, noop__open_opts,
+                                                   noop__load, noop__destroy));
+
+  // Typed maps over from_container's (pinned, shared) maps; checks sizes against abi.h.
+  const auto& m = impl->from_container->maps;
+  SARENA_ASSIGN_OR_RETURN(auto endpoints,
+                          (MapFromLibbpf<Map<EndpointKey, Endpoint>>(m.sarena_lxc)));
+  SARENA_ASSIGN_OR_RETURN(auto config, (MapFromLibbpf<Map<uint32_t, Config>>(m.sarena_cfg)));
+  SARENA_ASSIGN_OR_RETURN(auto ep_counters,
+                          (MapFromLibbpf<PerCpuMap<uint32_t, EndpointCounters>>(m.sarena_ep_ctr)));
+  SARENA_ASSIGN_OR_RETURN(auto drops,
+                          (MapFromLibbpf<PerCpuMap<uint32_t, DropCounter>>(m.sarena_drops)));
+  SARENA_ASSIGN_OR_RETURN(auto host_flows,
+                          (MapFromLibbpf<Map<FlowKey, uint64_t>>(m.sarena_flows)));
+  impl->maps.emplace(Maps{std::move(endpoints), std::move(config), std::move(ep_counters),
+                          std::move(drops), std::move(host_flows)});
+  return Objects(std::move(impl));
+}
+
+int Objects::prog_fd(Program program) const {
+  switch (program) {
+    case Program::kFromContainer:
+      return bpf_program__fd(impl_->from_container->progs.from_container);
+    case Program::kFromHost:
+      return bpf_program__fd(impl_->from_host->progs.from_host);
+    case Program::kNoop:
+      return bpf_program__fd(impl_->noop->progs.noop);
+  }
+  return -1;
+}
+
+absl::StatusOr<uint32_t> Objects::prog_id(Program program) const {
+  SARENA_ASSIGN_OR_RETURN(ProgramInfo info, GetProgramInfo(prog_fd(program)));
+  return info.id;
+}
+
+const Maps& Objects::maps() const { return *impl_->maps; }
+
+const std::string& Objects::pin_root() const { return impl_->pin_root; }
+
+}  // namespace sarena::bpf
