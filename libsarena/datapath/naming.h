@@ -1,0 +1,24 @@
+// Interface naming for the datapath.
+#ifndef LIBSARENA_DATAPATH_NAMING_H_
+#define LIBSARENA_DATAPATH_NAMING_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace sarena::datapath {
+
+/// Name of the node-side veth pair's host end (carries --node-ip/32, the pods' gateway).
+inline constexpr char kHostDevice[] = "sarena_host";
+/// Name of the other end of that pair (from_container sends host-bound traffic into it).
+inline constexpr char kNetDevice[] = "sarena_net";
+
+/// Host-side veth name of one pod attachment: "lxc" + the first 11 hex digits of
+/// SHA-256(container_id + ifname) — 14 characters, under IFNAMSIZ (16 incl. NUL). Deterministic,
+/// so DEL and CHECK find the veth from the CNI arguments alone (CNI spec: CNI_CONTAINERID and
+/// CNI_IFNAME identify an attachment).
+std::string HostVethName(absl::string_view container_id, absl::string_view ifname);
+
+}  // namespace sarena::datapath
+
+#endif  // LIBSARENA_DATAPATH_NAMING_H_
