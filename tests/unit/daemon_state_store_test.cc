@@ -1,0 +1,283 @@
+// EndpointStore: put/get/delete/list, persistence, atomic replacement, crash leftovers, and
+// corrupt-record reporting — on a real directory, no privileges needed.
+#include "libsarena/daemon/state_store.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sarena::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::HasSubstr;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "sarena-store-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+}
+
+std::set<std::string> FilesIn(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+v1::Endpoint MakeEndpoint(const std::string& id, const std::string& ifname, const std::string& ip) {
+  v1::Endpoint ep;
+  ep.mutable_ref()->set_container_id(id);
+  ep.mutable_ref()->set_ifname(ifname);
+  ep.set_netns("/var/run/netns/" + id);
+  ep.set_ip(ip);
+  ep.set_prefix_len(32);
+  ep.set_gateway("10.244.1.1");
+  ep.set_pod_mac("aa:bb:cc:dd:ee:01");
+  ep.set_host_ifname("lxc0123456789a");
+  ep.set_host_ifindex(42);
+  ep.set_host_mac("aa:bb:cc:dd:ee:02");
+  ep.set_endpoint_id(7);
+  ep.set_mtu(1500);
+  ep.set_pod_namespace("default");
+  ep.set_pod_name("web-" + id);
+  return ep;
+}
+
+class EndpointStoreTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<std::unique_ptr<EndpointStore>> Open() {
+    return EndpointStore::Open({.state_dir = dir_.path()});
+  }
+  std::string Dir() const { return dir_.path() + "/endpoints"; }
+  TempDir dir_;
+};
+
+TEST_F(EndpointStoreTest, PutGetListDelete) {
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
+  v1::Endpoint b = MakeEndpoint("ctr-b", "eth0", "10.244.1.3");
+  ASSERT_TRUE((*store)->Put(b).ok());
+  ASSERT_TRUE((*store)->Put(a).ok());
+  EXPECT_EQ((*store)->size(), 2u);
+  auto got = (*store)->Get(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(MessageDifferencer::Equals(*got, a));
+  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth1"}).has_value());
+
+  std::vector<v1::Endpoint> list = (*store)->List();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].ref().container_id(), "ctr-a");  // ordered by key
+  EXPECT_EQ(list[1].ref().container_id(), "ctr-b");
+  EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json", "ctr-b:eth0.json"}));
+
+  auto deleted = (*store)->Delete(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(*deleted);
+  auto again = (*store)->Delete(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(*again);  // idempotent
+  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth0"}).has_value());
+  EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-b:eth0.json"}));
+}
+
+TEST_F(EndpointStoreTest, RecordsSurviveReopenAndCountersAreNotPersisted) {
+  v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
+  {
+    auto store = Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Endpoint with_counters = a;
+    with_counters.mutable_counters()->set_rx_packets(99);
+    ASSERT_TRUE((*store)->Put(with_counters).ok());
+    EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth0"})->has_counters());
+  }
+  const std::string json = ReadFile(Dir() + "/ctr-a:eth0.json");
+  EXPECT_THAT(json, HasSubstr("\"host_ifname\": \"lxc0123456789a\""));  // proto field names
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("counters")));
+
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto got = (*store)->Get(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(MessageDifferencer::Equals(*got, a)) << got->DebugString();
+}
+
+TEST_F(EndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")).ok());
+  const std::string path = Dir() + "/ctr-a:eth0.json";
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  const ino_t before = st.st_ino;
+  ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.9")).ok());
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_NE(st.st_ino, before);  // a new inode renamed over the old one, never rewritten in place
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json"}));
+  EXPECT_THAT(ReadFile(path), HasSubstr("10.244.1.9"));
+}
+
+TEST_F(EndpointStoreTest, FailedPutLeavesNeitherRecordNorTemporary) {
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Make the rename target impossible to replace: a non-empty directory of the same name.
+  ASSERT_TRUE(fs::create_directories(Dir() + "/ctr-x:eth0.json/blocker"));
+  absl::Status st = (*store)->Put(MakeEndpoint("ctr-x", "eth0", "10.244.1.4"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("ctr-x:eth0.json"));
+  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-x", "eth0"}).has_value());
+  for (const std::string& f : FilesIn(Dir())) EXPECT_THAT(f, ::testing::Not(HasSubstr(".tmp-")));
+}
+
+TEST_F(EndpointStoreTest, InterruptedWriteLeftoverIsRemovedAndTheOldRecordKept) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")).ok());
+  }
+  // What a crash between write and rename leaves: a torn temporary beside the intact record.
+  WriteFile(Dir() + "/.tmp-ctr-a:eth0.json.777.3", "{\"ref\": {\"container_id\": \"ctr");
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->Get(EndpointKey{"ctr-a", "eth0"})->ip(), "10.244.1.2");
+  EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json"}));
+}
+
+TEST_F(EndpointStoreTest, KeysThatAnUnderscoreSeparatorWouldConfuseStayApart) {
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Put(MakeEndpoint("a_b", "c", "10.244.1.2")).ok());
+  ASSERT_TRUE((*store)->Put(MakeEndpoint("a", "b_c", "10.244.1.3")).ok());
+  EXPECT_EQ((*store)->Get(EndpointKey{"a_b", "c"})->ip(), "10.244.1.2");
+  EXPECT_EQ((*store)->Get(EndpointKey{"a", "b_c"})->ip(), "10.244.1.3");
+}
+
+TEST_F(EndpointStoreTest, InvalidRefsAreRejected) {
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::Endpoint no_ref;
+  EXPECT_EQ((*store)->Put(no_ref).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*store)->Put(MakeEndpoint("../../etc", "eth0", "1.2.3.4")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*store)->Put(MakeEndpoint("abc", "a/b", "1.2.3.4")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*store)->Delete(EndpointKey{"abc", ".."}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock"}));
+}
+
+TEST_F(EndpointStoreTest, SecondOpenIsRefused) {
+  auto first = Open();
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Open();
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(EndpointStoreTest, ConcurrentPutsAndDeletes) {
+  auto opened = Open();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EndpointStore* store = opened->get();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([store, t] {
+      for (int i = 0; i < 10; ++i) {
+        std::string id = absl::StrCat("c", t, "-", i);
+        EXPECT_TRUE(store->Put(MakeEndpoint(id, "eth0", absl::StrCat("10.0.", t, ".", i))).ok());
+        if (i % 2 == 1) EXPECT_TRUE(*store->Delete(EndpointKey{id, "eth0"}));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(store->size(), 40u);
+  opened->reset();
+  auto reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->size(), 40u);
+  EXPECT_EQ((*reopened)->Get(EndpointKey{"c3-4", "eth0"})->ip(), "10.0.3.4");
+}
+
+struct CorruptCase {
+  const char* name;
+  const char* file;
+  const char* content;
+  const char* expect;
+};
+
+class EndpointStoreCorruptTest : public EndpointStoreTest,
+                                 public ::testing::WithParamInterface<CorruptCase> {};
+
+TEST_P(EndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
+  const CorruptCase& c = GetParam();
+  {
+    auto store = Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(MakeEndpoint("good", "eth0", "10.244.1.2")).ok());
+  }
+  const std::string path = Dir() + "/" + c.file;
+  WriteFile(path, c.content);
+  auto store = Open();
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+  EXPECT_THAT(store.status().message(), HasSubstr(c.expect));
+  EXPECT_THAT(store.status().message(), HasSubstr("1 corrupt record"));
+  EXPECT_EQ(ReadFile(path), c.content);  // never deleted or reset
+  EXPECT_TRUE(fs::exists(Dir() + "/good:eth0.json"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, EndpointStoreCorruptTest,
+    ::testing::Values(
+        CorruptCase{"Truncated", "ctr-a:eth0.json", "{\"ref\": {\"container_id\": \"ctr",
+                    "has content \"{\\\"ref\\\": {\\\"container_id\\\": \\\"ctr\""},
+        CorruptCase{"Empty", "ctr-a:eth0.json", "", "not an Endpoint in JSON"},
+        CorruptCase{"WrongType", "ctr-a:eth0.json", "{\"mtu\": \"big\"}",
+                    "not an Endpoint in JSON"},
+        CorruptCase{"RefMismatch", "ctr-a:eth0.json",
+                    "{\"ref\": {\"container_id\": \"ctr-b\", \"ifname\": \"eth0\"}}",
+                    "its ref 'ctr-b/eth0' does not match the file name"},
+        CorruptCase{"BadName", "notes.txt", "hello", "name does not end in .json"},
+        CorruptCase{"NoSeparator", "ctr-a.json", "{}", "not <containerID>:<ifname>.json"}),
+    [](const ::testing::TestParamInfo<CorruptCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace sarena::daemon
