@@ -1,0 +1,330 @@
+#include "libsarena/model/snapshot.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "libsarena/base/errno_status.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/model/json.h"
+
+namespace sarena::model {
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT || e == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("read file '", path, "': no such file"));
+    }
+    return ErrnoStatus(e, absl::StrCat("read file '", path, "'"));
+  }
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("read file '", path, "': is a directory"));
+  }
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return ErrnoStatus(e, absl::StrCat("read file '", path, "'"));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_view json,
+                                                                 absl::string_view file) {
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file));
+  const JsonValue& root = doc.root();
+  const JsonValue* list = nullptr;
+  std::string prefix;
+  if (root.is_array()) {
+    list = &root;
+  } else if (root.is_object()) {
+    list = root.Find("endpoints");
+    prefix = "endpoints";
+    if (list == nullptr) {
+      list = root.Find("items");
+      prefix = "items";
+    }
+    if (list == nullptr) return std::vector<SarenaEndpoint>();
+    if (!list->is_array()) return JsonFieldError(file, prefix, "expected an array");
+  } else {
+    return JsonFieldError(file, "", "expected an array or {\"endpoints\": [...]}");
+  }
+  std::vector<SarenaEndpoint> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const JsonValue& e = (*list)[i];
+    std::string p = JsonIndexPath(prefix, i);
+    if (!e.is_object()) return JsonFieldError(file, p, "expected an object");
+    SarenaEndpoint ep;
+    // camelCase (protobuf JSON) or snake_case (proto field names).
+    auto str = [&](const JsonValue& o, absl::string_view camel, absl::string_view snake,
+                   absl::string_view path) -> absl::StatusOr<std::string> {
+      SARENA_ASSIGN_OR_RETURN(auto v, JsonGetString(o, camel, file, path));
+      if (!v) {
+        SARENA_ASSIGN_OR_RETURN(v, JsonGetString(o, snake, file, path));
+      }
+      return v ? std::string(*v) : std::string();
+    };
+    auto u32 = [&](absl::string_view camel, absl::string_view snake) -> absl::StatusOr<uint32_t> {
+      SARENA_ASSIGN_OR_RETURN(auto v, JsonGetInt(e, camel, file, p, 0, UINT32_MAX, true));
+      if (!v) {
+        SARENA_ASSIGN_OR_RETURN(v, JsonGetInt(e, snake, file, p, 0, UINT32_MAX, true));
+      }
+      return static_cast<uint32_t>(v.value_or(0));
+    };
+    auto ip = [&](absl::string_view key) -> absl::StatusOr<std::optional<net::Ipv4>> {
+      return JsonGetIpv4(e, key, file, p);
+    };
+    auto mac = [&](absl::string_view camel,
+                   absl::string_view snake) -> absl::StatusOr<std::optional<net::Mac>> {
+      SARENA_ASSIGN_OR_RETURN(std::string s, str(e, camel, snake, p));
+      if (s.empty()) return std::optional<net::Mac>();
+      auto m = net::ParseMac(s);
+      if (!m.ok()) return JsonFieldError(file, absl::StrCat(p, ".", camel), absl::StrCat("invalid MAC '", s, "'"));
+      return std::optional<net::Mac>(*m);
+    };
+    if (const JsonValue* ref = e.Find("ref"); ref != nullptr && ref->is_object()) {
+      std::string rp = p + ".ref";
+      SARENA_ASSIGN_OR_RETURN(ep.container_id, str(*ref, "containerId", "container_id", rp));
+      SARENA_ASSIGN_OR_RETURN(ep.ifname, str(*ref, "ifname", "ifname", rp));
+    }
+    SARENA_ASSIGN_OR_RETURN(ep.ip, ip("ip"));
+    SARENA_ASSIGN_OR_RETURN(ep.gateway, ip("gateway"));
+    SARENA_ASSIGN_OR_RETURN(ep.pod_mac, mac("podMac", "pod_mac"));
+    SARENA_ASSIGN_OR_RETURN(ep.host_mac, mac("hostMac", "host_mac"));
+    SARENA_ASSIGN_OR_RETURN(ep.host_ifname, str(e, "hostIfname", "host_ifname", p));
+    SARENA_ASSIGN_OR_RETURN(ep.host_ifindex, u32("hostIfindex", "host_ifindex"));
+    SARENA_ASSIGN_OR_RETURN(ep.endpoint_id, u32("endpointId", "endpoint_id"));
+    SARENA_ASSIGN_OR_RETURN(ep.mtu, u32("mtu", "mtu"));
+    SARENA_ASSIGN_OR_RETURN(ep.pod_namespace, str(e, "podNamespace", "pod_namespace", p));
+    SARENA_ASSIGN_OR_RETURN(ep.pod_name, str(e, "podName", "pod_name", p));
+    out.push_back(std::move(ep));
+  }
+  return out;
+}
+
+namespace {
+
+// Reads `abs_dir/name`; NotFound -> recorded as missing (when `record`), returns nullopt.
+absl::StatusOr<std::optional<std::string>> ReadOptional(const std::string& abs_dir,
+                                                        const std::string& rel_dir,
+                                                        absl::string_view name, bool record,
+                                                        std::vector<std::string>* missing) {
+  auto text = ReadFileToString(absl::StrCat(abs_dir, "/", name));
+  if (!text.ok()) {
+    if (absl::IsNotFound(text.status())) {
+      if (record) missing->push_back(absl::StrCat(rel_dir, "/", name));
+      return std::optional<std::string>();
+    }
+    return text.status();
+  }
+  return std::optional<std::string>(std::move(*text));
+}
+
+}  // namespace
+
+absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir,
+                          bool with_iptables, NetnsState* state) {
+  state->dir = rel_dir;
+  auto rel = [&](absl::string_view name) { return absl::StrCat(rel_dir, "/", name); };
+  struct JsonFile {
+    absl::string_view name;
+    absl::Status (Netstack::*parse)(absl::string_view, absl::string_view);
+    bool record;
+  };
+  const JsonFile files[] = {
+      {kIpLinkFile, &Netstack::ParseLinks, true},
+      {kIpAddrFile, &Netstack::ParseAddrs, true},
+      {kIpRouteFile, &Netstack::ParseRoutes, true},
+      {kIpRuleFile, &Netstack::ParseRules, with_iptables},  // pods rarely have custom rules
+      {kIpNeighFile, &Netstack::ParseNeighbors, true},
+      {kBridgeFdbFile, &Netstack::ParseFdb, with_iptables},
+      {kSysctlFile, &Netstack::ParseSysctls, true},
+  };
+  for (const JsonFile& f : files) {
+    SARENA_ASSIGN_OR_RETURN(auto text,
+                            ReadOptional(abs_dir, rel_dir, f.name, f.record, &state->missing_files));
+    if (!text) continue;
+    SARENA_RETURN_IF_ERROR((state->netstack.*f.parse)(*text, rel(f.name)));
+  }
+  state->netstack.Finalize();
+  SARENA_ASSIGN_OR_RETURN(auto ipt, ReadOptional(abs_dir, rel_dir, kIptablesFile, with_iptables,
+                                                 &state->missing_files));
+  if (ipt) {
+    SARENA_ASSIGN_OR_RETURN(Netfilter nf, Netfilter::Parse(*ipt, rel(kIptablesFile)));
+    state->netfilter = std::move(nf);
+  }
+  return absl::OkStatus();
+}
+
+struct Snapshot::Cache {
+  std::mutex mu;
+  absl::flat_hash_map<std::string, std::unique_ptr<NodeState>> nodes;
+  absl::flat_hash_map<std::string, std::unique_ptr<NetnsState>> pods;  // "ns/name"
+};
+
+Snapshot::Snapshot() : cache_(std::make_unique<Cache>()) {}
+Snapshot::~Snapshot() = default;
+
+absl::StatusOr<std::unique_ptr<Snapshot>> Snapshot::Open(absl::string_view dir,
+                                                         SnapshotOptions options) {
+  std::error_code ec;
+  std::filesystem::path root{std::string(dir)};
+  if (!std::filesystem::is_directory(root, ec)) {
+    return absl::NotFoundError(absl::StrCat("open snapshot '", dir, "': no such directory"));
+  }
+  std::unique_ptr<Snapshot> s(new Snapshot());
+  s->dir_ = std::string(dir);
+  std::filesystem::path cluster_dir = root / "cluster";
+  if (std::filesystem::is_directory(cluster_dir, ec)) {
+    SARENA_ASSIGN_OR_RETURN(s->cluster_, Cluster::Load(cluster_dir.string()));
+  } else {
+    for (absl::string_view f : {"pods.json", "nodes.json", "services.json", "endpointslices.json",
+                                "ippools.json"}) {
+      s->cluster_.mutable_files().missing.push_back(absl::StrCat("cluster/", f));
+    }
+    s->cluster_.Finalize();
+  }
+  std::filesystem::path nodes_dir = root / "nodes";
+  if (std::filesystem::is_directory(nodes_dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(nodes_dir, ec)) {
+      if (entry.is_directory(ec)) s->node_names_.push_back(entry.path().filename().string());
+    }
+    std::sort(s->node_names_.begin(), s->node_names_.end());
+  }
+  if (options.eager) {
+    for (const std::string& n : s->node_names_) {
+      SARENA_RETURN_IF_ERROR(s->Node(n).status());
+    }
+  }
+  return s;
+}
+
+std::unique_ptr<Snapshot> Snapshot::FromParts(std::string dir, Cluster cluster,
+                                              std::vector<std::unique_ptr<NodeState>> nodes) {
+  std::unique_ptr<Snapshot> s(new Snapshot());
+  s->dir_ = std::move(dir);
+  s->cluster_ = std::move(cluster);
+  for (auto& n : nodes) {
+    s->node_names_.push_back(n->name);
+    std::string name = n->name;
+    s->cache_->nodes.emplace(std::move(name), std::move(n));
+  }
+  std::sort(s->node_names_.begin(), s->node_names_.end());
+  return s;
+}
+
+bool Snapshot::HasNodeDir(absl::string_view node) const {
+  return std::binary_search(node_names_.begin(), node_names_.end(), node);
+}
+
+absl::StatusOr<const NodeState*> Snapshot::Node(absl::string_view node) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    auto it = cache_->nodes.find(node);
+    if (it != cache_->nodes.end()) return it->second.get();
+  }
+  if (!HasNodeDir(node) || node.find('/') != absl::string_view::npos || node == ".." ||
+      node == ".") {
+    return absl::NotFoundError(
+        absl::StrCat("node '", node, "': no directory nodes/", node, " in snapshot"));
+  }
+  auto state = std::make_unique<NodeState>();
+  state->name = std::string(node);
+  state->id = absl::StrCat("node:", node);
+  std::string rel = absl::StrCat("nodes/", node);
+  std::string abs = absl::StrCat(dir_, "/", rel);
+  SARENA_RETURN_IF_ERROR(LoadNetnsDir(abs, rel, /*with_iptables=*/true, state.get()));
+  auto text = ReadFileToString(absl::StrCat(abs, "/", kSarenaEndpointsFile));
+  if (text.ok()) {
+    SARENA_ASSIGN_OR_RETURN(state->sarena_endpoints,
+                            ParseSarenaEndpoints(*text, absl::StrCat(rel, "/", kSarenaEndpointsFile)));
+  } else if (!absl::IsNotFound(text.status())) {
+    return text.status();
+  } else {
+    state->missing_files.push_back(absl::StrCat(rel, "/", kSarenaEndpointsFile));
+  }
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  auto [it, inserted] = cache_->nodes.emplace(std::string(node), std::move(state));
+  return it->second.get();  // if another thread won the race, its copy is kept
+}
+
+absl::StatusOr<const NetnsState*> Snapshot::PodNetns(absl::string_view namespace_,
+                                                     absl::string_view pod,
+                                                     absl::string_view node) const {
+  std::string key = absl::StrCat(namespace_, "/", pod);
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    auto it = cache_->pods.find(key);
+    if (it != cache_->pods.end()) return it->second.get();
+  }
+  auto bad = [](absl::string_view s) {
+    return s.empty() || s.find('/') != absl::string_view::npos || s == "." || s == "..";
+  };
+  if (bad(namespace_) || bad(pod)) {
+    return absl::InvalidArgumentError(absl::StrCat("pod '", key, "': invalid name"));
+  }
+  std::vector<std::string> candidates;
+  if (!node.empty()) {
+    candidates.emplace_back(node);
+  } else if (const Pod* p = cluster_.FindPod(namespace_, pod); p != nullptr && !p->node_name.empty()) {
+    candidates.push_back(p->node_name);
+  }
+  if (candidates.empty()) candidates = node_names_;
+  std::error_code ec;
+  for (const std::string& n : candidates) {
+    if (bad(n)) continue;
+    std::string rel = absl::StrCat("nodes/", n, "/pods/", namespace_, "/", pod);
+    std::string abs = absl::StrCat(dir_, "/", rel);
+    if (!std::filesystem::is_directory(abs, ec)) continue;
+    auto state = std::make_unique<NetnsState>();
+    state->id = absl::StrCat("pod:", key);
+    SARENA_RETURN_IF_ERROR(LoadNetnsDir(abs, rel, /*with_iptables=*/false, state.get()));
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    auto [it, inserted] = cache_->pods.emplace(key, std::move(state));
+    return it->second.get();
+  }
+  return absl::NotFoundError(absl::StrCat("pod '", key, "': no directory nodes/",
+                                          candidates.size() == 1 ? candidates[0] : "*", "/pods/",
+                                          key, " in snapshot"));
+}
+
+absl::StatusOr<std::string> Snapshot::ReadFile(absl::string_view relative_path) const {
+  if (relative_path.empty() || relative_path[0] == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("read snapshot file '", relative_path, "': must be a relative path"));
+  }
+  for (absl::string_view part : absl::StrSplit(relative_path, '/')) {
+    if (part == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("read snapshot file '", relative_path, "': '..' not allowed"));
+    }
+  }
+  return ReadFileToString(absl::StrCat(dir_, "/", relative_path));
+}
+
+}  // namespace sarena::model

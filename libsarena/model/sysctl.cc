@@ -1,0 +1,116 @@
+#include "libsarena/model/sysctl.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+
+namespace sarena::model {
+
+absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view file_name) {
+  Sysctls out;
+  out.values_.reserve(2048);
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (absl::StartsWith(line, "sysctl:")) continue;  // "sysctl: permission denied on key ..."
+    size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("parse ", file_name, ": line ", line_no,
+                                                     ": expected 'key = value', got '", line, "'"));
+    }
+    absl::string_view key = absl::StripAsciiWhitespace(line.substr(0, eq));
+    absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
+    if (key.empty() || key.find(' ') != absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("parse ", file_name, ": line ", line_no,
+                                                     ": invalid key '", key, "'"));
+    }
+    // `sysctl -a` may also print keys with '/' separators (-N / procfs paths): normalise to dots
+    // only when there is no dot at all (then every '/' is a separator).
+    std::string k(key);
+    if (k.find('.') == std::string::npos) std::replace(k.begin(), k.end(), '/', '.');
+    out.values_.insert_or_assign(std::move(k), std::string(value));
+  }
+  return out;
+}
+
+void Sysctls::Set(absl::string_view key, absl::string_view value) {
+  values_.insert_or_assign(std::string(key), std::string(value));
+}
+
+std::optional<std::string> Sysctls::Get(absl::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int64_t> Sysctls::GetInt(absl::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  absl::string_view v = it->second;
+  size_t sp = v.find_first_of(" \t");
+  if (sp != absl::string_view::npos) v = v.substr(0, sp);
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(v, &n)) return std::nullopt;
+  return n;
+}
+
+std::string Sysctls::ConfKey(absl::string_view dev, absl::string_view name) {
+  std::string d(dev);
+  std::replace(d.begin(), d.end(), '.', '/');
+  return absl::StrCat("net.ipv4.conf.", d, ".", name);
+}
+
+SysctlValue Sysctls::Max(absl::string_view dev, absl::string_view name, int64_t def) const {
+  std::optional<int64_t> all = GetInt(ConfKey("all", name));
+  std::optional<int64_t> d = GetInt(ConfKey(dev, name));
+  if (!d.has_value()) d = GetInt(ConfKey("default", name));
+  if (!all.has_value() && !d.has_value()) return {def, false};
+  return {std::max(all.value_or(0), d.value_or(0)), true};
+}
+
+SysctlValue Sysctls::Or(absl::string_view dev, absl::string_view name, int64_t def) const {
+  std::optional<int64_t> all = GetInt(ConfKey("all", name));
+  std::optional<int64_t> d = GetInt(ConfKey(dev, name));
+  if (!d.has_value()) d = GetInt(ConfKey("default", name));
+  if (!all.has_value() && !d.has_value()) return {def, false};
+  return {(all.value_or(0) != 0 || d.value_or(0) != 0) ? 1 : 0, true};
+}
+
+SysctlValue Sysctls::RpFilter(absl::string_view dev) const { return Max(dev, "rp_filter", 0); }
+
+SysctlValue Sysctls::Forwarding(absl::string_view dev) const {
+  if (auto d = GetInt(ConfKey(dev, "forwarding")); d.has_value()) return {*d, true};
+  if (auto a = GetInt(ConfKey("all", "forwarding")); a.has_value()) return {*a, true};
+  if (auto f = GetInt("net.ipv4.ip_forward"); f.has_value()) return {*f, true};
+  return {0, false};
+}
+
+SysctlValue Sysctls::IpForward() const {
+  if (auto f = GetInt("net.ipv4.ip_forward"); f.has_value()) return {*f, true};
+  if (auto a = GetInt(ConfKey("all", "forwarding")); a.has_value()) return {*a, true};
+  return {0, false};
+}
+
+SysctlValue Sysctls::AcceptLocal(absl::string_view dev) const { return Or(dev, "accept_local", 0); }
+SysctlValue Sysctls::RouteLocalnet(absl::string_view dev) const {
+  return Or(dev, "route_localnet", 0);
+}
+SysctlValue Sysctls::SrcValidMark(absl::string_view dev) const {
+  return Or(dev, "src_valid_mark", 0);
+}
+SysctlValue Sysctls::SendRedirects(absl::string_view dev) const {
+  return Or(dev, "send_redirects", 1);
+}
+SysctlValue Sysctls::IgnoreRoutesWithLinkdown(absl::string_view dev) const {
+  return Or(dev, "ignore_routes_with_linkdown", 0);
+}
+
+}  // namespace sarena::model
