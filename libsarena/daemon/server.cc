@@ -603,8 +603,9 @@ void Server::Run() { impl_->Run(); }
 absl::Status Server::Start() { return impl_->Start(); }
 void Server::Stop() {
   impl_->Stop();
-  if (impl_->background_.joinable() &&
-      impl_->background_.get_id() != std::this_thread::get_id()) {
+  const std::thread::id self = std::this_thread::get_id();
+  if (impl_->background_.joinable() && impl_->background_.get_id() != self &&
+      impl_->worker_thread_.get_id() != self) {
     impl_->background_.join();
   }
 }

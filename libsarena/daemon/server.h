@@ -113,6 +113,8 @@ class Server {
   /// lets the request currently executing finish and its response be written (bounded by
   /// io_timeout), closes all connections, and makes Run() return / joins the Start() thread.
   /// Requests received but not yet started are dropped (their clients see the connection close).
+  /// Called from a Handler / PostToWorker function or from the I/O thread it only initiates the
+  /// stop (it cannot wait for itself); from any other thread it also joins the Start() thread.
   void Stop();
 
   /// Queues `fn` on the worker that runs handlers, serialized with requests (e.g. the daemon's

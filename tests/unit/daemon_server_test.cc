@@ -450,6 +450,19 @@ TEST_F(ServerTest, StopLetsTheRunningRequestFinish) {
   }
 }
 
+TEST_F(ServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
+  Server* raw = nullptr;
+  auto created = Server::Create(Options(), [&](const v1::Request& r, const PeerCred& p) {
+    raw->Stop();  // e.g. a fatal datapath error: the daemon shuts itself down
+    return handler_.Handle(r, p);
+  });
+  ASSERT_TRUE(created.ok()) << created.status();
+  raw = created->get();
+  std::thread runner([&] { raw->Run(); });
+  EXPECT_EQ(RoundTrip("last"), "last");  // the running request still gets its answer
+  runner.join();                         // and Run returns
+}
+
 TEST_F(ServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
   handler_.delay = absl::Milliseconds(100);
   auto server = StartServer(Options());
