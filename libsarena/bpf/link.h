@@ -97,7 +97,8 @@ class Link {
   /// bpf_tc_attach with BPF_TC_F_REPLACE (tc). No packet sees an empty hook.
   absl::Status Update(int new_prog_fd);
   /// Removes the attachment: bpf_link_detach (TCX; the link fd and pins become defunct) or
-  /// bpf_tc_detach (tc; the clsact qdisc stays). kNotFound when it is already gone.
+  /// bpf_tc_detach (tc; the clsact qdisc stays). Idempotent: detaching what is already gone
+  /// (detached before, device deleted, filter removed by someone else) is OK.
   absl::Status Detach();
 
  private:

@@ -104,11 +104,13 @@ absl::StatusOr<RawMap> RawMap::FromPin(absl::string_view path) {
   int fd = bpf_obj_get(p.c_str());
   if (fd < 0) return ErrnoStatus(-fd, absl::StrCat("open pinned map '", path, "'"));
   auto map = FromFd(UniqueFd(fd));
-  if (!map.ok()) {
-    return absl::Status(map.status().code(),
-                        absl::StrCat("open pinned map '", path, "': ", map.status().message()));
-  }
+  if (!map.ok()) return PinError(path, map.status());
   return map;
+}
+
+absl::Status RawMap::PinError(absl::string_view path, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat("open pinned map '", path, "': ", status.message()));
 }
 
 std::string RawMap::Describe() const { return absl::StrCat("map '", info_.name, "'"); }
@@ -161,9 +163,15 @@ absl::StatusOr<bool> RawMap::NextKey(const void* key, void* next) const {
 absl::Status RawMap::UpdateBatch(const void* keys, const void* values, uint32_t count,
                                  UpdateFlags flags) const {
   if (count == 0) return absl::OkStatus();
-  LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = Flags(flags));
-  uint32_t n = count;
-  int ret = bpf_map_update_batch(fd_.get(), keys, values, &n, &opts);
+  // BPF_MAP_UPDATE_BATCH accepts no BPF_NOEXIST/BPF_EXIST in elem_flags (only BPF_F_LOCK; it
+  // always creates or replaces), so those flags take the per-element path.
+  int ret = -kENOTSUPP;
+  uint32_t n = 0;
+  if (flags == UpdateFlags::kAny) {
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    n = count;
+    ret = bpf_map_update_batch(fd_.get(), keys, values, &n, &opts);
+  }
   if (ret == 0) return absl::OkStatus();
   if (!BatchUnsupported(-ret)) {
     return ErrnoStatus(-ret, absl::StrCat("update batch of ", count, " elements of ", Describe()),

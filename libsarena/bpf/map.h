@@ -112,8 +112,9 @@ class RawMap {
   absl::StatusOr<bool> NextKey(const void* key, void* next) const;
 
   /// BPF_MAP_UPDATE_BATCH of `count` packed keys/values. Falls back to one Update per element
-  /// when the kernel has no batch op for this map type (ENOTSUPP/EOPNOTSUPP). On failure the
-  /// message says how many elements were written before the error.
+  /// when the kernel has no batch op for this map type (ENOTSUPP/EOPNOTSUPP), and for kNoExist /
+  /// kExist (the kernel's batch update only creates-or-replaces). On failure the message says
+  /// how many elements were written before the error.
   absl::Status UpdateBatch(const void* keys, const void* values, uint32_t count,
                            UpdateFlags flags) const;
   /// BPF_MAP_DELETE_BATCH of `count` packed keys, with the same fallback. Stops at the first
@@ -127,6 +128,9 @@ class RawMap {
 
   /// Pins the map at `path` on a bpffs (bpf_obj_pin). kAlreadyExists when the path exists.
   absl::Status Pin(absl::string_view path) const;
+
+  /// `status` with "open pinned map '<path>': " prepended (same code).
+  static absl::Status PinError(absl::string_view path, const absl::Status& status);
 
  private:
   RawMap(UniqueFd fd, MapInfo info, int slots, size_t stride);
@@ -159,7 +163,9 @@ class Map {
   /// Opens a pinned map (bpf_obj_get) and checks it like FromFd. kNotFound when not pinned.
   static absl::StatusOr<Map> FromPin(absl::string_view path) {
     SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path));
-    return FromRaw(std::move(raw));
+    absl::Status layout = raw.CheckLayout(sizeof(K), sizeof(V), /*per_cpu=*/false);
+    if (!layout.ok()) return RawMap::PinError(path, layout);
+    return Map(std::move(raw));
   }
   /// Checks and adopts an already opened RawMap.
   static absl::StatusOr<Map> FromRaw(RawMap raw) {
@@ -264,7 +270,9 @@ class PerCpuMap {
   }
   static absl::StatusOr<PerCpuMap> FromPin(absl::string_view path) {
     SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path));
-    return FromRaw(std::move(raw));
+    absl::Status layout = raw.CheckLayout(sizeof(K), sizeof(V), /*per_cpu=*/true);
+    if (!layout.ok()) return RawMap::PinError(path, layout);
+    return PerCpuMap(std::move(raw));
   }
   static absl::StatusOr<PerCpuMap> FromRaw(RawMap raw) {
     SARENA_RETURN_IF_ERROR(raw.CheckLayout(sizeof(K), sizeof(V), /*per_cpu=*/true));

@@ -1,0 +1,539 @@
+// The real from_container / from_host programs, loaded by sarena::bpf::Objects into a private
+// bpffs and run on crafted frames with BPF_PROG_TEST_RUN.
+//
+// What BPF_PROG_TEST_RUN lets us observe (net/bpf/test_run.c, Linux 6.18): the verdict, the
+// rewritten frame and the maps. bpf_redirect*/bpf_redirect_peer only record their target, so
+// "where to" is checked through the MACs the program wrote (each endpoint and the host path have
+// distinct MACs). skb->ingress_ifindex is set from ctx_in.ingress_ifindex (any value), and
+// skb->ifindex from ctx_in.ifindex, which must name a device of this netns — loopback (1) here;
+// endpoint ifindexes in the map are arbitrary numbers since nothing is transmitted.
+#include <arpa/inet.h>
+#include <linux/pkt_cls.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "libsarena/bpf/objects.h"
+#include "libsarena/bpf/test_run.h"
+#include "libsarena/bpf/types.h"
+#include "tests/bpf/bpf_test_env.h"
+#include "tests/lib/test_util.h"
+
+namespace sarena::bpf {
+namespace {
+
+using ::sarena::testing::ArpSpec;
+using ::sarena::testing::BuildArp;
+using ::sarena::testing::BuildIpv4;
+using ::sarena::testing::Get16;
+using ::sarena::testing::InternetChecksum;
+using ::sarena::testing::Ipv4Spec;
+using ::sarena::testing::MacAt;
+using ::sarena::testing::Put16;
+
+constexpr uint32_t kLoopback = 1;
+
+struct TestEndpoint {
+  std::string ip;
+  uint32_t ifindex;
+  net::Mac pod_mac;
+  net::Mac host_mac;
+  uint32_t id;
+};
+
+const TestEndpoint kA{"10.244.1.10", 1010, {0x0a, 0, 0, 0, 0, 0x10}, {0x02, 0, 0, 0, 0xa0, 0x10}, 10};
+const TestEndpoint kB{"10.244.1.11", 1011, {0x0a, 0, 0, 0, 0, 0x11}, {0x02, 0, 0, 0, 0xa0, 0x11}, 11};
+const TestEndpoint kC{"10.244.1.12", 1012, {0x0a, 0, 0, 0, 0, 0x12}, {0x02, 0, 0, 0, 0xa0, 0x12}, 12};
+const net::Mac kHostMac = {0x02, 0, 0, 0, 0x05, 0x00};
+const net::Mac kNetMac = {0x02, 0, 0, 0, 0x05, 0x01};
+constexpr char kNodeIp[] = "10.244.1.1";
+
+net::Ipv4 Ip(const std::string& s) { return boost::asio::ip::make_address_v4(s); }
+
+class DatapathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(::sarena::testing::IsRoot()) << "the bpf tier needs root (CI runs as root)";
+    auto objs = Objects::Load({.pin_root = bpffs_.path()});
+    ASSERT_TRUE(objs.ok()) << objs.status();
+    objs_.emplace(std::move(*objs));
+    WriteConfig();
+    for (const auto* ep : {&kA, &kB, &kC}) {
+      ASSERT_TRUE(maps().endpoints
+                      .Update(MakeEndpointKey(Ip(ep->ip)),
+                              MakeEndpoint(ep->ifindex, ep->pod_mac, ep->host_mac, ep->id))
+                      .ok());
+    }
+  }
+
+  void WriteConfig(uint32_t net_ifindex = 501) {
+    Config cfg = {};
+    cfg.node_ip_be = net::ToBe32(Ip(kNodeIp));
+    cfg.host_ifindex = 500;
+    cfg.net_ifindex = net_ifindex;
+    std::memcpy(cfg.host_mac, kHostMac.data(), 6);
+    std::memcpy(cfg.net_mac, kNetMac.data(), 6);
+    cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
+    cfg.pod_cidr_be = net::ToBe32(Ip("10.244.1.0"));
+    cfg.pod_cidr_len = 24;
+    ASSERT_TRUE(maps().WriteConfig(cfg).ok());
+  }
+
+  const Maps& maps() { return objs_->maps(); }
+
+  TestRunResult Run(Program prog, const std::vector<uint8_t>& pkt, uint32_t ingress_ifindex) {
+    auto r = TestRun(objs_->prog_fd(prog), pkt,
+                     TestRunOptions{.ifindex = kLoopback, .ingress_ifindex = ingress_ifindex});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : TestRunResult{};
+  }
+  TestRunResult FromContainer(const std::vector<uint8_t>& pkt, const TestEndpoint& from) {
+    return Run(Program::kFromContainer, pkt, from.ifindex);
+  }
+  TestRunResult FromHost(const std::vector<uint8_t>& pkt) {
+    return Run(Program::kFromHost, pkt, 500);
+  }
+
+  uint64_t Drops(enum sarena_drop_reason reason) {
+    auto d = maps().ReadDrops();
+    EXPECT_TRUE(d.ok()) << d.status();
+    return d.ok() ? (*d)[reason].packets : 0;
+  }
+  EndpointCounters Counters(const TestEndpoint& ep) {
+    auto c = maps().ReadEndpointCounters(ep.id);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : EndpointCounters{};
+  }
+
+  // Checks a frame delivered to `ep`: MACs, TTL - 1, header checksum recomputed from scratch,
+  // and every other byte unchanged.
+  void ExpectDelivered(const std::vector<uint8_t>& in, const TestRunResult& r,
+                       const TestEndpoint& ep) {
+    ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+    ASSERT_EQ(r.data_out.size(), in.size());
+    EXPECT_EQ(MacAt(r.data_out, 0), ep.pod_mac);
+    EXPECT_EQ(MacAt(r.data_out, 6), ep.host_mac);
+    const size_t ip = testing::kEthHlen;
+    const size_t hlen = (in[ip] & 0xf) * 4;
+    EXPECT_EQ(r.data_out[ip + 8], in[ip + 8] - 1) << "TTL";
+    std::vector<uint8_t> hdr(r.data_out.begin() + ip, r.data_out.begin() + ip + hlen);
+    uint16_t got = Get16(hdr, 10);
+    hdr[10] = hdr[11] = 0;
+    EXPECT_EQ(got, InternetChecksum(hdr.data(), hdr.size())) << "IP header checksum";
+    for (size_t i = 12; i < in.size(); ++i) {
+      if (i == ip + 8 || i == ip + 10 || i == ip + 11) continue;
+      ASSERT_EQ(r.data_out[i], in[i]) << "byte " << i << " changed";
+    }
+  }
+
+  // Checks a frame sent to the host stack through sarena_net -> sarena_host.
+  void ExpectToHost(const std::vector<uint8_t>& in, const TestRunResult& r) {
+    ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+    ASSERT_EQ(r.data_out.size(), in.size());
+    EXPECT_EQ(MacAt(r.data_out, 0), kHostMac);
+    EXPECT_EQ(MacAt(r.data_out, 6), kNetMac);
+    EXPECT_TRUE(std::equal(in.begin() + 12, in.end(), r.data_out.begin() + 12))
+        << "IP packet must be untouched on the host path (no TTL change)";
+  }
+
+  void ExpectPassedUntouched(const std::vector<uint8_t>& in, const TestRunResult& r) {
+    EXPECT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_OK));
+    EXPECT_EQ(r.data_out, in);
+  }
+
+  ::sarena::testing::ScopedBpffs bpffs_;
+  std::optional<Objects> objs_;
+};
+
+Ipv4Spec AtoB() { return Ipv4Spec{.saddr = kA.ip, .daddr = kB.ip}; }
+
+TEST_F(DatapathTest, DeliversPodToPodAndCounts) {
+  auto pkt = BuildIpv4(AtoB());
+  auto r = FromContainer(pkt, kA);
+  ExpectDelivered(pkt, r, kB);
+  EndpointCounters a = Counters(kA), b = Counters(kB);
+  EXPECT_EQ(a.tx_packets, 1u);
+  EXPECT_EQ(a.tx_bytes, pkt.size());
+  EXPECT_EQ(a.rx_packets, 0u);
+  EXPECT_EQ(b.rx_packets, 1u);
+  EXPECT_EQ(b.rx_bytes, pkt.size());
+  EXPECT_EQ(b.tx_packets, 0u);
+}
+
+TEST_F(DatapathTest, PerEndpointCountersAccumulate) {
+  auto pkt = BuildIpv4(AtoB());
+  constexpr int kN = 25;
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(FromContainer(pkt, kA).retval, uint32_t{TC_ACT_REDIRECT});
+  auto udp = BuildIpv4({.saddr = kC.ip, .daddr = kB.ip, .proto = testing::kIpprotoUdp, .payload = 100});
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(FromContainer(udp, kC).retval, uint32_t{TC_ACT_REDIRECT});
+  EXPECT_EQ(Counters(kA).tx_packets, uint64_t{kN});
+  EXPECT_EQ(Counters(kC).tx_bytes, uint64_t{kN} * udp.size());
+  EXPECT_EQ(Counters(kB).rx_packets, uint64_t{2 * kN});
+  EXPECT_EQ(Counters(kB).rx_bytes, uint64_t{kN} * (pkt.size() + udp.size()));
+}
+
+TEST_F(DatapathTest, ChecksumStaysCorrectAcrossRandomHeaders) {
+  std::mt19937 rng(42);
+  const TestEndpoint* eps[] = {&kA, &kB, &kC};
+  for (int i = 0; i < 300; ++i) {
+    const TestEndpoint& src = *eps[rng() % 3];
+    const TestEndpoint& dst = *eps[rng() % 3];
+    Ipv4Spec s{.saddr = src.ip, .daddr = dst.ip};
+    s.ttl = static_cast<uint8_t>(2 + rng() % 254);
+    s.tos = static_cast<uint8_t>(rng());
+    s.id = static_cast<uint16_t>(rng());
+    s.proto = (rng() & 1) ? testing::kIpprotoTcp : testing::kIpprotoIcmp;
+    s.ihl = 5 + static_cast<int>(rng() % 11);
+    s.payload = rng() % 64;
+    auto pkt = BuildIpv4(s);
+    SCOPED_TRACE(::testing::Message() << "iteration " << i << " ttl " << int{s.ttl});
+    ExpectDelivered(pkt, FromContainer(pkt, src), dst);
+    ExpectDelivered(pkt, FromHost(pkt), dst);
+    // from_host recorded the reply of this flow; forget it so that a later random packet that
+    // happens to be that reply is still expected to be delivered directly.
+    auto flows = maps().host_flows.Keys();
+    ASSERT_TRUE(flows.ok());
+    ASSERT_TRUE(maps().host_flows.DeleteBatch(*flows).ok());
+  }
+}
+
+TEST_F(DatapathTest, UnknownDestinationsGoToTheHostThroughSarenaNet) {
+  for (const char* dst : {"8.8.8.8", kNodeIp, "10.96.0.10", "10.244.1.200", "10.244.2.7"}) {
+    SCOPED_TRACE(dst);
+    auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = dst});
+    ExpectToHost(pkt, FromContainer(pkt, kA));
+  }
+  EXPECT_EQ(Counters(kA).tx_packets, 5u);
+  EXPECT_EQ(Counters(kB).rx_packets, 0u);
+}
+
+TEST_F(DatapathTest, WithoutConfigUnknownDestinationsPassButEndpointsAreStillDelivered) {
+  WriteConfig(/*net_ifindex=*/0);
+  auto to_host = BuildIpv4({.saddr = kA.ip, .daddr = "8.8.8.8"});
+  ExpectPassedUntouched(to_host, FromContainer(to_host, kA));
+  auto to_b = BuildIpv4(AtoB());
+  ExpectDelivered(to_b, FromContainer(to_b, kA), kB);
+  auto arp = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kNodeIp});
+  ExpectPassedUntouched(arp, FromContainer(arp, kA));
+  // from_host has no pod CIDR to check without config: passes.
+  auto to_unknown_pod = BuildIpv4({.saddr = "192.168.0.1", .daddr = "10.244.1.200"});
+  ExpectPassedUntouched(to_unknown_pod, FromHost(to_unknown_pod));
+  for (uint32_t reason = 1; reason < SARENA_DROP_REASON_MAX; ++reason)
+    EXPECT_EQ(Drops(static_cast<sarena_drop_reason>(reason)), 0u) << DropReasonName(reason);
+}
+
+TEST_F(DatapathTest, FromHostDeliversToEndpointsAndPassesEverythingElse) {
+  auto node_to_b = BuildIpv4({.saddr = "192.168.0.1", .daddr = kB.ip, .ttl = 64});
+  ExpectDelivered(node_to_b, FromHost(node_to_b), kB);
+  EXPECT_EQ(Counters(kB).rx_packets, 1u);
+
+  for (const char* dst : {"8.8.8.8", "10.244.2.7", "10.96.0.10"}) {
+    SCOPED_TRACE(dst);
+    auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = dst});
+    ExpectPassedUntouched(pkt, FromHost(pkt));
+  }
+  // Nothing passed through from_host for a non-endpoint source: no host flow recorded.
+  auto flows = maps().host_flows.Keys();
+  ASSERT_TRUE(flows.ok()) << flows.status();
+  EXPECT_TRUE(flows->empty());
+}
+
+TEST_F(DatapathTest, FromHostDropsPodCidrDestinationsWithoutEndpoint) {
+  auto pkt = BuildIpv4({.saddr = "192.168.0.1", .daddr = "10.244.1.200"});
+  auto r = FromHost(pkt);
+  EXPECT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  EXPECT_EQ(Drops(SARENA_DROP_NO_ENDPOINT), 1u);
+}
+
+TEST_F(DatapathTest, TtlOneAndZeroAreDroppedAndCounted) {
+  for (uint8_t ttl : {1, 0}) {
+    SCOPED_TRACE(int{ttl});
+    Ipv4Spec s = AtoB();
+    s.ttl = ttl;
+    auto pkt = BuildIpv4(s);
+    EXPECT_EQ(FromContainer(pkt, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+    EXPECT_EQ(FromHost(pkt).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  }
+  EXPECT_EQ(Drops(SARENA_DROP_TTL_EXCEEDED), 4u);
+  auto d = maps().ReadDrops();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)[SARENA_DROP_TTL_EXCEEDED].bytes, 4 * BuildIpv4(AtoB()).size());
+  EXPECT_EQ(Counters(kB).rx_packets, 0u);
+  // TTL 2 is still delivered (arrives with 1).
+  Ipv4Spec s = AtoB();
+  s.ttl = 2;
+  auto pkt = BuildIpv4(s);
+  ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
+}
+
+TEST_F(DatapathTest, TtlOneToTheHostPathIsLeftToTheKernel) {
+  // The host path does not route, so it does not decrement: the kernel forwards (and sends the
+  // ICMP time-exceeded) if it must.
+  auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = "8.8.8.8", .ttl = 1});
+  ExpectToHost(pkt, FromContainer(pkt, kA));
+}
+
+TEST_F(DatapathTest, TruncatedFramesAreNeverDelivered) {
+  // Linux 6.18's BPF_PROG_TEST_RUN itself refuses IPv4-EtherType frames shorter than
+  // Ethernet + 20 bytes (EINVAL), so below 34 bytes either the kernel refuses the run or the
+  // program must drop; from 34 bytes on the program must drop.
+  for (const auto& spec : {AtoB(), Ipv4Spec{.saddr = kA.ip, .daddr = kB.ip, .ihl = 15}}) {
+    auto full = BuildIpv4(spec);
+    for (size_t len = testing::kEthHlen; len < full.size(); ++len) {
+      SCOPED_TRACE(::testing::Message() << "ihl " << spec.ihl << " length " << len);
+      std::vector<uint8_t> pkt(full.begin(), full.begin() + len);
+      for (Program prog : {Program::kFromContainer, Program::kFromHost}) {
+        auto r = TestRun(objs_->prog_fd(prog), pkt,
+                         TestRunOptions{.ifindex = kLoopback, .ingress_ifindex = kA.ifindex});
+        if (len < testing::kEthHlen + 20 && !r.ok()) {
+          EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+          continue;
+        }
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(r->retval, static_cast<uint32_t>(TC_ACT_SHOT)) << ToString(prog);
+      }
+    }
+  }
+  EXPECT_EQ(Counters(kB).rx_packets, 0u);
+  EXPECT_GT(Drops(SARENA_DROP_TRUNCATED), 0u);
+  // The kernel itself refuses frames shorter than an Ethernet header.
+  std::vector<uint8_t> runt(13, 0);
+  EXPECT_FALSE(TestRun(objs_->prog_fd(Program::kFromContainer), runt).ok());
+}
+
+TEST_F(DatapathTest, TruncationIsCountedWithTheRightReason) {
+  auto full = BuildIpv4(AtoB());
+  auto with_options = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .ihl = 15});
+  uint64_t before = Drops(SARENA_DROP_TRUNCATED);
+  std::vector<std::vector<uint8_t>> cases = {
+      {full.begin(), full.begin() + 34},                 // header only, tot_len says more
+      {full.begin(), full.end() - 1},                    // one byte short of tot_len
+      {with_options.begin(), with_options.begin() + 60},  // shorter than IHL*4
+  };
+  for (const auto& pkt : cases) {
+    EXPECT_EQ(FromContainer(pkt, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  }
+  EXPECT_EQ(Drops(SARENA_DROP_TRUNCATED), before + cases.size());
+  auto d = maps().ReadDrops();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)[SARENA_DROP_TRUNCATED].bytes, 34u + (full.size() - 1) + 60u);
+  // A TCP packet whose IP total length leaves no room for the ports.
+  std::vector<uint8_t> no_ports(full.begin(), full.begin() + testing::kEthHlen + 22);
+  Put16(no_ports, testing::kEthHlen + 2, 22);
+  no_ports[testing::kEthHlen + 10] = no_ports[testing::kEthHlen + 11] = 0;
+  Put16(no_ports, testing::kEthHlen + 10,
+        InternetChecksum(&no_ports[testing::kEthHlen], 20));
+  EXPECT_EQ(FromContainer(no_ports, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  EXPECT_EQ(Drops(SARENA_DROP_TRUNCATED), before + cases.size() + 1);
+  EXPECT_EQ(Drops(SARENA_DROP_BAD_IP_HEADER), 0u);
+}
+
+TEST_F(DatapathTest, EthernetPaddingAfterTheDatagramIsAccepted) {
+  // Minimum-size Ethernet frames carry padding after a short datagram: tot_len < frame.
+  Ipv4Spec s{.saddr = kA.ip, .daddr = kB.ip, .proto = testing::kIpprotoUdp, .payload = 0};
+  auto pkt = BuildIpv4(s);  // 14 + 20 + 8 = 42 bytes
+  pkt.resize(60, 0);
+  ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
+}
+
+TEST_F(DatapathTest, BadIpHeadersAreDropped) {
+  auto base = BuildIpv4(AtoB());
+  const size_t ip = testing::kEthHlen;
+  auto fix_csum = [&](std::vector<uint8_t>& p) {
+    p[ip + 10] = p[ip + 11] = 0;
+    Put16(p, ip + 10, InternetChecksum(&p[ip], 20));
+  };
+  int n = 0;
+  for (int ihl = 0; ihl < 5; ++ihl) {
+    auto p = base;
+    p[ip] = static_cast<uint8_t>(0x40 | ihl);
+    fix_csum(p);
+    EXPECT_EQ(FromContainer(p, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT)) << "ihl " << ihl;
+    ++n;
+  }
+  auto v6 = base;  // version 6 inside an IPv4 EtherType
+  v6[ip] = 0x65;
+  fix_csum(v6);
+  EXPECT_EQ(FromContainer(v6, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  ++n;
+  auto short_tot = base;  // total length shorter than the header
+  Put16(short_tot, ip + 2, 19);
+  fix_csum(short_tot);
+  EXPECT_EQ(FromHost(short_tot).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  ++n;
+  EXPECT_EQ(Drops(SARENA_DROP_BAD_IP_HEADER), uint64_t(n));
+  EXPECT_EQ(Counters(kB).rx_packets, 0u);
+}
+
+TEST_F(DatapathTest, IpOptionsAreDeliveredWithCorrectChecksum) {
+  for (int ihl = 6; ihl <= 15; ++ihl) {
+    SCOPED_TRACE(ihl);
+    Ipv4Spec s = AtoB();
+    s.ihl = ihl;
+    auto pkt = BuildIpv4(s);
+    ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
+    ExpectDelivered(pkt, FromHost(pkt), kB);
+  }
+}
+
+TEST_F(DatapathTest, PortsAreReadAfterIpOptions) {
+  // Record the host flow B:8080 -> A:40000 (the reply of A:40000 -> B:8080 seen by from_host).
+  for (int ihl = 5; ihl <= 15; ++ihl) {
+    SCOPED_TRACE(ihl);
+    Ipv4Spec fwd = AtoB();
+    fwd.ihl = ihl;
+    auto pkt = BuildIpv4(fwd);
+    ExpectDelivered(pkt, FromHost(pkt), kB);
+    // The recorded key has the ports from after the options.
+    FlowKey key = {};
+    key.saddr_be = net::ToBe32(Ip(kB.ip));
+    key.daddr_be = net::ToBe32(Ip(kA.ip));
+    key.sport_be = htons(8080);
+    key.dport_be = htons(40000);
+    key.proto = testing::kIpprotoTcp;
+    EXPECT_TRUE(maps().host_flows.Lookup(key).ok()) << FormatFlowKey(key);
+    // The reply with options (same ports) is sent through the host, not short-circuited.
+    Ipv4Spec reply{.saddr = kB.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000, .ihl = ihl};
+    auto rpkt = BuildIpv4(reply);
+    ExpectToHost(rpkt, FromContainer(rpkt, kB));
+    // A different port pair between the same pods is delivered directly.
+    reply.dport = 40001;
+    rpkt = BuildIpv4(reply);
+    ExpectDelivered(rpkt, FromContainer(rpkt, kB), kA);
+    ASSERT_TRUE(maps().host_flows.Delete(key).ok());
+  }
+}
+
+TEST_F(DatapathTest, HostFlowRepliesAreNotShortCircuited) {
+  // A -> ClusterIP:80 was DNAT'ed by kube-proxy to C:8080; from_host sees A:40000 -> C:8080.
+  auto fwd = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080});
+  ExpectDelivered(fwd, FromHost(fwd), kC);
+  // C's reply must go back through the host stack for conntrack to un-DNAT it.
+  auto reply = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000});
+  ExpectToHost(reply, FromContainer(reply, kC));
+  // UDP with the same ports is another flow: delivered directly.
+  auto udp = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp,
+                        .sport = 8080, .dport = 40000});
+  ExpectDelivered(udp, FromContainer(udp, kC), kA);
+  // Without the record (e.g. LRU-evicted or a direct pod-to-pod flow) the reply is delivered.
+  auto flows = maps().host_flows.LookupBatch();
+  ASSERT_TRUE(flows.ok()) << flows.status();
+  ASSERT_EQ(flows->size(), 1u);
+  EXPECT_GT(flows->front().second, 0u) << "last-seen time in ns";
+  ASSERT_TRUE(maps().host_flows.Delete(flows->front().first).ok());
+  ExpectDelivered(reply, FromContainer(reply, kC), kA);
+}
+
+TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
+  // A non-first fragment has no L4 header: its flow key has ports 0.
+  FlowKey key = {};
+  key.saddr_be = net::ToBe32(Ip(kC.ip));
+  key.daddr_be = net::ToBe32(Ip(kA.ip));
+  key.proto = testing::kIpprotoUdp;
+  ASSERT_TRUE(maps().host_flows.Update(key, 1).ok());
+  Ipv4Spec frag{.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp};
+  frag.frag_off = 0x00b9;  // offset 185*8, MF clear
+  auto pkt = BuildIpv4(frag);
+  ExpectToHost(pkt, FromContainer(pkt, kC));
+  frag.frag_off = 0x2000;  // first fragment (MF set, offset 0): ports are read
+  pkt = BuildIpv4(frag);
+  ExpectDelivered(pkt, FromContainer(pkt, kC), kA);
+}
+
+TEST_F(DatapathTest, SpoofedSourcesAreDropped) {
+  // B's address sent from A's veth.
+  auto pkt = BuildIpv4({.saddr = kB.ip, .daddr = kC.ip});
+  EXPECT_EQ(FromContainer(pkt, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  // An address that is nobody's.
+  auto stranger = BuildIpv4({.saddr = "10.244.1.99", .daddr = "8.8.8.8"});
+  EXPECT_EQ(FromContainer(stranger, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  EXPECT_EQ(Drops(SARENA_DROP_SPOOFED_SOURCE), 2u);
+  EXPECT_EQ(Counters(kC).rx_packets, 0u);
+  EXPECT_EQ(Counters(kA).tx_packets, 0u);
+  EXPECT_EQ(Counters(kB).tx_packets, 0u);
+}
+
+TEST_F(DatapathTest, NonIpv4EtherTypesPassUntouched) {
+  auto ipv4_to_b = BuildIpv4(AtoB());
+  std::vector<std::vector<uint8_t>> frames;
+  auto v6 = ipv4_to_b;  // IPv6 EtherType
+  Put16(v6, 12, testing::kEthPIpv6);
+  v6[14] = 0x60;
+  frames.push_back(v6);
+  // VLAN-tagged IPv4 to B: 0x8100, TCI, then 0x0800 and the IPv4 packet.
+  std::vector<uint8_t> vlan(ipv4_to_b.begin(), ipv4_to_b.begin() + 12);
+  vlan.insert(vlan.end(), {0x81, 0x00, 0x00, 0x05, 0x08, 0x00});
+  vlan.insert(vlan.end(), ipv4_to_b.begin() + 14, ipv4_to_b.end());
+  frames.push_back(vlan);
+  auto qinq = vlan;  // 802.1ad
+  Put16(qinq, 12, 0x88a8);
+  frames.push_back(qinq);
+  auto other = ipv4_to_b;  // something else entirely (LLDP)
+  Put16(other, 12, 0x88cc);
+  frames.push_back(other);
+  // ARP that is not a gateway request: a reply, and a request for another pod.
+  frames.push_back(BuildArp({.eth_src = kA.pod_mac, .op = 2, .sha = kA.pod_mac, .spa = kA.ip,
+                             .tha = kHostMac, .tpa = kNodeIp}));
+  frames.push_back(
+      BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kB.ip}));
+  for (size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE(i);
+    ExpectPassedUntouched(frames[i], FromContainer(frames[i], kA));
+    ExpectPassedUntouched(frames[i], FromHost(frames[i]));
+  }
+  EXPECT_EQ(Counters(kB).rx_packets, 0u);
+}
+
+TEST_F(DatapathTest, ArpForTheGatewayIsAnswered) {
+  auto req = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kNodeIp});
+  auto r = FromContainer(req, kA);
+  ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+  ASSERT_EQ(r.data_out.size(), req.size());
+  const auto& o = r.data_out;
+  EXPECT_EQ(MacAt(o, 0), kA.pod_mac) << "Ethernet dst = requester";
+  EXPECT_EQ(MacAt(o, 6), kA.host_mac) << "Ethernet src = the pod's host-side veth";
+  EXPECT_EQ(Get16(o, 12), testing::kEthPArp);
+  EXPECT_EQ(Get16(o, 14), 1) << "htype Ethernet";
+  EXPECT_EQ(Get16(o, 16), testing::kEthPIp) << "ptype IPv4";
+  EXPECT_EQ(o[18], 6);
+  EXPECT_EQ(o[19], 4);
+  EXPECT_EQ(Get16(o, 20), 2) << "opcode reply";
+  EXPECT_EQ(MacAt(o, 22), kA.host_mac) << "sender MAC = gateway MAC";
+  uint32_t spa, tpa;
+  std::memcpy(&spa, &o[28], 4);
+  std::memcpy(&tpa, &o[38], 4);
+  EXPECT_EQ(net::FromBe32(spa), Ip(kNodeIp)) << "sender IP = gateway";
+  EXPECT_EQ(MacAt(o, 32), kA.pod_mac) << "target MAC = requester";
+  EXPECT_EQ(net::FromBe32(tpa), Ip(kA.ip)) << "target IP = requester";
+
+  // B asking through its own veth gets B's host-side MAC.
+  auto req_b = BuildArp({.eth_src = kB.pod_mac, .sha = kB.pod_mac, .spa = kB.ip, .tpa = kNodeIp});
+  auto rb = FromContainer(req_b, kB);
+  ASSERT_EQ(rb.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+  EXPECT_EQ(MacAt(rb.data_out, 22), kB.host_mac);
+  EXPECT_EQ(MacAt(rb.data_out, 0), kB.pod_mac);
+}
+
+TEST_F(DatapathTest, ArpIsNotAnsweredForOthersOrFromTheWrongDevice) {
+  // A's request arriving on B's veth.
+  auto req = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kNodeIp});
+  ExpectPassedUntouched(req, FromContainer(req, kB));
+  // A sender that is not an endpoint (e.g. an ARP probe with sender 0.0.0.0).
+  auto probe =
+      BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = "0.0.0.0", .tpa = kNodeIp});
+  ExpectPassedUntouched(probe, FromContainer(probe, kA));
+  // Another target address.
+  auto other = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = "10.244.1.2"});
+  ExpectPassedUntouched(other, FromContainer(other, kA));
+  // A truncated request.
+  std::vector<uint8_t> cut(req.begin(), req.begin() + 40);
+  ExpectPassedUntouched(cut, FromContainer(cut, kA));
+  // from_host never answers ARP.
+  ExpectPassedUntouched(req, FromHost(req));
+}
+
+}  // namespace
+}  // namespace sarena::bpf

@@ -1,0 +1,409 @@
+// sarena::bpf map wrappers against real kernel maps (created here with bpf_map_create, or loaded
+// from the real BPF objects), plus bpffs handling and the load-time ABI size checks.
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "libsarena/bpf/bpffs.h"
+#include "libsarena/bpf/map.h"
+#include "libsarena/bpf/objects.h"
+#include "libsarena/bpf/types.h"
+#include "tests/bpf/bpf_test_env.h"
+#include "tests/lib/test_util.h"
+
+namespace sarena::bpf {
+namespace {
+
+using ::testing::HasSubstr;
+
+UniqueFd CreateMap(bpf_map_type type, uint32_t key_size, uint32_t value_size, uint32_t max,
+                   const char* name = "sarena_test", uint32_t flags = 0) {
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
+  int fd = bpf_map_create(type, name, key_size, value_size, max, &opts);
+  EXPECT_GE(fd, 0) << "bpf_map_create: " << strerror(-fd);
+  return UniqueFd(fd);
+}
+
+EndpointKey KeyN(uint32_t n) {
+  return MakeEndpointKey(net::Ipv4(0x0af40000u + n));  // 10.244.x.y
+}
+Endpoint ValueN(uint32_t n) {
+  return MakeEndpoint(1000 + n, {0x0a, 0, 0, 0, uint8_t(n >> 8), uint8_t(n)},
+                      {0x02, 0, 0, 0, uint8_t(n >> 8), uint8_t(n)}, n % SARENA_MAX_ENDPOINTS);
+}
+
+class MapTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(::sarena::testing::IsRoot()) << "bpf tier needs root"; }
+
+  Map<EndpointKey, Endpoint> EndpointHash(uint32_t max = 70000) {
+    auto m = Map<EndpointKey, Endpoint>::FromFd(
+        CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), max, "sarena_test",
+                  BPF_F_NO_PREALLOC));
+    EXPECT_TRUE(m.ok()) << m.status();
+    return *std::move(m);
+  }
+};
+
+TEST_F(MapTest, SizeMismatchIsFailedPreconditionNamingMapAndSizes) {
+  auto bad_value = Map<EndpointKey, uint64_t>::FromFd(
+      CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), 16, "sarena_mism"));
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_EQ(bad_value.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(bad_value.status().message()), HasSubstr("sarena_mism"));
+  EXPECT_THAT(std::string(bad_value.status().message()), HasSubstr("value size 24 != expected 8"));
+
+  auto bad_key = Map<uint32_t, Endpoint>::FromFd(
+      CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), 16, "sarena_mism"));
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_EQ(bad_key.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(bad_key.status().message()), HasSubstr("key size 20 != expected 4"));
+}
+
+TEST_F(MapTest, PerCpuAndPlainMapsAreNotInterchangeable) {
+  auto plain_as_percpu = PerCpuMap<uint32_t, EndpointCounters>::FromFd(
+      CreateMap(BPF_MAP_TYPE_ARRAY, 4, sizeof(EndpointCounters), 4));
+  EXPECT_EQ(plain_as_percpu.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto percpu_as_plain = Map<uint32_t, EndpointCounters>::FromFd(
+      CreateMap(BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(EndpointCounters), 4));
+  EXPECT_EQ(percpu_as_plain.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(percpu_as_plain.status().message()), HasSubstr("per-CPU"));
+}
+
+TEST_F(MapTest, InvalidFdAndNonMapFdAreRejected) {
+  using U32Map = Map<uint32_t, uint32_t>;
+  EXPECT_EQ(U32Map::FromFd(UniqueFd()).status().code(), absl::StatusCode::kInvalidArgument);
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_FALSE(U32Map::FromFd(UniqueFd(fd)).ok());
+}
+
+TEST_F(MapTest, UpdateLookupDeleteWithFlagsAndNotFound) {
+  auto m = EndpointHash();
+  EndpointKey k = KeyN(1);
+  EXPECT_EQ(m.Lookup(k).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(m.Delete(k).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(m.Update(k, ValueN(1), UpdateFlags::kExist).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(m.Update(k, ValueN(1), UpdateFlags::kNoExist).ok());
+  EXPECT_EQ(m.Update(k, ValueN(2), UpdateFlags::kNoExist).code(),
+            absl::StatusCode::kAlreadyExists);
+  auto v = m.Lookup(k);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(Equal(*v, ValueN(1)));
+  ASSERT_TRUE(m.Update(k, ValueN(2), UpdateFlags::kExist).ok());
+  EXPECT_TRUE(Equal(*m.Lookup(k), ValueN(2)));
+  ASSERT_TRUE(m.Delete(k).ok());
+  auto gone = m.Lookup(k);
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(gone.status().message()), HasSubstr("sarena_test"));
+}
+
+TEST_F(MapTest, KeysAndForEachSeeEveryEntry) {
+  auto m = EndpointHash();
+  constexpr uint32_t kN = 1000;
+  for (uint32_t i = 0; i < kN; ++i) ASSERT_TRUE(m.Update(KeyN(i), ValueN(i)).ok());
+  auto keys = m.Keys();
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_EQ(keys->size(), kN);
+  std::vector<bool> seen(kN);
+  for (const auto& k : *keys) {
+    uint32_t n = EndpointKeyIpv4(k)->to_uint() - 0x0af40000u;
+    ASSERT_LT(n, kN);
+    EXPECT_FALSE(seen[n]);
+    seen[n] = true;
+  }
+  size_t visited = 0;
+  ASSERT_TRUE(m.ForEach([&](const EndpointKey& k, const Endpoint& v) {
+                 uint32_t n = EndpointKeyIpv4(k)->to_uint() - 0x0af40000u;
+                 EXPECT_TRUE(Equal(v, ValueN(n)));
+                 ++visited;
+                 return true;
+               }).ok());
+  EXPECT_EQ(visited, kN);
+  visited = 0;
+  ASSERT_TRUE(m.ForEach([&](const EndpointKey&, const Endpoint&) { return ++visited < 10; }).ok());
+  EXPECT_EQ(visited, 10u);
+}
+
+TEST_F(MapTest, BatchOpsOnHash) {
+  auto m = EndpointHash();
+  constexpr uint32_t kN = 5000;
+  std::vector<EndpointKey> keys;
+  std::vector<Endpoint> values;
+  for (uint32_t i = 0; i < kN; ++i) {
+    keys.push_back(KeyN(i));
+    values.push_back(ValueN(i));
+  }
+  ASSERT_TRUE(m.UpdateBatch(keys, values).ok());
+  auto all = m.LookupBatch();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), kN);
+  std::vector<bool> seen(kN);
+  for (const auto& [k, v] : *all) {
+    uint32_t n = EndpointKeyIpv4(k)->to_uint() - 0x0af40000u;
+    ASSERT_LT(n, kN);
+    EXPECT_FALSE(seen[n]);
+    seen[n] = true;
+    EXPECT_TRUE(Equal(v, ValueN(n)));
+  }
+  // NOEXIST on existing keys fails, naming how many went in.
+  auto again = m.UpdateBatch(absl::MakeSpan(keys).subspan(0, 10),
+                             absl::MakeSpan(values).subspan(0, 10), UpdateFlags::kNoExist);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(again.message()), HasSubstr("0 written"));
+  EXPECT_EQ(m.UpdateBatch(keys, absl::MakeSpan(values).subspan(1)).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, kN / 2)).ok());
+  auto rest = m.Keys();
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->size(), kN / 2);
+  EXPECT_EQ(m.Lookup(keys[0]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(m.Lookup(keys[kN - 1]).ok());
+  // Deleting an absent key stops the batch with kNotFound.
+  EXPECT_EQ(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, 1)).code(), absl::StatusCode::kNotFound);
+  // An empty map reads as empty.
+  ASSERT_TRUE(m.DeleteBatch(absl::MakeSpan(keys).subspan(kN / 2)).ok());
+  auto none = m.LookupBatch();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(MapTest, BatchOpsOnArrayIncludingUnsupportedDelete) {
+  auto m = Map<uint32_t, uint64_t>::FromFd(CreateMap(BPF_MAP_TYPE_ARRAY, 4, 8, 300));
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<uint32_t> keys;
+  std::vector<uint64_t> values;
+  for (uint32_t i = 0; i < 300; ++i) {
+    keys.push_back(i);
+    values.push_back(uint64_t{i} * 3);
+  }
+  ASSERT_TRUE(m->UpdateBatch(keys, values).ok());
+  auto all = m->LookupBatch();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 300u);
+  for (const auto& [k, v] : *all) EXPECT_EQ(v, uint64_t{k} * 3);
+  // Arrays have no delete (batch or not): the batch falls back to the loop, which reports the
+  // kernel's EINVAL for the first element.
+  auto del = m->DeleteBatch(absl::MakeSpan(keys).subspan(0, 3));
+  EXPECT_EQ(del.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(del.message()), HasSubstr("0 of 3 deleted"));
+}
+
+TEST_F(MapTest, LookupAllFallsBackWhereTheKernelHasNoBatch) {
+  // BPF_MAP_TYPE_LPM_TRIE implements no batch ops: LookupBatch must still return everything.
+  struct LpmKey {
+    uint32_t prefixlen;
+    uint32_t addr;
+  };
+  auto m = Map<LpmKey, uint32_t>::FromFd(
+      CreateMap(BPF_MAP_TYPE_LPM_TRIE, sizeof(LpmKey), 4, 64, "sarena_lpm", BPF_F_NO_PREALLOC));
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<LpmKey> keys;
+  std::vector<uint32_t> values;
+  for (uint32_t i = 0; i < 20; ++i) {
+    keys.push_back({24, htonl(0x0a000000u + (i << 8))});
+    values.push_back(i);
+  }
+  ASSERT_TRUE(m->UpdateBatch(keys, values).ok());  // loop fallback
+  auto all = m->LookupBatch();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 20u);
+  ASSERT_TRUE(m->DeleteBatch(keys).ok());
+  EXPECT_TRUE(m->Keys()->empty());
+}
+
+TEST_F(MapTest, PerCpuValuesOnePerPossibleCpu) {
+  auto m = PerCpuMap<uint32_t, EndpointCounters>::FromFd(
+      CreateMap(BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(EndpointCounters), 8));
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto cpus = NumPossibleCpus();
+  ASSERT_TRUE(cpus.ok());
+  EXPECT_EQ(m->num_cpus(), *cpus);
+  std::vector<EndpointCounters> values(*cpus);
+  for (int i = 0; i < *cpus; ++i) values[i] = {uint64_t(i + 1), uint64_t(100 * (i + 1)), 0, 7};
+  ASSERT_TRUE(m->Update(3, values).ok());
+  auto got = m->Lookup(3);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), size_t(*cpus));
+  for (int i = 0; i < *cpus; ++i) EXPECT_EQ((*got)[i].rx_bytes, uint64_t(100 * (i + 1)));
+  EndpointCounters sum = SumCounters(*got);
+  EXPECT_EQ(sum.rx_packets, uint64_t(*cpus) * (*cpus + 1) / 2);
+  EXPECT_EQ(sum.tx_bytes, uint64_t(7) * *cpus);
+  EXPECT_EQ(m->Update(3, absl::MakeSpan(values).subspan(1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(m->UpdateAll(3, EndpointCounters{}).ok());
+  EXPECT_EQ(SumCounters(*m->Lookup(3)).rx_packets, 0u);
+  auto all = m->LookupBatch();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 8u);
+  for (const auto& [k, v] : *all) EXPECT_EQ(v.size(), size_t(*cpus));
+}
+
+TEST_F(MapTest, PinAndFromPin) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto m = EndpointHash(16);
+  std::string path = fs.path() + "/pinned";
+  ASSERT_TRUE(m.raw().Pin(path).ok());
+  EXPECT_EQ(m.raw().Pin(path).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(m.Update(KeyN(5), ValueN(5)).ok());
+  auto again = Map<EndpointKey, Endpoint>::FromPin(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->info().id, m.info().id);
+  EXPECT_TRUE(Equal(*again->Lookup(KeyN(5)), ValueN(5)));
+  auto wrong = Map<uint32_t, Endpoint>::FromPin(path);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(wrong.status().message()), HasSubstr(path));
+  auto missing = Map<EndpointKey, Endpoint>::FromPin(fs.path() + "/nothing");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MapTest, EnsureBpffsMountsOnceAndCreatesSubdirectories) {
+  ::sarena::testing::ScopedBpffs fs;  // mounted a private bpffs on a /tmp directory
+  ASSERT_EQ(fs.mounted(), fs.path());
+  EXPECT_TRUE(*IsBpffs(fs.path()));
+  EXPECT_FALSE(*IsBpffs("/tmp"));
+  // Already on bpffs: only directories are created.
+  auto nested = EnsureBpffs(fs.path() + "/a/b/c");
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(*nested, "");
+  EXPECT_TRUE(*IsBpffs(fs.path() + "/a/b/c"));
+  auto again = EnsureBpffs(fs.path());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, "");
+  rmdir((fs.path() + "/a/b/c").c_str());
+  rmdir((fs.path() + "/a/b").c_str());
+  rmdir((fs.path() + "/a").c_str());
+  EXPECT_EQ(IsBpffs("/nonexistent/sarena").status().code(), absl::StatusCode::kNotFound);
+}
+
+// ---- The real objects ----
+
+TEST_F(MapTest, LoadedMapsMatchTheAbiStructs) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const Maps& m = objs->maps();
+  EXPECT_EQ(m.endpoints.info().key_size, sizeof(sarena_endpoint_key));
+  EXPECT_EQ(m.endpoints.info().value_size, sizeof(sarena_endpoint));
+  EXPECT_EQ(m.endpoints.info().max_entries, uint32_t{SARENA_MAX_ENDPOINTS});
+  EXPECT_EQ(m.endpoints.info().type, uint32_t{BPF_MAP_TYPE_HASH});
+  EXPECT_EQ(m.endpoints.info().map_flags & BPF_F_NO_PREALLOC, uint32_t{BPF_F_NO_PREALLOC});
+  EXPECT_EQ(m.config.info().value_size, sizeof(sarena_config));
+  EXPECT_EQ(m.config.info().max_entries, 1u);
+  EXPECT_EQ(m.ep_counters.info().value_size, sizeof(sarena_ep_counters));
+  EXPECT_EQ(m.ep_counters.info().max_entries, uint32_t{SARENA_MAX_ENDPOINTS});
+  EXPECT_EQ(m.drops.info().value_size, sizeof(sarena_drop_counter));
+  EXPECT_EQ(m.drops.info().max_entries, uint32_t{SARENA_DROP_REASON_MAX});
+  EXPECT_EQ(m.host_flows.info().key_size, sizeof(sarena_flow_key));
+  EXPECT_EQ(m.host_flows.info().type, uint32_t{BPF_MAP_TYPE_LRU_HASH});
+  // Kernel names are the ABI names (what the pins are called).
+  EXPECT_EQ(m.endpoints.name(), SARENA_MAP_ENDPOINTS);
+  EXPECT_EQ(m.config.name(), SARENA_MAP_CONFIG);
+  EXPECT_EQ(m.ep_counters.name(), SARENA_MAP_EP_COUNTERS);
+  EXPECT_EQ(m.drops.name(), SARENA_MAP_DROPS);
+  EXPECT_EQ(m.host_flows.name(), SARENA_MAP_HOST_FLOWS);
+  for (const char* name : {SARENA_MAP_ENDPOINTS, SARENA_MAP_CONFIG, SARENA_MAP_EP_COUNTERS,
+                           SARENA_MAP_DROPS, SARENA_MAP_HOST_FLOWS}) {
+    struct stat st;
+    EXPECT_EQ(stat(absl::StrCat(fs.path(), "/", name).c_str(), &st), 0) << name << " not pinned";
+  }
+  EXPECT_EQ(*objs->prog_id(Program::kFromContainer) != 0, true);
+}
+
+TEST_F(MapTest, ObjectsShareMapsThroughPinsAcrossLoads) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto first = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->maps().endpoints.Update(KeyN(9), ValueN(9)).ok());
+  uint32_t id = first->maps().endpoints.info().id;
+  first = absl::InternalError("dropped");  // destroy: maps survive through the pins
+  auto second = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->maps().endpoints.info().id, id);
+  EXPECT_TRUE(Equal(*second->maps().endpoints.Lookup(KeyN(9)), ValueN(9)));
+  // A reader (CLI, diagnoser) opens the same maps by pin.
+  auto pinned = Maps::FromPinRoot(fs.path());
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_EQ(pinned->endpoints.info().id, id);
+  auto cfg = pinned->ReadConfig();
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->net_ifindex, 0u);
+  EXPECT_EQ(Maps::FromPinRoot(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MapTest, IncompatiblePinFailsTheLoadWithLibbpfsExplanation) {
+  ::sarena::testing::ScopedBpffs fs;
+  // A stale sarena_lxc from an older ABI (value 16 bytes instead of 24).
+  UniqueFd stale = CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), 16, SARENA_MAX_ENDPOINTS,
+                             SARENA_MAP_ENDPOINTS, BPF_F_NO_PREALLOC);
+  ASSERT_EQ(bpf_obj_pin(stale.get(), absl::StrCat(fs.path(), "/", SARENA_MAP_ENDPOINTS).c_str()),
+            0);
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_FALSE(objs.ok());
+  std::string msg(objs.status().message());
+  EXPECT_THAT(msg, HasSubstr("load BPF object 'from_container'"));
+  EXPECT_THAT(msg, HasSubstr(SARENA_MAP_ENDPOINTS));
+  EXPECT_THAT(msg, HasSubstr("libbpf")) << "libbpf's own log lines belong in the message";
+}
+
+TEST_F(MapTest, LoadRequiresAPinRoot) {
+  EXPECT_EQ(Objects::Load({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MapTest, EndpointCounterAndDropHelpers) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const Maps& m = objs->maps();
+  EXPECT_EQ(m.ReadEndpointCounters(SARENA_MAX_ENDPOINTS).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<EndpointCounters> v(m.ep_counters.num_cpus(), EndpointCounters{1, 2, 3, 4});
+  ASSERT_TRUE(m.ep_counters.Update(77, v).ok());
+  auto c = m.ReadEndpointCounters(77);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->tx_bytes, 4u * m.ep_counters.num_cpus());
+  ASSERT_TRUE(m.ResetEndpointCounters(77).ok());
+  EXPECT_EQ(m.ReadEndpointCounters(77)->tx_bytes, 0u);
+  auto drops = m.ReadDrops();
+  ASSERT_TRUE(drops.ok());
+  EXPECT_EQ(drops->size(), size_t{SARENA_DROP_REASON_MAX});
+  EXPECT_EQ(DropReasonName(SARENA_DROP_TTL_EXCEEDED), "ttl_exceeded");
+  EXPECT_EQ(DropReasonName(SARENA_DROP_SPOOFED_SOURCE), "spoofed_source");
+  EXPECT_EQ(DropReasonName(99), "reason_99");
+}
+
+TEST(TypesTest, EndpointKeyLayoutAndFormatting) {
+  EndpointKey k = MakeEndpointKey(net::Ipv4({10, 244, 1, 5}), 3);
+  EXPECT_EQ(k.addr[0], 10);
+  EXPECT_EQ(k.addr[3], 5);
+  for (int i = 4; i < 16; ++i) EXPECT_EQ(k.addr[i], 0);
+  EXPECT_EQ(k.family, SARENA_FAMILY_IPV4);
+  EXPECT_EQ(k.pad0, 0);
+  EXPECT_EQ(FormatEndpointKey(k), "10.244.1.5 cluster 3");
+  EXPECT_EQ(EndpointKeyIpv4(k)->to_string(), "10.244.1.5");
+  k.family = SARENA_FAMILY_IPV6;
+  EXPECT_FALSE(EndpointKeyIpv4(k).has_value());
+  Endpoint ep = MakeEndpoint(7, {0xaa, 0xbb, 0xcc, 0, 0, 1}, {2, 0, 0, 0, 0, 2}, 3);
+  EXPECT_EQ(FormatEndpoint(ep),
+            "ifindex=7 pod_mac=aa:bb:cc:00:00:01 host_mac=02:00:00:00:00:02 endpoint_id=3 "
+            "flags=0x0");
+  FlowKey f = {};
+  f.saddr_be = net::ToBe32(net::Ipv4({10, 0, 0, 1}));
+  f.daddr_be = net::ToBe32(net::Ipv4({10, 0, 0, 2}));
+  f.sport_be = htons(80);
+  f.dport_be = htons(34567);
+  f.proto = 6;
+  EXPECT_EQ(FormatFlowKey(f), "10.0.0.1:80 -> 10.0.0.2:34567 proto 6");
+}
+
+}  // namespace
+}  // namespace sarena::bpf
