@@ -125,8 +125,9 @@ class Socket {
   /// rename happens atomically with the move). The link gets a new ifindex there only if its
   /// index is taken. Errors: kNotFound, kAlreadyExists when the name is taken in `ns`.
   absl::Status MoveToNetns(LinkRef link, const Netns& ns, absl::string_view new_name = {});
-  /// Renames the link (IFLA_IFNAME with ifi_index). The kernel refuses to rename an up link
-  /// (kUnavailable, EBUSY). Errors: kNotFound, kAlreadyExists when `new_name` exists.
+  /// Renames the link (IFLA_IFNAME with ifi_index). Kernels before 6.x refuse to rename an up
+  /// link (EBUSY -> kUnavailable); bring it down first to be portable.
+  /// Errors: kNotFound, kAlreadyExists when `new_name` exists.
   absl::Status Rename(LinkRef link, absl::string_view new_name);
 
   // ---- Addresses (addr.h) ----

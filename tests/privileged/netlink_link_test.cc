@@ -1,0 +1,423 @@
+// Privileged tests of sarena::nl namespaces and links against the real kernel. Everything
+// happens in network namespaces the test creates (unique names per run); the root namespace is
+// never modified. Results are cross-checked with iproute2's JSON output (`ip -j`).
+#include <sys/stat.h>
+
+// Options structs are filled with designated initializers (DESIGN.md); omitted members keep
+// their defaults on purpose.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#include <string>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "libsarena/net/ip.h"
+#include "libsarena/netlink/link.h"
+#include "libsarena/netlink/netns.h"
+#include "libsarena/netlink/socket.h"
+#include "tests/lib/test_util.h"
+
+namespace sarena::nl {
+namespace {
+
+using ::sarena::testing::RunOk;
+using ::sarena::testing::ScopedNetns;
+using ::sarena::testing::UniqueName;
+using ::testing::HasSubstr;
+
+using PbList = google::protobuf::ListValue;
+using PbStruct = google::protobuf::Struct;
+
+// Runs an `ip -j ...` command and parses its JSON array.
+PbList IpJson(const std::string& cmd) {
+  const std::string out = RunOk(cmd);
+  PbList list;
+  auto st = google::protobuf::util::JsonStringToMessage(out, &list);
+  EXPECT_TRUE(st.ok()) << cmd << ": " << st.ToString() << "\n" << out;
+  return list;
+}
+std::string Str(const PbStruct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? "" : it->second.string_value();
+}
+double Num(const PbStruct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? -1 : it->second.number_value();
+}
+bool ListHas(const PbStruct& s, const std::string& key, const std::string& value) {
+  auto it = s.fields().find(key);
+  if (it == s.fields().end()) return false;
+  for (const auto& v : it->second.list_value().values()) {
+    if (v.string_value() == value) return true;
+  }
+  return false;
+}
+
+net::Mac Mac(const char* text) { return *net::ParseMac(text); }
+
+class NetlinkLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::IsRoot()) << "privileged tests must run as root (they never skip)";
+  }
+};
+
+// ---------------------------------------------------------------- namespaces
+
+TEST_F(NetlinkLinkTest, NetnsOpenByNameAndByPathAreTheSameNamespace) {
+  ScopedNetns ns("nlo");
+  absl::StatusOr<Netns> by_name = Netns::Open(ns.name());
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  EXPECT_EQ(by_name->path(), ns.path());
+  absl::StatusOr<Netns> by_path = Netns::Open(ns.path());
+  ASSERT_TRUE(by_path.ok()) << by_path.status();
+  EXPECT_TRUE(*by_name == *by_path);
+
+  // The inode is the nsfs identity that `stat -L` shows for the bind mount.
+  struct stat st;
+  ASSERT_EQ(stat(ns.path().c_str(), &st), 0);
+  EXPECT_EQ(by_name->inode(), st.st_ino);
+
+  // A process inside the namespace: /proc/PID/ns/net names the same namespace.
+  std::string pid_text = RunOk(ns.Exec("sh -c 'sleep 60 >/dev/null 2>&1 & echo $!'"));
+  int pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(pid_text), &pid)) << pid_text;
+  absl::Cleanup kill_sleep = [pid] { sarena::testing::Run(absl::StrCat("kill -9 ", pid)); };
+  absl::StatusOr<Netns> by_pid = Netns::Open(absl::StrCat("/proc/", pid, "/ns/net"));
+  ASSERT_TRUE(by_pid.ok()) << by_pid.status();
+  EXPECT_TRUE(*by_pid == *by_name);
+
+  // Different from ours, which equals /proc/self/ns/net and /proc/1/ns/net (not modified).
+  absl::StatusOr<Netns> current = Netns::Current();
+  ASSERT_TRUE(current.ok()) << current.status();
+  EXPECT_TRUE(*current != *by_name);
+  absl::StatusOr<Netns> self = Netns::Open("/proc/self/ns/net");
+  ASSERT_TRUE(self.ok());
+  EXPECT_TRUE(*current == *self);
+
+  absl::StatusOr<Netns> dup = by_name->Dup();
+  ASSERT_TRUE(dup.ok()) << dup.status();
+  EXPECT_TRUE(*dup == *by_name);
+  EXPECT_NE(dup->fd(), by_name->fd());
+}
+
+TEST_F(NetlinkLinkTest, NetnsOpenErrors) {
+  absl::StatusOr<Netns> missing = Netns::Open(UniqueName("nlmissing"));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("open netns '/var/run/netns/"));
+  absl::StatusOr<Netns> not_ns = Netns::Open("/proc/self/status");
+  EXPECT_EQ(not_ns.status().code(), absl::StatusCode::kInvalidArgument) << not_ns.status();
+  absl::StatusOr<Netns> mnt_ns = Netns::Open("/proc/self/ns/mnt");
+  EXPECT_EQ(mnt_ns.status().code(), absl::StatusCode::kInvalidArgument) << mnt_ns.status();
+  EXPECT_EQ(Netns::Open("..").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(NetlinkLinkTest, RunInRunsInsideWithoutMovingTheCaller) {
+  ScopedNetns ns("nlr");
+  absl::StatusOr<Netns> target = Netns::Open(ns.name());
+  ASSERT_TRUE(target.ok());
+  absl::StatusOr<Netns> before = Netns::Current();
+  ASSERT_TRUE(before.ok());
+  bool inside = false;
+  absl::Status st = RunIn(*target, [&]() -> absl::Status {
+    absl::StatusOr<Netns> here = Netns::Current();
+    if (!here.ok()) return here.status();
+    inside = *here == *target;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(inside);
+  absl::StatusOr<Netns> after = Netns::Current();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(*after == *before);
+
+  // fn's status is returned as is.
+  absl::Status err = RunIn(*target, [] { return absl::DataLossError("from fn"); });
+  EXPECT_EQ(err.code(), absl::StatusCode::kDataLoss);
+  // RunInWithResult forwards a value.
+  absl::StatusOr<ino_t> ino = RunInWithResult(*target, []() -> absl::StatusOr<ino_t> {
+    absl::StatusOr<Netns> here = Netns::Current();
+    if (!here.ok()) return here.status();
+    return here->inode();
+  });
+  ASSERT_TRUE(ino.ok());
+  EXPECT_EQ(*ino, target->inode());
+}
+
+TEST_F(NetlinkLinkTest, NetnsCreateAndDeleteLikeIpNetns) {
+  const std::string name = UniqueName("nlc", 31);
+  absl::Cleanup cleanup = [&] { (void)Netns::Delete(name); };
+  absl::StatusOr<Netns> created = Netns::Create(name);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(RunOk("ip netns list"), HasSubstr(name));
+  // A new namespace holds only loopback, and it is a different namespace from ours.
+  PbList links = IpJson(absl::StrCat("ip -n ", name, " -j link show"));
+  ASSERT_EQ(links.values_size(), 1);
+  EXPECT_EQ(Str(links.values(0).struct_value(), "ifname"), "lo");
+  absl::StatusOr<Netns> opened = Netns::Open(name);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_TRUE(*opened == *created);
+  EXPECT_TRUE(*created != *Netns::Current());
+
+  absl::StatusOr<Netns> again = Netns::Create(name);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
+  EXPECT_EQ(Netns::Create("a/b").status().code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(Netns::Delete(name).ok());
+  EXPECT_THAT(RunOk("ip netns list"), ::testing::Not(HasSubstr(name)));
+  absl::Status twice = Netns::Delete(name);
+  EXPECT_EQ(twice.code(), absl::StatusCode::kNotFound) << twice;
+  // The handle keeps the namespace alive after its name is gone.
+  absl::StatusOr<Socket> sock = Socket::OpenIn(*created);
+  ASSERT_TRUE(sock.ok()) << sock.status();
+  absl::StatusOr<Link> lo = sock->GetLink("lo");
+  ASSERT_TRUE(lo.ok()) << lo.status();
+  EXPECT_EQ(lo->ifindex, 1);
+}
+
+// ---------------------------------------------------------------- veth and link attributes
+
+TEST_F(NetlinkLinkTest, VethWithPeerInAnotherNetnsSeenFromBothSides) {
+  ScopedNetns a("nla"), b("nlb");
+  absl::StatusOr<Netns> na = Netns::Open(a.name());
+  absl::StatusOr<Netns> nb = Netns::Open(b.path());
+  ASSERT_TRUE(na.ok() && nb.ok());
+  absl::StatusOr<Socket> sa = Socket::OpenIn(*na);
+  absl::StatusOr<Socket> sb = Socket::OpenIn(*nb);
+  ASSERT_TRUE(sa.ok() && sb.ok());
+
+  const std::string host = UniqueName("vh"), peer = UniqueName("vp");
+  absl::StatusOr<Link> local = sa->CreateVeth({.name = host,
+                                               .peer_name = peer,
+                                               .peer_netns = &*nb,
+                                               .mtu = 1400,
+                                               .mac = Mac("02:aa:00:00:00:01"),
+                                               .peer_mac = Mac("02:bb:00:00:00:02")});
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->name, host);
+  EXPECT_EQ(local->kind, "veth");
+  EXPECT_EQ(local->mtu, 1400u);
+  EXPECT_EQ(net::FormatMac(local->mac), "02:aa:00:00:00:01");
+  EXPECT_FALSE(local->up);
+  EXPECT_TRUE(local->link_netnsid.has_value()) << "peer lives in another netns";
+
+  absl::StatusOr<Link> remote = sb->GetLink(peer);
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ(remote->kind, "veth");
+  EXPECT_EQ(remote->mtu, 1400u);
+  EXPECT_EQ(net::FormatMac(remote->mac), "02:bb:00:00:00:02");
+  EXPECT_TRUE(remote->link_netnsid.has_value());
+  // Each side's IFLA_LINK is the other's ifindex.
+  EXPECT_EQ(local->link, remote->ifindex);
+  EXPECT_EQ(remote->link, local->ifindex);
+  // By ifindex too.
+  absl::StatusOr<Link> by_index = sb->GetLink(remote->ifindex);
+  ASSERT_TRUE(by_index.ok()) << by_index.status();
+  EXPECT_EQ(by_index->name, peer);
+  // The peer is not in A.
+  EXPECT_EQ(sa->GetLink(peer).status().code(), absl::StatusCode::kNotFound);
+
+  // iproute2 agrees, from both namespaces.
+  PbList ja = IpJson(a.Exec("ip -j -d link show dev " + host));
+  ASSERT_EQ(ja.values_size(), 1);
+  const PbStruct& la = ja.values(0).struct_value();
+  EXPECT_EQ(Num(la, "ifindex"), local->ifindex);
+  EXPECT_EQ(Str(la, "address"), "02:aa:00:00:00:01");
+  EXPECT_EQ(Num(la, "mtu"), 1400);
+  EXPECT_EQ(Str(la.fields().at("linkinfo").struct_value(), "info_kind"), "veth");
+  PbList jb = IpJson(b.Exec("ip -j -d link show dev " + peer));
+  ASSERT_EQ(jb.values_size(), 1);
+  const PbStruct& lb = jb.values(0).struct_value();
+  EXPECT_EQ(Num(lb, "ifindex"), remote->ifindex);
+  EXPECT_EQ(Str(lb, "address"), "02:bb:00:00:00:02");
+  EXPECT_EQ(Num(lb, "link_index"), local->ifindex);
+
+  // ListLinks: lo and the veth, ordered by ifindex.
+  absl::StatusOr<std::vector<Link>> links = sa->ListLinks();
+  ASSERT_TRUE(links.ok()) << links.status();
+  ASSERT_EQ(links->size(), 2u);
+  EXPECT_EQ((*links)[0].name, "lo");
+  EXPECT_EQ((*links)[1].name, host);
+
+  // Deleting one end removes both.
+  ASSERT_TRUE(sa->DeleteLink(host).ok());
+  EXPECT_EQ(sb->GetLink(peer).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(NetlinkLinkTest, UpDownMtuMacRename) {
+  ScopedNetns a("nlu");
+  absl::StatusOr<Netns> na = Netns::Open(a.name());
+  ASSERT_TRUE(na.ok());
+  absl::StatusOr<Socket> s = Socket::OpenIn(*na);
+  ASSERT_TRUE(s.ok());
+  const std::string x = UniqueName("ux"), y = UniqueName("uy");
+  absl::StatusOr<Link> lx = s->CreateVeth({.name = x, .peer_name = y});
+  ASSERT_TRUE(lx.ok()) << lx.status();
+  EXPECT_EQ(lx->mtu, 1500u);
+
+  ASSERT_TRUE(s->SetLinkUp(x).ok());
+  ASSERT_TRUE(s->SetLinkUp(lx->link).ok());  // the peer, by ifindex
+  absl::StatusOr<Link> up = s->GetLink(x);
+  ASSERT_TRUE(up.ok());
+  EXPECT_TRUE(up->up);
+  PbList j = IpJson(a.Exec("ip -j link show dev " + x));
+  EXPECT_TRUE(ListHas(j.values(0).struct_value(), "flags", "UP"));
+  // Both ends up: carrier and operstate UP.
+  EXPECT_TRUE(up->lower_up);
+  EXPECT_EQ(up->oper_state, OperState::kUp);
+  EXPECT_EQ(ToString(up->oper_state), Str(j.values(0).struct_value(), "operstate"));
+
+  ASSERT_TRUE(s->SetLinkDown(lx->ifindex).ok());
+  EXPECT_FALSE(s->GetLink(x)->up);
+  j = IpJson(a.Exec("ip -j link show dev " + x));
+  EXPECT_FALSE(ListHas(j.values(0).struct_value(), "flags", "UP"));
+
+  ASSERT_TRUE(s->SetMtu(x, 9000).ok());
+  EXPECT_EQ(s->GetLink(x)->mtu, 9000u);
+  EXPECT_EQ(Num(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "mtu"),
+            9000);
+
+  ASSERT_TRUE(s->SetMac(x, Mac("02:12:34:56:78:9a")).ok());
+  EXPECT_EQ(net::FormatMac(s->GetLink(x)->mac), "02:12:34:56:78:9a");
+  EXPECT_EQ(Str(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "address"),
+            "02:12:34:56:78:9a");
+
+  // Rename keeps the ifindex; the old name is gone.
+  const std::string z = UniqueName("uz");
+  ASSERT_TRUE(s->Rename(x, z).ok());
+  absl::StatusOr<Link> renamed = s->GetLink(z);
+  ASSERT_TRUE(renamed.ok());
+  EXPECT_EQ(renamed->ifindex, lx->ifindex);
+  EXPECT_EQ(s->GetLink(x).status().code(), absl::StatusCode::kNotFound);
+  // Renaming to a name that exists: kAlreadyExists.
+  absl::Status taken = s->Rename(z, y);
+  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists) << taken;
+  EXPECT_THAT(std::string(taken.message()),
+              HasSubstr(absl::StrCat("rename link '", z, "' to '", y, "'")));
+}
+
+TEST_F(NetlinkLinkTest, KernelErrorsCarryErrnoAndExtack) {
+  ScopedNetns a("nle");
+  absl::StatusOr<Netns> na = Netns::Open(a.name());
+  ASSERT_TRUE(na.ok());
+  absl::StatusOr<Socket> s = Socket::OpenIn(*na);
+  ASSERT_TRUE(s.ok());
+  const std::string x = UniqueName("ex"), y = UniqueName("ey");
+  ASSERT_TRUE(s->CreateVeth({.name = x, .peer_name = y}).ok());
+
+  // Duplicate link -> kAlreadyExists with the errno.
+  absl::StatusOr<Link> dup = s->CreateVeth({.name = x, .peer_name = UniqueName("ez")});
+  EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists) << dup.status();
+  EXPECT_THAT(std::string(dup.status().message()),
+              HasSubstr(absl::StrCat("create veth '", x, "': File exists (errno 17)")));
+
+  // Missing link -> kNotFound.
+  const std::string ghost = UniqueName("gh");
+  absl::Status del = s->DeleteLink(ghost);
+  EXPECT_EQ(del.code(), absl::StatusCode::kNotFound) << del;
+  EXPECT_THAT(std::string(del.message()), HasSubstr(absl::StrCat("delete link '", ghost, "'")));
+  EXPECT_EQ(s->GetLink(ghost).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s->GetLink(987654).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s->SetLinkUp(ghost).code(), absl::StatusCode::kNotFound);
+
+  // An MTU above the veth maximum: EINVAL plus the kernel's extended-ack explanation.
+  absl::Status mtu = s->SetMtu(x, 70000);
+  EXPECT_EQ(mtu.code(), absl::StatusCode::kInvalidArgument) << mtu;
+  EXPECT_THAT(std::string(mtu.message()), HasSubstr("errno 22"));
+  EXPECT_THAT(std::string(mtu.message()), HasSubstr("mtu greater than device maximum")) << mtu;
+
+  // A multicast MAC is rejected.
+  absl::Status mac = s->SetMac(x, Mac("01:00:5e:00:00:01"));
+  EXPECT_FALSE(mac.ok());
+  EXPECT_THAT(std::string(mac.message()), HasSubstr("errno"));
+
+  // Names are checked before the kernel sees them.
+  EXPECT_EQ(s->CreateVeth({.name = "this-name-is-too-long", .peer_name = y}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // The socket stays usable after errors.
+  EXPECT_TRUE(s->GetLink(x).ok());
+}
+
+TEST_F(NetlinkLinkTest, MoveToNetnsWithRename) {
+  ScopedNetns a("nlm"), b("nln");
+  absl::StatusOr<Netns> na = Netns::Open(a.name());
+  absl::StatusOr<Netns> nb = Netns::Open(b.name());
+  ASSERT_TRUE(na.ok() && nb.ok());
+  absl::StatusOr<Socket> sa = Socket::OpenIn(*na);
+  absl::StatusOr<Socket> sb = Socket::OpenIn(*nb);
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  const std::string x = UniqueName("mx"), y = UniqueName("my"), eth = UniqueName("eth");
+  absl::StatusOr<Link> lx = sa->CreateVeth({.name = x, .peer_name = y, .peer_mac = Mac("02:00:00:00:0a:0b")});
+  ASSERT_TRUE(lx.ok()) << lx.status();
+  ASSERT_TRUE(sa->MoveToNetns(y, *nb, eth).ok());
+  EXPECT_EQ(sa->GetLink(y).status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<Link> moved = sb->GetLink(eth);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(net::FormatMac(moved->mac), "02:00:00:00:0a:0b");
+  EXPECT_EQ(moved->link, lx->ifindex);
+  EXPECT_TRUE(sa->GetLink(x)->link_netnsid.has_value());
+  // And back without a rename (by ifindex).
+  ASSERT_TRUE(sb->MoveToNetns(moved->ifindex, *na).ok());
+  EXPECT_TRUE(sa->GetLink(eth).ok());
+  EXPECT_FALSE(sa->GetLink(x)->link_netnsid.has_value());
+}
+
+TEST_F(NetlinkLinkTest, BridgeMasterAndVxlan) {
+  ScopedNetns a("nlv");
+  absl::StatusOr<Netns> na = Netns::Open(a.name());
+  ASSERT_TRUE(na.ok());
+  absl::StatusOr<Socket> s = Socket::OpenIn(*na);
+  ASSERT_TRUE(s.ok());
+  const std::string br = UniqueName("br"), dm = UniqueName("dm"), vx = UniqueName("vx");
+  absl::StatusOr<Link> bridge = s->CreateLink({.name = br, .kind = "bridge"});
+  ASSERT_TRUE(bridge.ok()) << bridge.status();
+  EXPECT_EQ(bridge->kind, "bridge");
+  // (This kernel has no "dummy" driver, so the bridge port is one end of a veth pair.)
+  absl::StatusOr<Link> dummy =
+      s->CreateVeth({.name = dm, .peer_name = UniqueName("dp"), .mtu = 1450});
+  ASSERT_TRUE(dummy.ok()) << dummy.status();
+  EXPECT_EQ(dummy->mtu, 1450u);
+  ASSERT_TRUE(s->SetMaster(dm, bridge->ifindex).ok());
+  absl::StatusOr<Link> port = s->GetLink(dm);
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(port->master, bridge->ifindex);
+  EXPECT_EQ(port->slave_kind, "bridge");
+  EXPECT_EQ(Str(IpJson(a.Exec("ip -j link show dev " + dm)).values(0).struct_value(), "master"),
+            br);
+  ASSERT_TRUE(s->SetMaster(dm, 0).ok());
+  EXPECT_EQ(s->GetLink(dm)->master, 0);
+
+  absl::StatusOr<Link> vxlan = s->CreateVxlan({.name = vx,
+                                               .vni = 4096,
+                                               .local = *net::ParseIpv4("192.0.2.10"),
+                                               .port = 4789,
+                                               .underlay_ifindex = dummy->ifindex,
+                                               .learning = false});
+  ASSERT_TRUE(vxlan.ok()) << vxlan.status();
+  EXPECT_EQ(vxlan->kind, "vxlan");
+  ASSERT_TRUE(vxlan->vxlan.has_value());
+  EXPECT_EQ(vxlan->vxlan->vni, 4096u);
+  EXPECT_EQ(vxlan->vxlan->port, 4789);
+  EXPECT_EQ(vxlan->vxlan->local->to_string(), "192.0.2.10");
+  EXPECT_EQ(vxlan->vxlan->underlay_ifindex, dummy->ifindex);
+  EXPECT_FALSE(vxlan->vxlan->learning);
+  PbList j = IpJson(a.Exec("ip -j -d link show dev " + vx));
+  const PbStruct& data =
+      j.values(0).struct_value().fields().at("linkinfo").struct_value().fields().at("info_data")
+          .struct_value();
+  EXPECT_EQ(Num(data, "id"), 4096);
+  EXPECT_EQ(Num(data, "port"), 4789);
+  EXPECT_EQ(Str(data, "local"), "192.0.2.10");
+  EXPECT_EQ(data.fields().at("learning").bool_value(), false);
+}
+
+}  // namespace
+}  // namespace sarena::nl
