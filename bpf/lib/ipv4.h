@@ -102,11 +102,18 @@ static __always_inline enum sarena_drop_reason sarena_ipv4_parse(struct __sk_buf
   if (first_fragment && (info->proto == IPPROTO_TCP || info->proto == IPPROTO_UDP)) {
     /* Source and destination port are the first 4 bytes of both TCP and UDP headers. */
     if (tot_len < hlen + 4) return SARENA_DROP_TRUNCATED;
-    __u16 ports[2];
-    if (bpf_skb_load_bytes(skb, ETH_HLEN + hlen, ports, sizeof(ports)) < 0)
-      return SARENA_DROP_TRUNCATED;
-    info->sport_be = ports[0];
-    info->dport_be = ports[1];
+    __be16 *ports = data + ETH_HLEN + hlen;
+    if ((void *)(ports + 2) <= data_end) {
+      /* Fast path: the L4 header is in the linear area (direct packet access). */
+      info->sport_be = ports[0];
+      info->dport_be = ports[1];
+    } else {
+      __u16 copy[2];
+      if (bpf_skb_load_bytes(skb, ETH_HLEN + hlen, copy, sizeof(copy)) < 0)
+        return SARENA_DROP_TRUNCATED;
+      info->sport_be = copy[0];
+      info->dport_be = copy[1];
+    }
   }
   return SARENA_DROP_NONE;
 }
