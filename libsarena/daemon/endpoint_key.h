@@ -49,7 +49,8 @@ struct EndpointKey {
 ///   container_id: non-empty, matches ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$;
 ///   ifname: 1..15 bytes (IFNAMSIZ - 1), no '/', ':' or whitespace, not "." or "..".
 /// Either string ends up in a file name under --state-dir, so this is also the path-traversal
-/// guard. Errors: kInvalidArgument "invalid container_id '<v>': <why>" / "invalid ifname '<v>': ...".
+/// guard. Errors: kInvalidArgument "invalid container_id '<v>': <why>" / "invalid ifname '<v>':
+/// ...".
 absl::Status ValidateEndpointKey(const EndpointKey& key);
 
 }  // namespace sarena::daemon

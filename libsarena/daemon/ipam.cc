@@ -122,17 +122,17 @@ absl::Status Ipam::Load() {
     const uint32_t v = ip.to_uint();
     const std::string cidr = options_.pod_cidr.to_string();
     if (!net::Contains(options_.pod_cidr, ip)) {
-      problems.push_back(absl::StrCat("allocation file '", path, "' (", key->ToString(), "): ",
-                                      name, " is outside pod CIDR ", cidr,
+      problems.push_back(absl::StrCat("allocation file '", path, "' (", key->ToString(),
+                                      "): ", name, " is outside pod CIDR ", cidr,
                                       " (was --pod-cidr changed?)"));
       continue;
     }
     if (!Allocatable(v)) {
       absl::string_view what = v == options_.gateway.to_uint() ? "the gateway (node IP)"
-                               : v < first_                     ? "the network address"
-                                                                : "the broadcast address";
-      problems.push_back(absl::StrCat("allocation file '", path, "' (", key->ToString(), "): ",
-                                      name, " is ", what, " of pod CIDR ", cidr,
+                               : v < first_                    ? "the network address"
+                                                               : "the broadcast address";
+      problems.push_back(absl::StrCat("allocation file '", path, "' (", key->ToString(),
+                                      "): ", name, " is ", what, " of pod CIDR ", cidr,
                                       " and never allocatable"));
       continue;
     }
@@ -151,9 +151,9 @@ absl::Status Ipam::Load() {
     problems.resize(kMaxReportedProblems);
     problems.push_back(absl::StrCat("and ", n - kMaxReportedProblems, " more"));
   }
-  return absl::DataLossError(absl::StrCat(
-      "load IPAM state '", dir_, "': ", n, " corrupt allocation file(s) (left untouched; fix or ",
-      "remove them by hand): ", absl::StrJoin(problems, "; ")));
+  return absl::DataLossError(absl::StrCat("load IPAM state '", dir_, "': ", n,
+                                          " corrupt allocation file(s) (left untouched; fix or ",
+                                          "remove them by hand): ", absl::StrJoin(problems, "; ")));
 }
 
 absl::StatusOr<net::Ipv4> Ipam::Allocate(const EndpointKey& key) {
@@ -197,8 +197,8 @@ absl::StatusOr<std::optional<net::Ipv4>> Ipam::Release(const EndpointKey& key) {
   const uint32_t ip = it->second;
   SARENA_ASSIGN_OR_RETURN(bool existed, RemoveFileDurable(dir_, FormatIp(ip)));
   if (!existed) {
-    SARENA_LOG(Warning, "IPAM: allocation file '", dir_, "/", FormatIp(ip), "' of ",
-               key.ToString(), " was already gone");
+    SARENA_LOG(Warning, "IPAM: allocation file '", dir_, "/", FormatIp(ip), "' of ", key.ToString(),
+               " was already gone");
   }
   by_key_.erase(it);
   by_ip_.erase(ip);

@@ -4,13 +4,14 @@
 // On-disk layout (modelled on the CNI reference plugin host-local's disk store,
 // plugins/ipam/host-local/backend/disk):
 //   <state_dir>/ipam/<ip>     one file per allocated address, e.g. "10.244.1.2", containing
-//                             "<containerID>\n<ifname>" ("\r\n" as host-local writes it is accepted)
+//                             "<containerID>\n<ifname>" ("\r\n" as host-local writes it is
+//                             accepted)
 //   <state_dir>/ipam/lock     flock(2)-held while an Ipam is open: one owner per state dir
 // A file is created complete or not at all: the content goes to a temporary file that is fsynced
-// and then link(2)ed to its final name (link fails with EEXIST, the same exclusivity as host-local's
-// O_CREAT|O_EXCL, but a crash can never leave an empty allocation file), then the directory is
-// fsynced. Leftover temporaries (".tmp-*", a crash mid-write, never a committed allocation) are
-// removed on Open.
+// and then link(2)ed to its final name (link fails with EEXIST, the same exclusivity as
+// host-local's O_CREAT|O_EXCL, but a crash can never leave an empty allocation file), then the
+// directory is fsynced. Leftover temporaries (".tmp-*", a crash mid-write, never a committed
+// allocation) are removed on Open.
 //
 // Allocation order (a deliberate difference from host-local): the LOWEST free address is handed
 // out, so allocation is deterministic and a released address is reused by the next Allocate.
@@ -122,7 +123,7 @@ class Ipam {
 
   mutable absl::Mutex mu_;
   std::map<EndpointKey, uint32_t> by_key_ ABSL_GUARDED_BY(mu_);  // ip in host byte order
-  std::map<uint32_t, EndpointKey> by_ip_ ABSL_GUARDED_BY(mu_);  // ordered: lowest-free scan
+  std::map<uint32_t, EndpointKey> by_ip_ ABSL_GUARDED_BY(mu_);   // ordered: lowest-free scan
 };
 
 }  // namespace sarena::daemon

@@ -9,14 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <mutex>
-#include <optional>
-#include <set>
-#include <thread>
-#include <utility>
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -24,6 +16,13 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
@@ -140,8 +139,8 @@ class Server::Impl {
   Local::acceptor acceptor_;
   asio::steady_timer stop_deadline_;
   std::set<std::shared_ptr<Connection>> connections_;  // I/O thread only
-  bool stopping_ = false;                               // I/O thread only
-  uint64_t next_id_ = 1;                                // I/O thread only
+  bool stopping_ = false;                              // I/O thread only
+  uint64_t next_id_ = 1;                               // I/O thread only
 
   // The worker: one thread running worker_io_, so handlers execute one at a time in order.
   asio::io_context worker_io_;
@@ -265,26 +264,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void ReadHeader() {
     Arm(server_->options_.io_timeout, "receiving a request");
-    asio::async_read(
-        socket_, asio::buffer(header_),
-        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-          if (self->closed_) return;
-          if (ec == asio::error::eof && n == 0) {  // clean close between requests
-            self->Close();
-            return;
-          }
-          if (ec) {
-            self->Abort(absl::StrCat("connection lost in a frame header (", n, " of ",
-                                     kFrameHeaderBytes, " bytes): ", ec.message()));
-            return;
-          }
-          absl::StatusOr<uint32_t> len = DecodeFrameHeader(self->header_);
-          if (!len.ok()) {
-            self->ProtocolError(len.status().message());
-            return;
-          }
-          self->ReadBody(*len);
-        });
+    asio::async_read(socket_, asio::buffer(header_),
+                     [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                       if (self->closed_) return;
+                       if (ec == asio::error::eof && n == 0) {  // clean close between requests
+                         self->Close();
+                         return;
+                       }
+                       if (ec) {
+                         self->Abort(absl::StrCat("connection lost in a frame header (", n, " of ",
+                                                  kFrameHeaderBytes, " bytes): ", ec.message()));
+                         return;
+                       }
+                       absl::StatusOr<uint32_t> len = DecodeFrameHeader(self->header_);
+                       if (!len.ok()) {
+                         self->ProtocolError(len.status().message());
+                         return;
+                       }
+                       self->ReadBody(*len);
+                     });
   }
 
   void ReadBody(uint32_t len) {
@@ -314,9 +312,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (!peer_allowed_) {
       close_after_response_ = true;
-      WriteResponse(ErrorResponse(absl::PermissionDeniedError(absl::StrCat(
-          "uid ", cred_.uid, " is not allowed to use sarenad socket '",
-          server_->options_.socket_path, "'"))));
+      WriteResponse(ErrorResponse(absl::PermissionDeniedError(
+          absl::StrCat("uid ", cred_.uid, " is not allowed to use sarenad socket '",
+                       server_->options_.socket_path, "'"))));
       return;
     }
     if (request.kind_case() == v1::Request::KIND_NOT_SET) {
@@ -332,8 +330,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WriteResponse(const v1::Response& response) {
     absl::StatusOr<std::string> frame = EncodeFrame(response);
     if (!frame.ok()) {
-      SARENA_LOG(Error, "sarenad: ", Describe(), ": cannot encode response: ",
-                 frame.status().message());
+      SARENA_LOG(Error, "sarenad: ", Describe(),
+                 ": cannot encode response: ", frame.status().message());
       frame = EncodeFrame(ErrorResponse(absl::Status(
           frame.status().code(),
           absl::StrCat("sarenad cannot encode its response: ", frame.status().message()))));
@@ -416,8 +414,7 @@ absl::Status Server::Impl::Listen() {
     }
     SARENA_ASSIGN_OR_RETURN(Probe probe, ProbeSocket(path));
     if (probe == Probe::kLive) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("another sarenad is listening on '", path, "'"));
+      return absl::AlreadyExistsError(absl::StrCat("another sarenad is listening on '", path, "'"));
     }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
       return ErrnoStatus(errno, absl::StrCat("remove stale socket '", path, "'"));
@@ -433,8 +430,8 @@ absl::Status Server::Impl::Listen() {
   ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
   acceptor_.bind(Local::endpoint(path), ec);
   if (ec == asio::error::address_in_use) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "another sarenad is listening on '", path, "' (bind: address already in use)"));
+    return absl::AlreadyExistsError(absl::StrCat("another sarenad is listening on '", path,
+                                                 "' (bind: address already in use)"));
   }
   if (ec) return ErrnoStatus(ec.value(), absl::StrCat("bind socket '", path, "'"));
   if (::lstat(path.c_str(), &st) != 0) {
@@ -568,8 +565,8 @@ void Server::Impl::DoStop() {
       conn->Close();
     }
   }
-  absl::Duration grace = options_.io_timeout > absl::ZeroDuration() ? options_.io_timeout
-                                                                    : absl::Seconds(30);
+  absl::Duration grace =
+      options_.io_timeout > absl::ZeroDuration() ? options_.io_timeout : absl::Seconds(30);
   stop_deadline_.expires_after(ToChrono(grace));
   stop_deadline_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;

@@ -73,13 +73,13 @@ struct ServerOptions {
 
 /// Counters for logs, `sarenad` status output and tests. All monotonic except active_connections.
 struct ServerStats {
-  uint64_t accepted = 0;             // connections accepted (including later rejected ones)
-  uint64_t rejected_peer = 0;        // closed because the SO_PEERCRED uid was not allowed
-  uint64_t rejected_overload = 0;    // closed because max_connections was reached
-  uint64_t protocol_errors = 0;      // closed for an oversized frame or an unparseable body
-  uint64_t aborted = 0;              // peer vanished or timed out in the middle of a frame
-  uint64_t requests = 0;             // requests handed to the Handler
-  uint64_t active_connections = 0;   // currently open
+  uint64_t accepted = 0;            // connections accepted (including later rejected ones)
+  uint64_t rejected_peer = 0;       // closed because the SO_PEERCRED uid was not allowed
+  uint64_t rejected_overload = 0;   // closed because max_connections was reached
+  uint64_t protocol_errors = 0;     // closed for an oversized frame or an unparseable body
+  uint64_t aborted = 0;             // peer vanished or timed out in the middle of a frame
+  uint64_t requests = 0;            // requests handed to the Handler
+  uint64_t active_connections = 0;  // currently open
 };
 
 class Server {

@@ -191,9 +191,8 @@ absl::StatusOr<UniqueFd> LockDir(const std::string& dir) {
   while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK) {
-      return absl::UnavailableError(absl::StrCat("state directory '", dir,
-                                                 "' is in use by another process (lock '", path,
-                                                 "' is held)"));
+      return absl::UnavailableError(absl::StrCat(
+          "state directory '", dir, "' is in use by another process (lock '", path, "' is held)"));
     }
     return ErrnoStatus(errno, absl::StrCat("lock file '", path, "'"));
   }

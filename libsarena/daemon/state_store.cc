@@ -101,9 +101,9 @@ absl::Status EndpointStore::Load() {
     problems.resize(kMaxReportedProblems);
     problems.push_back(absl::StrCat("and ", n - kMaxReportedProblems, " more"));
   }
-  return absl::DataLossError(absl::StrCat(
-      "load endpoint records '", dir_, "': ", n, " corrupt record(s) (left untouched; fix or ",
-      "remove them by hand): ", absl::StrJoin(problems, "; ")));
+  return absl::DataLossError(absl::StrCat("load endpoint records '", dir_, "': ", n,
+                                          " corrupt record(s) (left untouched; fix or ",
+                                          "remove them by hand): ", absl::StrJoin(problems, "; ")));
 }
 
 absl::Status EndpointStore::Put(const v1::Endpoint& endpoint) {
@@ -120,8 +120,8 @@ absl::Status EndpointStore::Put(const v1::Endpoint& endpoint) {
   std::string json;
   auto st = google::protobuf::util::MessageToJsonString(record, &json, print_options);
   if (!st.ok()) {
-    return absl::InternalError(absl::StrCat("encode endpoint record '", key.ToString(),
-                                            "': ", st.message().as_string()));
+    return absl::InternalError(
+        absl::StrCat("encode endpoint record '", key.ToString(), "': ", st.message().as_string()));
   }
   absl::MutexLock lock(&mu_);
   SARENA_RETURN_IF_ERROR(WriteFileAtomic(dir_, FileName(key), json));

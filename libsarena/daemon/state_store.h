@@ -46,8 +46,9 @@ class EndpointStore {
   /// loads after a downgrade).
   /// Errors: kUnavailable when another process holds the lock; kDataLoss for a corrupt record —
   /// content that is not a valid Endpoint JSON, a file name that is not
-  /// "<containerID>:<ifname>.json", or a record whose ref does not match its file name. The message names every such file (up to 10) and quotes its content (truncated);
-  /// nothing is deleted or reset. ErrnoStatus codes for I/O failures, naming the path.
+  /// "<containerID>:<ifname>.json", or a record whose ref does not match its file name. The message
+  /// names every such file (up to 10) and quotes its content (truncated); nothing is deleted or
+  /// reset. ErrnoStatus codes for I/O failures, naming the path.
   static absl::StatusOr<std::unique_ptr<EndpointStore>> Open(EndpointStoreOptions options);
 
   EndpointStore(const EndpointStore&) = delete;

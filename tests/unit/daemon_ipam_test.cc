@@ -1,7 +1,5 @@
 // Ipam: allocation order, reserved addresses, idempotency, exhaustion, persistence, concurrency,
 // crash leftovers and corrupt-state reporting — on a real directory, no privileges needed.
-#include "libsarena/daemon/ipam.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libsarena/daemon/ipam.h"
 
 namespace sarena::daemon {
 namespace {
@@ -314,10 +313,10 @@ TEST_F(IpamTest, RejectsBadInput) {
 
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
-  for (const EndpointKey& bad : {EndpointKey{"../x", "eth0"}, EndpointKey{"", "eth0"},
-                                 EndpointKey{"abc", ""}, EndpointKey{"abc", "a/b"},
-                                 EndpointKey{"abc", ".."}, EndpointKey{"abc", "0123456789abcdef"},
-                                 EndpointKey{"abc", "eth 0"}}) {
+  for (const EndpointKey& bad :
+       {EndpointKey{"../x", "eth0"}, EndpointKey{"", "eth0"}, EndpointKey{"abc", ""},
+        EndpointKey{"abc", "a/b"}, EndpointKey{"abc", ".."}, EndpointKey{"abc", "0123456789abcdef"},
+        EndpointKey{"abc", "eth 0"}}) {
     auto r = (*ipam)->Allocate(bad);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.ToString();
   }

@@ -1,7 +1,5 @@
 // Server: a real unix socket in a temp dir, real clients (the library's Client and raw sockets
 // that misbehave on purpose), a trivial handler. No privileges needed.
-#include "libsarena/daemon/server.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -28,6 +26,7 @@
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/daemon/client.h"
 #include "libsarena/daemon/framing.h"
+#include "libsarena/daemon/server.h"
 
 namespace sarena::daemon {
 namespace {
@@ -96,7 +95,8 @@ UniqueFd ConnectRaw(const std::string& path) {
 }
 
 void SendRaw(int fd, const std::string& bytes) {
-  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
 }
 
 std::string Header(uint32_t len) {
@@ -208,7 +208,8 @@ TEST_F(ServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
       ASSERT_TRUE(client.ok()) << client.status();
       for (int i = 0; i < kRequests; ++i) {
         // Maintenance posted to the worker is serialized with requests too.
-        if (i == 0) server->PostToWorker([&] {
+        if (i == 0)
+          server->PostToWorker([&] {
             int now = ++handler_.in_flight;
             if (now > 1) handler_.max_in_flight = now;
             ++worker_jobs;
@@ -480,8 +481,7 @@ TEST_F(ServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
 }
 
 TEST_F(ServerTest, CreateRejectsBadOptions) {
-  EXPECT_EQ(Server::Create(Options(), nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Server::Create(Options(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   ServerOptions long_path = Options();
   long_path.socket_path = "/tmp/" + std::string(200, 'a');
   EXPECT_EQ(Server::Create(long_path, handler_.AsHandler()).status().code(),

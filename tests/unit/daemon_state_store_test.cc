@@ -1,7 +1,7 @@
 // EndpointStore: put/get/delete/list, persistence, atomic replacement, crash leftovers, and
 // corrupt-record reporting — on a real directory, no privileges needed.
-#include "libsarena/daemon/state_store.h"
-
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,12 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
-
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libsarena/daemon/state_store.h"
 
 namespace sarena::daemon {
 namespace {
