@@ -385,10 +385,10 @@ class JsonParser {
 };
 
 absl::StatusOr<JsonDoc> JsonDoc::Parse(absl::string_view text, absl::string_view file_name) {
-  return Parse(std::string(text), file_name);
+  return ParseOwned(std::string(text), file_name);
 }
 
-absl::StatusOr<JsonDoc> JsonDoc::Parse(std::string&& text, absl::string_view file_name) {
+absl::StatusOr<JsonDoc> JsonDoc::ParseOwned(std::string&& text, absl::string_view file_name) {
   JsonDoc doc;
   doc.text_ = std::move(text);
   doc.file_name_ = std::string(file_name);

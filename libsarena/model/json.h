@@ -83,8 +83,8 @@ class JsonDoc {
   /// Parses `text` (copied). Errors: kInvalidArgument
   /// "parse <file_name>: JSON syntax error at byte N (line L, column C): <cause>".
   static absl::StatusOr<JsonDoc> Parse(absl::string_view text, absl::string_view file_name);
-  /// Same, taking ownership of `text` (no copy).
-  static absl::StatusOr<JsonDoc> Parse(std::string&& text, absl::string_view file_name);
+  /// Same, taking ownership of `text` (no copy of large files).
+  static absl::StatusOr<JsonDoc> ParseOwned(std::string&& text, absl::string_view file_name);
 
   JsonDoc(JsonDoc&&) noexcept;
   JsonDoc& operator=(JsonDoc&&) noexcept;
