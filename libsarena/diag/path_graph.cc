@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace sarena::diag {
@@ -63,55 +62,6 @@ absl::string_view ToString(Verdict verdict) {
       return "degraded";
   }
   return "reachable";
-}
-
-std::string ProtoName(uint8_t proto) {
-  switch (proto) {
-    case kProtoTcp:
-      return "tcp";
-    case kProtoUdp:
-      return "udp";
-    case kProtoIcmp:
-      return "icmp";
-    case kProtoSctp:
-      return "sctp";
-    case kProtoIpip:
-      return "ipip";
-  }
-  return absl::StrCat(proto);
-}
-
-std::optional<uint8_t> ParseProtoName(absl::string_view name) {
-  std::string n = absl::AsciiStrToLower(name);
-  if (n == "tcp") return kProtoTcp;
-  if (n == "udp") return kProtoUdp;
-  if (n == "icmp") return kProtoIcmp;
-  if (n == "sctp") return kProtoSctp;
-  if (n == "ipip") return kProtoIpip;
-  return std::nullopt;
-}
-
-Packet Packet::Reversed() const {
-  Packet r = *this;
-  std::swap(r.src, r.dst);
-  std::swap(r.sport, r.dport);
-  r.inner.clear();
-  r.ttl = 64;
-  return r;
-}
-
-std::string Packet::ToString() const {
-  auto ep = [](const net::Ipv4& ip, uint16_t port) {
-    return port == 0 ? ip.to_string() : absl::StrCat(ip.to_string(), ":", port);
-  };
-  std::string s = absl::StrCat(ep(src, sport), " -> ", ep(dst, dport), "/", ProtoName(proto));
-  if (!inner.empty()) absl::StrAppend(&s, " [inner ", inner.front().ToString(), "]");
-  return s;
-}
-
-bool Packet::operator==(const Packet& o) const {
-  return src == o.src && dst == o.dst && sport == o.sport && dport == o.dport &&
-         proto == o.proto && inner == o.inner;
 }
 
 std::optional<Level> Hop::MaxLevel() const {

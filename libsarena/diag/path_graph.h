@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "libsarena/model/packet.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::diag {
@@ -35,38 +36,8 @@ enum class Level { kInfo = 0, kWarning = 1, kCritical = 2, kFatal = 3 };
 /// "INFO" | "WARNING" | "CRITICAL" | "FATAL".
 absl::string_view ToString(Level level);
 
-/// IP protocol numbers the walk understands (IANA "Assigned Internet Protocol Numbers").
-inline constexpr uint8_t kProtoIcmp = 1;
-inline constexpr uint8_t kProtoIpip = 4;
-inline constexpr uint8_t kProtoTcp = 6;
-inline constexpr uint8_t kProtoUdp = 17;
-inline constexpr uint8_t kProtoSctp = 132;
-/// "tcp" / "udp" / "icmp" / "sctp" / "ipip", else the decimal number.
-std::string ProtoName(uint8_t proto);
-/// Inverse of ProtoName for the named protocols (case-insensitive); std::nullopt otherwise.
-std::optional<uint8_t> ParseProtoName(absl::string_view name);
-
-/// An IPv4 packet header as far as routing, netfilter and Services care. Ports in host byte
-/// order (0 = not applicable). `inner` is set on an encapsulated packet (IPIP: proto 4; VXLAN:
-/// UDP to 4789) and holds the original packet.
-struct Packet {
-  net::Ipv4 src;
-  net::Ipv4 dst;
-  uint16_t sport = 0;
-  uint16_t dport = 0;
-  uint8_t proto = kProtoTcp;
-  uint8_t ttl = 64;
-  /// Bytes of the IP packet (header included) the flow needs to pass; the walk compares it with
-  /// MTUs. 0 = use the path's first MTU (a full-size segment).
-  uint32_t size = 0;
-  std::vector<Packet> inner;  // 0 or 1 element (a vector keeps Packet a regular value type)
-
-  /// The same flow seen from the other side: src/dst and sport/dport swapped, no encapsulation.
-  Packet Reversed() const;
-  /// "10.0.0.1:3456 -> 10.0.0.2:80/tcp" (ports left out when 0).
-  std::string ToString() const;
-  bool operator==(const Packet& o) const;
-};
+/// The packet type of the path model (5-tuple, mark, conntrack state, TTL, length).
+using Packet = model::Packet;
 
 /// One finding. `code` is from DESIGN.md's vocabulary (no_route, rp_filter_drop, ...); `hop` is
 /// the id of the hop it belongs to ("" for the query as a whole).

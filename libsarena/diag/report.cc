@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sarena::diag {
@@ -23,7 +24,16 @@ void FillPacket(const Packet& p, v1::Packet* out) {
   out->set_dst(p.dst.to_string());
   out->set_sport(p.sport);
   out->set_dport(p.dport);
-  out->set_proto(ProtoName(p.proto));
+  out->set_proto(model::ProtoName(p.proto));
+}
+
+// "10.0.0.1:40000 -> 10.0.0.2:80/tcp ttl 63" (ports left out when 0).
+std::string FormatPacket(const Packet& p) {
+  auto ep = [](const net::Ipv4& ip, uint16_t port) {
+    return port == 0 ? ip.to_string() : absl::StrCat(ip.to_string(), ":", port);
+  };
+  return absl::StrCat(ep(p.src, p.sport), " -> ", ep(p.dst, p.dport), "/",
+                      model::ProtoName(p.proto));
 }
 
 absl::string_view FillColor(const Hop& h) {
@@ -58,6 +68,24 @@ std::string DotEscape(absl::string_view s) {
   return out;
 }
 
+// Breaks `s` into lines of at most about `width` characters at spaces.
+std::string Wrap(absl::string_view s, size_t width) {
+  std::string out;
+  size_t col = 0;
+  for (absl::string_view word : absl::StrSplit(s, ' ')) {
+    if (col > 0 && col + 1 + word.size() > width) {
+      out.push_back('\n');
+      col = 0;
+    } else if (col > 0) {
+      out.push_back(' ');
+      ++col;
+    }
+    absl::StrAppend(&out, word);
+    col += word.size();
+  }
+  return out;
+}
+
 std::string HopHeadline(const Hop& h) {
   std::string s = absl::StrCat(h.id, " (", ToString(h.kind));
   if (!h.node.empty() && h.node != h.id) absl::StrAppend(&s, " on ", h.node);
@@ -80,9 +108,10 @@ struct VertexWriter {
       absl::StrAppend(&label, "\n", h.iif.empty() ? "-" : h.iif, " -> ",
                       h.oif.empty() ? "-" : h.oif);
     }
-    absl::StrAppend(&label, "\n", h.packet.ToString());
+    absl::StrAppend(&label, "\n", FormatPacket(h.packet));
     for (const Suspicion& s : h.suspicions) {
-      absl::StrAppend(&label, "\n", ToString(s.level), " ", s.code, ": ", s.message);
+      absl::StrAppend(&label, "\n",
+                      Wrap(absl::StrCat(ToString(s.level), " ", s.code, ": ", s.message), 64));
     }
     os << "[shape=box, style=\"rounded,filled\", fillcolor=" << FillColor(h) << ", label=\""
        << DotEscape(label) << "\", id=\"" << DotEscape(h.id) << "\"]";
@@ -152,7 +181,7 @@ std::string ToText(const PathGraph& graph) {
   for (PathGraph::Vertex v = 0; v < graph.num_hops(); ++v) {
     const Hop& h = graph.hop(v);
     absl::StrAppend(&out, "[", v + 1, "] ", HopHeadline(h), "\n");
-    absl::StrAppend(&out, "    packet: ", h.packet.ToString(), "\n");
+    absl::StrAppend(&out, "    packet: ", FormatPacket(h.packet), "\n");
     std::vector<std::string> next;
     for (auto [ei, ee] = boost::out_edges(v, graph.graph()); ei != ee; ++ei) {
       PathGraph::Vertex t = boost::target(*ei, graph.graph());

@@ -1,1 +1,272 @@
-int main() { return 1; }
+// sarena-diag: explains a pod / node / Service path from a snapshot, and collects a node's part
+// of a snapshot on a live node. Thin: flags -> libsarena/diag -> print.
+//
+//   sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO
+//                     [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]
+//                     [--sport N] [--ttl N] [--size BYTES] [--no-reply]
+//   sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...
+//                       [--sarena PATH] [--socket PATH] [--no-programs]
+//
+// SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4.
+// Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
+// node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/diag/collect.h"
+#include "libsarena/diag/plugin.h"
+#include "libsarena/diag/query.h"
+#include "libsarena/diag/report.h"
+#include "libsarena/diag/walk.h"
+#include "libsarena/model/snapshot.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+constexpr char kUsage[] =
+    "usage:\n"
+    "  sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO\n"
+    "                    [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]\n"
+    "                    [--sport N] [--ttl N] [--size BYTES] [--no-reply]\n"
+    "  sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...\n"
+    "                      [--sarena PATH] [--socket PATH] [--no-programs]\n"
+    "\n"
+    "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4 address.\n"
+    "Exit status: 0 the walk ran, 2 bad input, 1 other failure.\n";
+
+int Fail(int code, absl::string_view msg) {
+  std::fprintf(stderr, "sarena-diag: %s\n", std::string(msg).c_str());
+  return code;
+}
+
+// Parses "--name value", "--name=value", "-o value" and boolean "--name".
+class Args {
+ public:
+  Args(int argc, char** argv, int first, std::vector<std::string> bool_flags)
+      : bools_(std::move(bool_flags)) {
+    for (int i = first; i < argc; ++i) {
+      std::string a = argv[i];
+      if (!absl::StartsWith(a, "-") || a == "-") {
+        error_ = absl::StrCat("unexpected argument '", a, "'");
+        return;
+      }
+      std::string name = a.substr(a.find_first_not_of('-'));
+      std::string value;
+      bool has_value = false;
+      if (size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+      if (std::find(bools_.begin(), bools_.end(), name) != bools_.end()) {
+        values_[name].push_back(has_value ? value : "true");
+        continue;
+      }
+      if (!has_value) {
+        if (i + 1 >= argc) {
+          error_ = absl::StrCat("flag --", name, " needs a value");
+          return;
+        }
+        value = argv[++i];
+      }
+      values_[name].push_back(value);
+    }
+  }
+  const std::string& error() const { return error_; }
+  std::string Get(const std::string& name, const std::string& def = "") const {
+    auto it = values_.find(name);
+    return it == values_.end() ? def : it->second.back();
+  }
+  std::vector<std::string> All(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  // The first flag not in `known`, or "".
+  std::string Unknown(const std::vector<std::string>& known) const {
+    for (const auto& [k, v] : values_) {
+      if (std::find(known.begin(), known.end(), k) == known.end()) return k;
+    }
+    return "";
+  }
+
+ private:
+  std::vector<std::string> bools_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::string error_;
+};
+
+bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
+  uint32_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v > max) return false;
+  *out = v;
+  return true;
+}
+
+int Trace(const Args& args) {
+  if (std::string u = args.Unknown({"snapshot", "src", "dst", "cni", "o", "output", "svg",
+                                    "sport", "ttl", "size", "no-reply", "help", "h"});
+      !u.empty()) {
+    return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
+  }
+  if (args.Has("help") || args.Has("h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  for (const char* req : {"snapshot", "src", "dst"}) {
+    if (!args.Has(req)) {
+      return Fail(kExitBadInput, absl::StrCat("trace: --", req, " is required\n", kUsage));
+    }
+  }
+  std::string format = args.Get("o", args.Get("output", "text"));
+  if (format != "text" && format != "json" && format != "dot") {
+    return Fail(kExitBadInput,
+                absl::StrCat("invalid -o '", format, "': expected text, json or dot"));
+  }
+  auto query = sarena::diag::ParseQuery(args.Get("src"), args.Get("dst"));
+  if (!query.ok()) return Fail(kExitBadInput, query.status().message());
+  uint32_t v = 0;
+  if (args.Has("sport")) {
+    if (!ParseUint(args.Get("sport"), 65535, &v)) {
+      return Fail(kExitBadInput, absl::StrCat("invalid --sport '", args.Get("sport"), "'"));
+    }
+    query->sport = static_cast<uint16_t>(v);
+  }
+  if (args.Has("ttl")) {
+    if (!ParseUint(args.Get("ttl"), 255, &v) || v == 0) {
+      return Fail(kExitBadInput, absl::StrCat("invalid --ttl '", args.Get("ttl"), "'"));
+    }
+    query->ttl = static_cast<uint8_t>(v);
+  }
+  if (args.Has("size")) {
+    if (!ParseUint(args.Get("size"), 65535, &v) || v < 28) {
+      return Fail(kExitBadInput, absl::StrCat("invalid --size '", args.Get("size"), "'"));
+    }
+    query->size = v;
+  }
+  auto snap = sarena::model::Snapshot::Open(args.Get("snapshot"));
+  if (!snap.ok()) return Fail(kExitBadInput, snap.status().message());
+
+  // Nodes of the query, for --cni auto.
+  std::vector<std::string> nodes;
+  const auto& cluster = (*snap)->cluster();
+  for (const sarena::diag::EndpointSpec* e : {&query->src, &query->dst}) {
+    if (e->kind == sarena::diag::EndpointSpec::Kind::kPod) {
+      if (const auto* p = cluster.FindPod(e->namespace_, e->name)) nodes.push_back(p->node_name);
+    } else if (e->kind == sarena::diag::EndpointSpec::Kind::kNode) {
+      nodes.push_back(e->name);
+    } else if (e->kind == sarena::diag::EndpointSpec::Kind::kIp) {
+      if (const auto* p = cluster.FindPodByIp(e->ip)) nodes.push_back(p->node_name);
+      if (const auto* n = cluster.FindNodeByIp(e->ip)) nodes.push_back(n->name);
+    }
+  }
+  auto plugin = sarena::diag::SelectPlugin(args.Get("cni", "auto"), **snap, nodes);
+  if (!plugin.ok()) return Fail(kExitBadInput, plugin.status().message());
+
+  sarena::diag::TraceOptions opts;
+  opts.reply = !args.Has("no-reply");
+  auto result = sarena::diag::Trace(**snap, *query, **plugin, opts);
+  if (!result.ok()) return Fail(kExitBadInput, result.status().message());
+
+  std::string out;
+  if (format == "json") {
+    auto json = sarena::diag::ToJson(result->graph);
+    if (!json.ok()) return Fail(1, json.status().message());
+    out = *json;
+  } else if (format == "dot") {
+    out = sarena::diag::ToDot(result->graph);
+  } else {
+    out = absl::StrCat("cni plugin: ", result->plugin, "\n", sarena::diag::ToText(result->graph));
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (args.Has("svg")) {
+    absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(result->graph), args.Get("svg"));
+    if (!st.ok()) return Fail(1, st.message());
+  }
+  return 0;
+}
+
+int Collect(const Args& args) {
+  if (std::string u = args.Unknown({"out", "node", "netns", "pod", "sarena", "socket",
+                                    "no-programs", "no-endpoint-pods", "help", "h"});
+      !u.empty()) {
+    return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
+  }
+  if (args.Has("help") || args.Has("h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  sarena::diag::CollectOptions opts;
+  opts.out_dir = args.Get("out");
+  if (opts.out_dir.empty()) return Fail(kExitBadInput, "collect: --out is required");
+  opts.node = args.Get("node");
+  opts.node_netns = args.Get("netns");
+  for (const std::string& p : args.All("pod")) {
+    auto spec = sarena::diag::ParsePodNetnsSpec(p);
+    if (!spec.ok()) return Fail(kExitBadInput, spec.status().message());
+    opts.pods.push_back(*spec);
+  }
+  if (args.Has("sarena")) {
+    opts.sarena_cli = args.Get("sarena");
+  } else {
+    // The sarena CLI next to this binary, else $PATH.
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+      std::string dir(self, static_cast<size_t>(n));
+      dir = dir.substr(0, dir.rfind('/'));
+      for (const std::string& cand : {dir + "/sarena", dir + "/../sarena/sarena"}) {
+        if (access(cand.c_str(), X_OK) == 0) {
+          opts.sarena_cli = cand;
+          break;
+        }
+      }
+    }
+  }
+  if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
+  opts.programs = !args.Has("no-programs");
+  opts.pods_from_endpoints = !args.Has("no-endpoint-pods");
+  auto report = sarena::diag::Collect(opts);
+  if (!report.ok()) {
+    int code = absl::IsInvalidArgument(report.status()) || absl::IsNotFound(report.status())
+                   ? kExitBadInput
+                   : 1;
+    return Fail(code, report.status().message());
+  }
+  for (const std::string& w : report->written) std::printf("wrote %s\n", w.c_str());
+  for (const std::string& s : report->skipped) std::printf("skipped %s\n", s.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", kUsage));
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "trace") {
+    Args args(argc, argv, 2, {"no-reply", "help", "h"});
+    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    return Trace(args);
+  }
+  if (cmd == "collect") {
+    Args args(argc, argv, 2, {"no-programs", "no-endpoint-pods", "help", "h"});
+    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    return Collect(args);
+  }
+  return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", kUsage));
+}

@@ -45,7 +45,8 @@ def link_of(t, netns, ifname):
 
 def endpoint_record(t, node, namespace, name, ip, node_ip, container_id, endpoint_id, mtu=1500,
                     pod_mac=None, host_mac=None, host_ifindex=None):
-    """One Endpoint as the protobuf JSON mapping prints it (lowerCamelCase, uint64 as strings).
+    """One Endpoint as `sarena endpoint list -o json` prints it (protobuf JSON mapping with the
+    .proto field names, uint64 as strings).
     MACs and ifindex default to the live values (what a healthy daemon recorded)."""
     ns = t.nodes[node]
     p = t.pods[(node, namespace, name)]
@@ -53,20 +54,20 @@ def endpoint_record(t, node, namespace, name, ip, node_ip, container_id, endpoin
     live_host = link_of(t, ns, host)
     live_pod = link_of(t, p, "eth0")
     return {
-        "ref": {"containerId": container_id, "ifname": "eth0"},
+        "ref": {"container_id": container_id, "ifname": "eth0"},
         "netns": "/var/run/netns/cni-%s" % container_id[:8],
         "ip": ip,
-        "prefixLen": 32,
+        "prefix_len": 32,
         "gateway": node_ip,
-        "podMac": pod_mac or live_pod["address"],
-        "hostIfname": host,
-        "hostIfindex": host_ifindex or live_host["ifindex"],
-        "hostMac": host_mac or live_host["address"],
-        "endpointId": endpoint_id,
+        "pod_mac": pod_mac or live_pod["address"],
+        "host_ifname": host,
+        "host_ifindex": host_ifindex or live_host["ifindex"],
+        "host_mac": host_mac or live_host["address"],
+        "endpoint_id": endpoint_id,
         "mtu": mtu,
-        "podNamespace": namespace,
-        "podName": name,
-        "counters": {"rxPackets": "12", "rxBytes": "1320", "txPackets": "10", "txBytes": "980"},
+        "pod_namespace": namespace,
+        "pod_name": name,
+        "counters": {"rx_packets": "12", "rx_bytes": "1320", "tx_packets": "10", "tx_bytes": "980"},
     }
 
 

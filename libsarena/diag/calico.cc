@@ -1,0 +1,330 @@
+// The Calico plugin: what Felix, BIRD and the Calico CNI plugin install on a node, checked on top
+// of the kernel's own decisions (the generic walk).
+//
+//   * IP pools: the pool of a pod address decides its encapsulation towards another node —
+//     vxlanMode, else ipipMode: Always, CrossSubnet (only towards nodes outside this node's own
+//     subnet, the subnet of its projectcalico.org/IPv4Address), Never (plain BGP routing).
+//   * Routes: a local pod is reached through its workload veth "cali" + sha1("<ns>.<name>")[:11]
+//     with scope link; a remote pod's block through tunl0 "proto bird" via the node's address
+//     (IPIP), through vxlan.calico via the node's projectcalico.org/IPv4VXLANTunnelAddr (VXLAN),
+//     or through the host interface via the node's address (BGP).
+//   * Node addresses: without projectcalico.org/IPv4Address a node has no BGP session and no
+//     tunnel next hop (calico-node autodetection failed); VXLAN also needs IPv4VXLANTunnelAddr.
+//   * natOutgoing: traffic from a pool with natOutgoing to a destination outside every pool and
+//     not a node is masqueraded when it leaves the node.
+//   * MTUs: a workload's MTU must leave room for the encapsulation (IPIP 20, VXLAN 50,
+//     WireGuard 60 bytes below the host interface: 1480 / 1450 / 1440 on a 1500 underlay).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/diag/plugin.h"
+
+namespace sarena::diag {
+namespace {
+
+using model::EncapMode;
+using model::Interface;
+using model::IpPool;
+
+enum class Mode { kBgp, kIpip, kVxlan };
+
+absl::string_view ModeName(Mode m) {
+  switch (m) {
+    case Mode::kBgp:
+      return "BGP (no encapsulation)";
+    case Mode::kIpip:
+      return "IPIP";
+    case Mode::kVxlan:
+      return "VXLAN";
+  }
+  return "";
+}
+
+constexpr absl::string_view kTunl = "tunl0";
+constexpr absl::string_view kVxlanDev = "vxlan.calico";
+constexpr absl::string_view kWgDev = "wireguard.cali";
+
+bool IsCalicoDevice(absl::string_view n) {
+  return absl::StartsWith(n, "cali") || n == kTunl || n == kVxlanDev || n == kWgDev;
+}
+
+class CalicoPlugin : public Plugin {
+ public:
+  absl::string_view name() const override { return "calico"; }
+
+  void CheckNode(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop) override {
+    const model::Node* node = ctx.cluster->FindNode(w.node_name);
+    if (node && !node->calico_ipv4_address) {
+      ctx.Suspect(hop, Level::kWarning, "node_address_missing",
+                  absl::StrCat("node ", w.node_name,
+                               " has no projectcalico.org/IPv4Address annotation: calico-node "
+                               "could not autodetect its address, so it has no BGP sessions and "
+                               "other nodes have no route or tunnel towards its pods"));
+    }
+  }
+
+  void CheckPod(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
+                const HookPacket& p) override {
+    if (!w.pod || !w.pod->pod_ip || !w.ns || !w.node) return;
+    const IpPool* pool = ctx.cluster->FindIpPool(*w.pod->pod_ip);
+    if (!pool) {
+      if (ctx.cluster->has_ip_pools()) {
+        ctx.Suspect(hop, Level::kWarning, "ippool_not_found",
+                    absl::StrCat("pod ", w.pod->Key(), " address ", w.pod->pod_ip->to_string(),
+                                 " is in no Calico IP pool: no pool decides its routing, "
+                                 "encapsulation or natOutgoing"));
+      }
+      return;
+    }
+    if (!checked_pods_.insert(w.pod->Key()).second) return;
+    const Interface* eth = w.ns->netstack.FindInterface("eth0");
+    const Interface* host = HostInterface(ctx, w.node_name, *w.node);
+    if (!eth || !host || host->mtu == 0) return;
+    uint32_t overhead = 0;
+    std::string why;
+    if (pool->vxlan_mode != EncapMode::kNever) {
+      overhead = 50;
+      why = "VXLAN";
+    } else if (pool->ipip_mode != EncapMode::kNever) {
+      overhead = 20;
+      why = "IPIP";
+    }
+    if (w.node->netstack.FindInterface(kWgDev)) {
+      overhead = std::max<uint32_t>(overhead, 60);
+      why = "WireGuard";
+    }
+    if (eth->mtu + overhead > host->mtu) {
+      ctx.Suspect(hop, Level::kWarning, "mtu_mismatch",
+                  absl::StrCat("pod ", w.pod->Key(), " eth0 MTU ", eth->mtu, " leaves no room for ",
+                               why.empty() ? std::string("") : absl::StrCat(why, " ("),
+                               overhead, why.empty() ? " bytes" : " bytes)", " on ", host->name,
+                               " (MTU ", host->mtu, "): expected <= ", host->mtu - overhead));
+    }
+  }
+
+  PluginAction AfterRoute(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
+                          const HookPacket& p, const model::RouteResult& route) override {
+    if (!w.node) return PluginAction::Continue();
+    const model::Cluster& c = *ctx.cluster;
+    const net::Ipv4& dst = p.packet.dst;
+    const IpPool* pool = c.FindIpPool(dst);
+    if (!pool) {
+      if (c.has_ip_pools() && !c.ip_pools().empty()) {
+        if (const model::Pod* pod = c.FindPodByIp(dst); pod && !pod->host_network) {
+          ctx.Suspect(hop, Level::kWarning, "ippool_not_found",
+                      absl::StrCat("destination pod ", pod->Key(), " address ", dst.to_string(),
+                                   " is in no Calico IP pool"));
+        }
+      }
+      return PluginAction::Continue();
+    }
+    const model::Pod* pod = c.FindPodByIp(dst);
+    if (!pod || pod->host_network) {
+      ctx.Suspect(hop, Level::kInfo, "ippool",
+                  absl::StrCat(dst.to_string(), " is in pool ", pool->name, " (",
+                               pool->cidr.to_string(), ") but no pod has it"));
+      return PluginAction::Continue();
+    }
+    const model::Netstack& ns = w.node->netstack;
+    if (pod->node_name == w.node_name) {
+      // Local workload: "<pod ip> dev cali<hash> scope link".
+      std::string veth = CalicoVethName(pod->namespace_, pod->name);
+      if (route.oif == veth) {
+        if (route.route && route.route->scope != model::Scope::kLink) {
+          ctx.Suspect(hop, Level::kInfo, "route_mismatch",
+                      absl::StrCat("route to pod ", pod->Key(), " via ", veth, " has scope ",
+                                   model::ToString(route.route->scope), ", Calico installs "
+                                                                        "scope link"));
+        }
+        return PluginAction::Continue();
+      }
+      if (!ns.FindInterface(veth) && ns.Has(model::NetstackSource::kLinks)) {
+        ctx.Suspect(hop, Level::kFatal, "link_missing",
+                    absl::StrCat("workload interface ", veth, " of pod ", pod->Key(),
+                                 " does not exist on ", w.node_name,
+                                 " (Calico names it cali + sha1(\"", pod->namespace_, ".",
+                                 pod->name, "\")[:11])"));
+        return PluginAction::Stop();
+      }
+      ctx.Suspect(hop, Level::kFatal, "route_mismatch",
+                  absl::StrCat("route to local pod ", pod->Key(), " (", dst.to_string(),
+                               ") goes via '", route.ToString(), "', expected '",
+                               dst.to_string(), " dev ", veth, " scope link'"));
+      return PluginAction::Stop();
+    }
+    // Remote workload.
+    const model::Node* self = c.FindNode(w.node_name);
+    const model::Node* remote = c.FindNode(pod->node_name);
+    if (!remote) return PluginAction::Continue();
+    Mode mode = ModeFor(*pool, self, *remote, ctx, w);
+    bool fatal = false;
+    if (!remote->calico_ipv4_address) {
+      ctx.Suspect(hop, Level::kFatal, "node_address_missing",
+                  absl::StrCat("node ", remote->name, " (of pod ", pod->Key(),
+                               ") has no projectcalico.org/IPv4Address: calico-node there could "
+                               "not autodetect its address, so no node has a BGP session with it "
+                               "and there is no ",
+                               ModeName(mode), " next hop for its blocks"));
+      fatal = true;
+    }
+    std::string exp_dev;
+    std::optional<net::Ipv4> exp_gw;
+    if (remote->calico_ipv4_address) exp_gw = remote->calico_ipv4_address->address();
+    switch (mode) {
+      case Mode::kIpip:
+        exp_dev = std::string(kTunl);
+        break;
+      case Mode::kVxlan:
+        exp_dev = std::string(kVxlanDev);
+        exp_gw = remote->calico_vxlan_tunnel_addr;
+        if (!remote->calico_vxlan_tunnel_addr) {
+          ctx.Suspect(hop, Level::kFatal, "node_address_missing",
+                      absl::StrCat("node ", remote->name,
+                                   " has no projectcalico.org/IPv4VXLANTunnelAddr: no VXLAN next "
+                                   "hop exists for its blocks (pool ",
+                                   pool->name, " vxlanMode ", model::ToString(pool->vxlan_mode),
+                                   ")"));
+          fatal = true;
+        }
+        break;
+      case Mode::kBgp:
+        if (const Interface* h = HostInterface(ctx, w.node_name, *w.node)) exp_dev = h->name;
+        break;
+    }
+    if ((mode == Mode::kIpip || mode == Mode::kVxlan) && ns.Has(model::NetstackSource::kLinks)) {
+      const Interface* t = ns.FindInterface(exp_dev);
+      if (!t) {
+        ctx.Suspect(hop, Level::kFatal, "tunnel_missing",
+                    absl::StrCat("pool ", pool->name, " needs ", ModeName(mode), " towards ",
+                                 remote->name, " but ", w.node_name, " has no ", exp_dev,
+                                 " device"));
+        return PluginAction::Stop();
+      }
+    }
+    bool dev_ok = exp_dev.empty() || route.oif == exp_dev;
+    bool gw_ok = !exp_gw || (route.gateway && *route.gateway == *exp_gw);
+    net::Ipv4Prefix block(dst, std::max<uint8_t>(pool->block_size, pool->cidr.prefix_length()));
+    std::string expected = absl::StrCat(
+        block.canonical().to_string(), " (block of ", remote->name, ") via ",
+        exp_gw ? exp_gw->to_string() : std::string("<node address>"), " dev ",
+        exp_dev.empty() ? std::string("<host interface>") : exp_dev,
+        mode == Mode::kVxlan ? " onlink" : " proto bird", " (", ModeName(mode), ", pool ",
+        pool->name, ")");
+    if (!dev_ok || !gw_ok) {
+      bool gw_is_node = route.gateway && c.FindNodeByIp(*route.gateway) != nullptr;
+      bool to_tunnel = IsCalicoDevice(route.oif) && !absl::StartsWith(route.oif, "cali");
+      if (!gw_is_node && !to_tunnel) {
+        ctx.Suspect(hop, Level::kFatal, "route_mismatch",
+                    absl::StrCat("no Calico route for ", dst.to_string(), " (pod ", pod->Key(),
+                                 " on ", remote->name, "): the lookup falls to '",
+                                 route.route ? route.route->ToString() : route.ToString(),
+                                 "', which hands pod traffic to ",
+                                 route.gateway ? route.gateway->to_string()
+                                               : std::string("the link"),
+                                 ", not a node; expected ", expected));
+        return PluginAction::Stop();
+      }
+      ctx.Suspect(hop, Level::kWarning, "route_mismatch",
+                  absl::StrCat("route for ", dst.to_string(), " is '",
+                               route.route ? route.route->ToString() : route.ToString(),
+                               "', expected ", expected));
+    } else if (route.route && mode != Mode::kVxlan &&
+               route.route->protocol != model::kProtoBird) {
+      ctx.Suspect(hop, Level::kInfo, "route_mismatch",
+                  absl::StrCat("route for ", dst.to_string(), " has proto ",
+                               model::RouteProtocolName(route.route->protocol),
+                               ", Calico's BIRD installs proto bird"));
+    }
+    if (fatal) return PluginAction::Stop();
+    return PluginAction::Continue();
+  }
+
+  PluginAction AfterPostrouting(const PluginContext& ctx, const Where& w,
+                                PathGraph::Vertex hop, const HookPacket& before, Packet* after,
+                                bool snat_done, bool netfilter_known,
+                                const model::RouteResult& route) override {
+    if (before.reply || !w.node) return PluginAction::Continue();
+    const model::Cluster& c = *ctx.cluster;
+    const IpPool* src_pool = c.FindIpPool(before.packet.src);
+    if (!src_pool || IsCalicoDevice(route.oif)) return PluginAction::Continue();
+    if (!src_pool->nat_outgoing) return PluginAction::Continue();
+    if (c.FindIpPool(before.packet.dst)) return PluginAction::Continue();
+    if (c.FindNodeByIp(before.packet.dst)) return PluginAction::Continue();
+    if (snat_done || after->src != before.packet.src) return PluginAction::Continue();
+    if (!netfilter_known) {
+      std::optional<net::Ipv4> src = route.prefsrc;
+      if (!src) {
+        src = w.node->netstack.SelectSourceAddress(route.oif, before.packet.dst,
+                                                   model::Scope::kUniverse);
+      }
+      if (src) after->src = *src;
+      ctx.Suspect(hop, Level::kInfo, "nat_outgoing",
+                  absl::StrCat("pool ", src_pool->name, " has natOutgoing: masquerading ",
+                               before.packet.src.to_string(), " to ",
+                               src ? src->to_string() : std::string("?"),
+                               " assumed (iptables not in the snapshot)"));
+      return PluginAction::Continue();
+    }
+    ctx.Suspect(hop, Level::kFatal, "nat_outgoing_missing",
+                absl::StrCat("pool ", src_pool->name, " (", src_pool->cidr.to_string(),
+                             ") has natOutgoing but no MASQUERADE applies to ",
+                             before.packet.src.to_string(), " -> ",
+                             before.packet.dst.to_string(), " leaving via ", route.oif,
+                             ": it leaves with the pod address and replies cannot return "
+                             "(Felix's cali-nat-outgoing rule is missing)"));
+    return PluginAction::Stop();
+  }
+
+ private:
+  // The node's host interface: the one holding its Calico address, else its InternalIP.
+  const Interface* HostInterface(const PluginContext& ctx, const std::string& node_name,
+                                 const model::NodeState& node) {
+    const model::Node* k = ctx.cluster->FindNode(node_name);
+    if (k && k->calico_ipv4_address) {
+      if (const Interface* i =
+              node.netstack.InterfaceWithAddress(k->calico_ipv4_address->address())) {
+        return i;
+      }
+    }
+    if (k) {
+      for (const auto& ip : k->internal_ips) {
+        if (const Interface* i = node.netstack.InterfaceWithAddress(ip)) return i;
+      }
+    }
+    return nullptr;
+  }
+
+  Mode ModeFor(const IpPool& pool, const model::Node* self, const model::Node& remote,
+               const PluginContext& ctx, const Where& w) {
+    auto same_subnet = [&]() {
+      std::optional<net::Ipv4Prefix> mine;
+      if (self && self->calico_ipv4_address) mine = self->calico_ipv4_address;
+      if (!mine && w.node) {
+        if (const Interface* h = HostInterface(ctx, w.node_name, *w.node)) {
+          if (const auto* a = h->PrimaryAddress()) mine = a->Subnet();
+        }
+      }
+      std::optional<net::Ipv4> theirs;
+      if (remote.calico_ipv4_address) theirs = remote.calico_ipv4_address->address();
+      if (!theirs) theirs = remote.PrimaryIp();
+      return mine && theirs && net::Contains(*mine, *theirs);
+    };
+    if (pool.vxlan_mode == EncapMode::kAlways) return Mode::kVxlan;
+    if (pool.vxlan_mode == EncapMode::kCrossSubnet) return same_subnet() ? Mode::kBgp : Mode::kVxlan;
+    if (pool.ipip_mode == EncapMode::kAlways) return Mode::kIpip;
+    if (pool.ipip_mode == EncapMode::kCrossSubnet) return same_subnet() ? Mode::kBgp : Mode::kIpip;
+    return Mode::kBgp;
+  }
+
+  absl::flat_hash_set<std::string> checked_pods_;
+};
+
+}  // namespace
+
+std::unique_ptr<Plugin> NewCalicoPlugin() { return std::make_unique<CalicoPlugin>(); }
+
+}  // namespace sarena::diag

@@ -1,0 +1,442 @@
+#include "libsarena/diag/collect.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sys/select.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/link.h"
+#include "libsarena/model/json.h"
+#include "libsarena/model/snapshot.h"
+
+namespace sarena::diag {
+namespace {
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Reads everything from two fds until both reach EOF.
+void Drain(int out_fd, int err_fd, std::string* out, std::string* err) {
+  char buf[65536];
+  bool out_open = true, err_open = err_fd >= 0;
+  while (out_open || err_open) {
+    fd_set rfds;
+    FD_ZERO(&rfds);
+    int maxfd = -1;
+    if (out_open) {
+      FD_SET(out_fd, &rfds);
+      maxfd = std::max(maxfd, out_fd);
+    }
+    if (err_open) {
+      FD_SET(err_fd, &rfds);
+      maxfd = std::max(maxfd, err_fd);
+    }
+    if (select(maxfd + 1, &rfds, nullptr, nullptr, nullptr) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (out_open && FD_ISSET(out_fd, &rfds)) {
+      ssize_t n = read(out_fd, buf, sizeof(buf));
+      if (n > 0) {
+        out->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        out_open = false;
+      }
+    }
+    if (err_open && FD_ISSET(err_fd, &rfds)) {
+      ssize_t n = read(err_fd, buf, sizeof(buf));
+      if (n > 0) {
+        err->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        err_open = false;
+      }
+    }
+  }
+}
+
+// Runs `fn` in a child process that first joins the network namespace at `netns` (empty: stay).
+// What the child writes to its stdout (fd 1) and stderr is returned. `fn` returns the exit code
+// (or execs).
+absl::StatusOr<Output> RunChild(const std::string& netns, const std::function<int()>& fn) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(out[0]);
+    close(out[1]);
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(e)));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(out[0]);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    return absl::InternalError(absl::StrCat("fork: ", strerror(e)));
+  }
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    if (!netns.empty()) {
+      int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+        dprintf(STDERR_FILENO, "enter network namespace '%s': %s\n", netns.c_str(),
+                strerror(errno));
+        _exit(125);
+      }
+    }
+    _exit(fn());
+  }
+  close(out[1]);
+  close(err[1]);
+  Output o;
+  Drain(out[0], err[0], &o.out, &o.err);
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+absl::StatusOr<Output> RunTool(const std::string& netns, const std::vector<std::string>& argv) {
+  return RunChild(netns, [&argv]() {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    dprintf(STDERR_FILENO, "run '%s': %s\n", args[0], strerror(errno));
+    return 127;
+  });
+}
+
+absl::Status MkdirAll(const std::string& path) {
+  std::string cur;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part.empty()) {
+      if (cur.empty()) cur = "/";
+      continue;
+    }
+    if (!cur.empty() && cur.back() != '/') cur.push_back('/');
+    absl::StrAppend(&cur, part);
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("create directory '", cur, "': ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFile(const std::string& path, absl::string_view data) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("write '", path, "': ", strerror(errno)));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("write '", path, "': ", strerror(e)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("rename '", tmp, "': ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::string NetnsPath(const std::string& netns) {
+  if (netns.empty() || absl::StrContains(netns, "/")) return netns;
+  return absl::StrCat("/var/run/netns/", netns);
+}
+
+void ReadTree(const std::string& dir, const std::string& key,
+              std::map<std::string, std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = absl::StrCat(dir, "/", name);
+    // Device names with dots are written with '/' in sysctl keys.
+    std::string k = absl::StrCat(key, ".", absl::StrReplaceAll(name, {{".", "/"}}));
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      ReadTree(path, k, out);
+      continue;
+    }
+    if (!(st.st_mode & S_IRUSR)) continue;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string value;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) value.append(buf, static_cast<size_t>(n));
+    close(fd);
+    if (n < 0) continue;
+    absl::string_view v = absl::StripTrailingAsciiWhitespace(value);
+    (*out)[k] = std::string(v);
+  }
+  closedir(d);
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// In the current netns: every BPF program attached at a device hook, as sarena-programs.json.
+int ProgramsJson() {
+  std::vector<std::string> entries;
+  // if_nameindex asks the kernel over netlink, so it sees this netns (/sys would show the mount
+  // namespace's).
+  struct if_nameindex* ifs = if_nameindex();
+  if (!ifs) return 1;
+  for (struct if_nameindex* i = ifs; i->if_index != 0; ++i) {
+    for (bpf::Direction dir : {bpf::Direction::kIngress, bpf::Direction::kEgress}) {
+      auto progs = bpf::QueryAttached(static_cast<int>(i->if_index), dir);
+      if (!progs.ok()) continue;
+      for (const bpf::AttachedProgram& p : *progs) {
+        entries.push_back(absl::StrCat(
+            "    {\"ifname\": ", JsonString(i->if_name), ", \"ifindex\": ", i->if_index,
+            ", \"direction\": \"", bpf::ToString(dir), "\", \"mode\": \"",
+            bpf::ToString(p.mode), "\", \"prog\": ", JsonString(p.name), ", \"id\": ", p.prog_id,
+            "}"));
+      }
+    }
+  }
+  if_freenameindex(ifs);
+  std::string out = absl::StrCat("{\n  \"programs\": [\n", absl::StrJoin(entries, ",\n"),
+                                 entries.empty() ? "" : "\n", "  ]\n}\n");
+  return write(STDOUT_FILENO, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0
+                                                                                          : 1;
+}
+
+struct Job {
+  std::string file;
+  std::vector<std::string> argv;
+  bool required;
+};
+
+absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
+                          const std::string& rel_dir, bool node, CollectReport* report) {
+  SARENA_RETURN_IF_ERROR(MkdirAll(abs_dir));
+  std::vector<Job> jobs = {
+      {"ip-link.json", {"ip", "-j", "-d", "link", "show"}, true},
+      {"ip-addr.json", {"ip", "-j", "addr", "show"}, true},
+      {"ip-route.json", {"ip", "-j", "route", "show", "table", "all"}, true},
+      {"ip-rule.json", {"ip", "-j", "rule", "show"}, false},
+      {"ip-neigh.json", {"ip", "-j", "neigh", "show"}, false},
+  };
+  if (node) {
+    jobs.push_back({"bridge-fdb.json", {"bridge", "-j", "fdb", "show"}, false});
+    jobs.push_back({"iptables-save.txt", {"iptables-save"}, false});
+  }
+  for (const Job& j : jobs) {
+    SARENA_ASSIGN_OR_RETURN(Output o, RunTool(netns, j.argv));
+    std::string rel = absl::StrCat(rel_dir, "/", j.file);
+    if (o.exit_code == 125) {
+      return absl::NotFoundError(absl::StrCat("collect ", rel, ": ",
+                                              absl::StripTrailingAsciiWhitespace(o.err)));
+    }
+    if (o.exit_code != 0) {
+      std::string why = absl::StrCat("'", absl::StrJoin(j.argv, " "), "' exited ", o.exit_code,
+                                     ": ", absl::StripTrailingAsciiWhitespace(o.err));
+      if (j.required) return absl::InternalError(absl::StrCat("collect ", rel, ": ", why));
+      report->skipped.push_back(absl::StrCat(rel, ": ", why));
+      continue;
+    }
+    if (absl::EndsWith(j.file, ".json") && absl::StripAsciiWhitespace(o.out).empty()) {
+      o.out = "[]\n";  // iproute2 prints nothing for an empty list on some versions
+    }
+    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/", j.file), o.out));
+    report->written.push_back(rel);
+  }
+  SARENA_ASSIGN_OR_RETURN(Output sys, RunChild(netns, []() {
+                            auto text = ReadIpv4Sysctls();
+                            if (!text.ok()) return 1;
+                            return write(STDOUT_FILENO, text->data(), text->size()) ==
+                                           static_cast<ssize_t>(text->size())
+                                       ? 0
+                                       : 1;
+                          }));
+  std::string rel = absl::StrCat(rel_dir, "/sysctl.txt");
+  if (sys.exit_code == 0) {
+    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/sysctl.txt"), sys.out));
+    report->written.push_back(rel);
+  } else {
+    report->skipped.push_back(absl::StrCat(rel, ": cannot read /proc/sys/net/ipv4"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PodNetnsSpec> ParsePodNetnsSpec(absl::string_view text) {
+  size_t eq = text.find('=');
+  size_t slash = text.find('/');
+  if (eq == absl::string_view::npos || slash == absl::string_view::npos || slash > eq ||
+      slash == 0 || slash + 1 == eq || eq + 1 == text.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid --pod '", text, "': expected NAMESPACE/NAME=NETNS"));
+  }
+  PodNetnsSpec p;
+  p.namespace_ = std::string(text.substr(0, slash));
+  p.name = std::string(text.substr(slash + 1, eq - slash - 1));
+  p.netns = std::string(text.substr(eq + 1));
+  return p;
+}
+
+absl::StatusOr<std::string> ReadIpv4Sysctls(const std::string& proc_sys_net_ipv4) {
+  struct stat st;
+  if (stat(proc_sys_net_ipv4.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("read sysctls '", proc_sys_net_ipv4, "': ",
+                                            strerror(errno)));
+  }
+  std::map<std::string, std::string> values;
+  ReadTree(proc_sys_net_ipv4, "net.ipv4", &values);
+  std::string out;
+  for (const auto& [k, v] : values) {
+    std::string value = absl::StrReplaceAll(v, {{"\n", " "}});
+    absl::StrAppend(&out, k, " = ", value, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
+  if (options.out_dir.empty()) return absl::InvalidArgumentError("collect: --out is required");
+  CollectReport report;
+  std::string node = options.node;
+  if (node.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+      return absl::InternalError(absl::StrCat("gethostname: ", strerror(errno)));
+    }
+    node = host;
+  }
+  if (node.empty() || absl::StrContains(node, "/") || node == "." || node == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("invalid node name '", node, "'"));
+  }
+  std::string netns = NetnsPath(options.node_netns);
+  if (!netns.empty() && access(netns.c_str(), R_OK) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("node network namespace '", options.node_netns, "': ", strerror(errno)));
+  }
+  std::string rel_node = absl::StrCat("nodes/", node);
+  std::string abs_node = absl::StrCat(options.out_dir, "/", rel_node);
+  SARENA_RETURN_IF_ERROR(CollectNetns(netns, abs_node, rel_node, true, &report));
+
+  // sarena endpoints (the daemon's view of the endpoint map).
+  std::vector<PodNetnsSpec> pods = options.pods;
+  std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
+  if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
+    SARENA_ASSIGN_OR_RETURN(Output o, RunTool("", {options.sarena_cli, "--socket",
+                                                   options.sarena_socket, "endpoint", "list",
+                                                   "-o", "json"}));
+    if (o.exit_code == 0) {
+      SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), o.out));
+      report.written.push_back(ep_rel);
+      if (options.pods_from_endpoints) {
+        auto eps = model::ParseSarenaEndpoints(o.out, ep_rel);
+        if (eps.ok()) {
+          // The netns paths recorded by the daemon; ParseSarenaEndpoints keeps identity only, so
+          // read "netns" per entry from the JSON itself.
+          auto doc = model::JsonDoc::Parse(o.out, ep_rel);
+          const model::JsonValue* list = doc.ok() ? &doc->root() : nullptr;
+          if (list && list->is_object()) list = list->Find("endpoints");
+          for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
+            const model::JsonValue& e = (*list)[i];
+            const model::JsonValue* ns = e.Find("netns");
+            const model::JsonValue* pns = e.Find("pod_namespace");
+            if (!pns) pns = e.Find("podNamespace");
+            const model::JsonValue* pn = e.Find("pod_name");
+            if (!pn) pn = e.Find("podName");
+            if (!ns || !pns || !pn || pns->str().empty() || pn->str().empty()) continue;
+            bool dup = false;
+            for (const auto& p : pods) {
+              if (p.namespace_ == pns->str() && p.name == pn->str()) dup = true;
+            }
+            if (!dup) {
+              pods.push_back(PodNetnsSpec{std::string(pns->str()), std::string(pn->str()),
+                                          std::string(ns->str())});
+            }
+          }
+        } else {
+          report.skipped.push_back(absl::StrCat(ep_rel, " pods: ", eps.status().message()));
+        }
+      }
+    } else {
+      report.skipped.push_back(absl::StrCat(ep_rel, ": '", options.sarena_cli,
+                                            " endpoint list' exited ", o.exit_code, ": ",
+                                            absl::StripTrailingAsciiWhitespace(o.err)));
+    }
+  } else {
+    report.skipped.push_back(absl::StrCat(ep_rel, ": no sarenad socket at ",
+                                          options.sarena_socket));
+  }
+
+  if (options.programs) {
+    SARENA_ASSIGN_OR_RETURN(Output o, RunChild(netns, []() { return ProgramsJson(); }));
+    std::string rel = absl::StrCat(rel_node, "/sarena-programs.json");
+    if (o.exit_code == 0) {
+      SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", rel), o.out));
+      report.written.push_back(rel);
+    } else {
+      report.skipped.push_back(absl::StrCat(rel, ": BPF program query failed"));
+    }
+  }
+
+  for (const PodNetnsSpec& p : pods) {
+    std::string path = NetnsPath(p.netns);
+    std::string rel = absl::StrCat(rel_node, "/pods/", p.namespace_, "/", p.name);
+    if (access(path.c_str(), R_OK) != 0) {
+      report.skipped.push_back(absl::StrCat(rel, ": netns '", p.netns, "': ", strerror(errno)));
+      continue;
+    }
+    absl::Status st = CollectNetns(path, absl::StrCat(options.out_dir, "/", rel), rel, false,
+                                   &report);
+    if (!st.ok()) report.skipped.push_back(absl::StrCat(rel, ": ", st.message()));
+  }
+  return report;
+}
+
+}  // namespace sarena::diag

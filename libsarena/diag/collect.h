@@ -1,0 +1,76 @@
+// `sarena-diag collect`: writes one node's part of a snapshot (DESIGN.md "Diagnoser") from a live
+// node, in exactly the formats the snapshot reader takes:
+//   nodes/<node>/ip-link.json ip-addr.json ip-route.json ip-rule.json ip-neigh.json
+//                bridge-fdb.json sysctl.txt iptables-save.txt
+//                sarena-endpoints.json   (`sarena endpoint list -o json`, when sarenad answers)
+//                sarena-programs.json    (BPF programs attached to sarena_host and lxc veths)
+//   nodes/<node>/pods/<ns>/<pod>/ip-link.json ip-addr.json ip-route.json ip-neigh.json sysctl.txt
+// The iproute2 files come from running `ip -j ...` / `bridge -j fdb show` / `iptables-save`
+// (the documented formats, byte for byte); sysctl.txt is read from /proc/sys/net/ipv4 in the
+// netns (the `sysctl -a` format, net.ipv4.* keys); programs come from BPF_PROG_QUERY (TCX) and
+// tc cls_bpf filters through libsarena/bpf. Each command runs inside the node or pod network
+// namespace (setns in a child process), never changing the caller's namespace.
+#ifndef LIBSARENA_DIAG_COLLECT_H_
+#define LIBSARENA_DIAG_COLLECT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sarena::diag {
+
+/// One pod network namespace to collect: pods/<namespace_>/<name>/ from `netns` (a path such
+/// as /var/run/netns/cni-1234 or /proc/<pid>/ns/net).
+struct PodNetnsSpec {
+  std::string namespace_;
+  std::string name;
+  std::string netns;
+};
+
+struct CollectOptions {
+  /// Snapshot directory to write into (created; existing node files are replaced).
+  std::string out_dir;
+  /// Node name (directory nodes/<node>); empty = this host's hostname.
+  std::string node;
+  /// Network namespace of the node: "" = the caller's, else a name under /var/run/netns or a
+  /// path. Simulated nodes of the test suite are such namespaces.
+  std::string node_netns;
+  /// Pods to collect besides those found in the sarena endpoint list.
+  std::vector<PodNetnsSpec> pods;
+  /// Also collect every pod the sarena endpoint list names (with its netns path).
+  bool pods_from_endpoints = true;
+  /// The `sarena` CLI (for `sarena endpoint list -o json`) and sarenad's socket; skipped when
+  /// the socket does not exist.
+  std::string sarena_cli = "sarena";
+  std::string sarena_socket = "/run/sarena/sarenad.sock";
+  /// Collect attached BPF programs (needs CAP_BPF / root).
+  bool programs = true;
+};
+
+/// What Collect wrote or skipped (for the CLI to print).
+struct CollectReport {
+  std::vector<std::string> written;  // relative paths
+  std::vector<std::string> skipped;  // "<file>: <reason>"
+};
+
+/// Parses "--pod NS/NAME=NETNS". kInvalidArgument naming the text.
+absl::StatusOr<PodNetnsSpec> ParsePodNetnsSpec(absl::string_view text);
+
+/// Collects. Errors: kInvalidArgument for bad options; kNotFound when `node_netns` or a pod
+/// netns does not exist; kInternal when a required tool (`ip`) fails (its stderr in the
+/// message). Optional sources (bridge, iptables-save, sarena, BPF) that fail are listed in
+/// `skipped`, not errors.
+absl::StatusOr<CollectReport> Collect(const CollectOptions& options);
+
+/// The `sysctl -a` format ("net.ipv4.conf.eth0.rp_filter = 1", dots in device names written
+/// as '/') of every readable file under `proc_sys_net_ipv4` (normally /proc/sys/net/ipv4) for
+/// the calling thread's netns, sorted by key.
+absl::StatusOr<std::string> ReadIpv4Sysctls(const std::string& proc_sys_net_ipv4 =
+                                                "/proc/sys/net/ipv4");
+
+}  // namespace sarena::diag
+
+#endif  // LIBSARENA_DIAG_COLLECT_H_

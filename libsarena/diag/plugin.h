@@ -1,0 +1,163 @@
+// CNI plugins of the walk. The generic walk (walk.h) knows only the kernel: routes, rules,
+// sysctls, netfilter, links, MTU, neighbours, tunnels, Services. A plugin adds what one CNI
+// promises on top — the routes, devices, annotations and datapath programs it must have installed —
+// and, for eBPF datapaths, takes over where a program (not the kernel) moves the packet.
+#ifndef LIBSARENA_DIAG_PLUGIN_H_
+#define LIBSARENA_DIAG_PLUGIN_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libsarena/diag/path_graph.h"
+#include "libsarena/diag/query.h"
+#include "libsarena/model/k8s.h"
+#include "libsarena/model/netfilter.h"
+#include "libsarena/model/netstack.h"
+#include "libsarena/model/snapshot.h"
+
+namespace sarena::diag {
+
+/// Where the packet is: a node's host netns, or a pod's netns (then `pod` is set and `node` is
+/// the pod's node). `ns` is null when the snapshot lacks that netns (a pod directory missing).
+struct Where {
+  const model::NetnsState* ns = nullptr;
+  const model::NodeState* node = nullptr;
+  const model::Pod* pod = nullptr;
+  std::string node_name;
+
+  bool in_pod() const { return pod != nullptr; }
+  const model::Netstack* netstack() const { return ns ? &ns->netstack : nullptr; }
+};
+
+/// What a plugin hook decided.
+struct PluginAction {
+  enum class Kind {
+    kContinue,      // the kernel's path applies (the generic walk goes on)
+    kStop,          // the packet is dropped here (the plugin added the FATAL suspicion)
+    kDeliverToPod,  // a datapath program hands the packet straight to `pod` (its netns, `pod_ifname`)
+    kReenterHost,   // a program re-injects the packet into the same netns, arriving on `iif`
+  };
+  Kind kind = Kind::kContinue;
+  const model::Pod* pod = nullptr;
+  std::string pod_ifname = "eth0";
+  std::string iif;
+  std::string label;          // link label for the graph ("bpf redirect_peer", ...)
+  bool decrement_ttl = false;  // the program decrements the TTL (local_delivery does)
+  /// Findings that belong to the hop the packet reaches (e.g. a MAC the pod rejects); with
+  /// `drop_at_target` the packet ends there.
+  std::vector<Suspicion> at_target;
+  bool drop_at_target = false;
+  /// kDeliverToPod from a host-side hook: remember the reply 5-tuple as a host flow (sarena's
+  /// from_host records flows whose source is a local endpoint so their replies cross the host).
+  bool record_host_flow = false;
+
+  static PluginAction Continue() { return {}; }
+  static PluginAction Stop() {
+    PluginAction a;
+    a.kind = Kind::kStop;
+    return a;
+  }
+};
+
+/// The walk's state as plugins see it.
+struct PluginContext {
+  const model::Snapshot* snapshot = nullptr;
+  const model::Cluster* cluster = nullptr;
+  PathGraph* graph = nullptr;
+  const Query* query = nullptr;
+
+  void Suspect(PathGraph::Vertex hop, Level level, absl::string_view code,
+               absl::string_view message) const {
+    graph->AddSuspicion(hop, level, code, message);
+  }
+};
+
+/// Per-packet facts at a hook.
+struct HookPacket {
+  Packet packet;              // the (inner) packet at this point
+  bool reply = false;         // on the reply direction
+  /// The 5-tuples of request flows that reached a pod through the host stack (sarena's
+  /// host-flow map); a reply whose reversed tuple is listed must return through the host.
+  const std::vector<Packet>* host_flows = nullptr;
+};
+
+/// A CNI plugin. Every hook has a do-nothing default.
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  /// "generic", "calico", "sarena".
+  virtual absl::string_view name() const = 0;
+
+  /// A hard error met by a hook (a malformed plugin input file, naming file and field); the
+  /// trace fails with it (sarena-diag exits 2). OK by default.
+  virtual absl::Status error() const { return absl::OkStatus(); }
+
+  /// Once per node the walk enters: node-wide expectations (sysctls, devices, annotations).
+  virtual void CheckNode(const PluginContext& ctx, const Where& where, PathGraph::Vertex hop) {}
+
+  /// A pod hop was created (source, destination, or any pod the path passes).
+  virtual void CheckPod(const PluginContext& ctx, const Where& where, PathGraph::Vertex hop,
+                        const HookPacket& p) {}
+
+  /// A packet entered the node netns on `iif` (before netfilter PREROUTING). eBPF datapaths
+  /// decide here (TC ingress).
+  virtual PluginAction OnIngress(const PluginContext& ctx, const Where& where,
+                                 absl::string_view iif, PathGraph::Vertex hop,
+                                 const HookPacket& p) {
+    return PluginAction::Continue();
+  }
+
+  /// After the route lookup of a packet in a node netns (forwarded or locally generated);
+  /// `route` is ok(). The plugin checks the route against what the CNI installs. kStop ends the
+  /// branch (the plugin reported a FATAL).
+  virtual PluginAction AfterRoute(const PluginContext& ctx, const Where& where,
+                                  PathGraph::Vertex hop, const HookPacket& p,
+                                  const model::RouteResult& route) {
+    return PluginAction::Continue();
+  }
+
+  /// After netfilter POSTROUTING, before the packet leaves on `oif`. `before` is the packet
+  /// entering POSTROUTING, `after` (mutable) what leaves; `snat_done` tells whether netfilter
+  /// rewrote the source. Plugins may check or model masquerading here.
+  virtual PluginAction AfterPostrouting(const PluginContext& ctx, const Where& where,
+                                        PathGraph::Vertex hop, const HookPacket& before,
+                                        Packet* after, bool snat_done, bool netfilter_known,
+                                        const model::RouteResult& route) {
+    return PluginAction::Continue();
+  }
+
+  /// The packet is about to be transmitted on `oif` (TC egress). eBPF datapaths decide here.
+  virtual PluginAction OnEgress(const PluginContext& ctx, const Where& where,
+                                absl::string_view oif, PathGraph::Vertex hop,
+                                const HookPacket& p) {
+    return PluginAction::Continue();
+  }
+};
+
+/// The plugin with no CNI knowledge.
+std::unique_ptr<Plugin> NewGenericPlugin();
+/// Calico (plugin/calico.cc).
+std::unique_ptr<Plugin> NewCalicoPlugin();
+/// The sarena eBPF datapath (plugin/sarena_plugin.cc).
+std::unique_ptr<Plugin> NewSarenaPlugin();
+
+/// `--cni`: "calico", "sarena", "generic" (or "none") pick that plugin; "auto" picks sarena when a
+/// node of the query (or any node, when the query names none) has `sarena_host` or
+/// sarena-endpoints.json, else calico when the cluster has IP pools or such a node has cali*
+/// interfaces, else generic. `nodes` are the node names to inspect first.
+/// Errors: kInvalidArgument for an unknown name; errors of loading a node's files.
+absl::StatusOr<std::unique_ptr<Plugin>> SelectPlugin(absl::string_view cni,
+                                                     const model::Snapshot& snapshot,
+                                                     const std::vector<std::string>& nodes);
+
+/// Calico's host-side veth name for a pod: "cali" + the first 11 hex digits of
+/// sha1("<namespace>.<name>") (Calico's libcalico-go naming; interface names are ≤ 15 bytes).
+std::string CalicoVethName(absl::string_view namespace_, absl::string_view name);
+
+}  // namespace sarena::diag
+
+#endif  // LIBSARENA_DIAG_PLUGIN_H_

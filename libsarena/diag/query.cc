@@ -1,0 +1,111 @@
+#include "libsarena/diag/query.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/model/packet.h"
+
+namespace sarena::diag {
+namespace {
+
+absl::Status Bad(absl::string_view flag, absl::string_view text, absl::string_view cause) {
+  return absl::InvalidArgumentError(absl::StrCat("invalid ", flag, " '", text, "': ", cause));
+}
+
+absl::Status SplitNsName(absl::string_view body, absl::string_view flag, absl::string_view text,
+                         EndpointSpec* out) {
+  size_t slash = body.find('/');
+  if (slash == absl::string_view::npos || slash == 0 || slash + 1 >= body.size() ||
+      body.find('/', slash + 1) != absl::string_view::npos) {
+    return Bad(flag, text, "expected NAMESPACE/NAME");
+  }
+  out->namespace_ = std::string(body.substr(0, slash));
+  out->name = std::string(body.substr(slash + 1));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string EndpointSpec::ToString() const {
+  switch (kind) {
+    case Kind::kPod:
+      return absl::StrCat("pod:", namespace_, "/", name);
+    case Kind::kNode:
+      return absl::StrCat("node:", name);
+    case Kind::kService:
+      return absl::StrCat("svc:", namespace_, "/", name);
+    case Kind::kIp:
+      return ip.to_string();
+  }
+  return "";
+}
+
+absl::StatusOr<EndpointSpec> ParseEndpointSpec(absl::string_view text, absl::string_view flag,
+                                               bool allow_service) {
+  EndpointSpec spec;
+  if (text.empty()) return Bad(flag, text, "empty");
+  if (absl::StartsWith(text, "pod:")) {
+    spec.kind = EndpointSpec::Kind::kPod;
+    SARENA_RETURN_IF_ERROR(SplitNsName(text.substr(4), flag, text, &spec));
+    return spec;
+  }
+  if (absl::StartsWith(text, "svc:") || absl::StartsWith(text, "service:")) {
+    if (!allow_service) return Bad(flag, text, "a Service cannot be the source");
+    spec.kind = EndpointSpec::Kind::kService;
+    SARENA_RETURN_IF_ERROR(SplitNsName(text.substr(text.find(':') + 1), flag, text, &spec));
+    return spec;
+  }
+  if (absl::StartsWith(text, "node:")) {
+    spec.kind = EndpointSpec::Kind::kNode;
+    spec.name = std::string(text.substr(5));
+    if (spec.name.empty() || absl::StrContains(spec.name, "/")) {
+      return Bad(flag, text, "expected node:NAME");
+    }
+    return spec;
+  }
+  auto ip = net::ParseIpv4(text, flag);
+  if (!ip.ok()) {
+    return Bad(flag, text,
+               "expected pod:NS/NAME, node:NAME, svc:NS/NAME (destination only) or an IPv4 "
+               "address");
+  }
+  spec.kind = EndpointSpec::Kind::kIp;
+  spec.ip = *ip;
+  return spec;
+}
+
+absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
+  Query q;
+  SARENA_ASSIGN_OR_RETURN(q.src, ParseEndpointSpec(src, "--src", /*allow_service=*/false));
+  absl::string_view rest = dst;
+  absl::string_view proto_text = "tcp";
+  size_t slash = rest.rfind('/');
+  size_t colon = rest.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return Bad("--dst", dst, "expected DST:PORT/PROTO (e.g. pod:default/web:8080/tcp)");
+  }
+  if (slash != absl::string_view::npos && slash > colon) {
+    proto_text = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  absl::string_view port_text = rest.substr(colon + 1);
+  absl::string_view target = rest.substr(0, colon);
+  auto proto = model::ParseProto(proto_text, "--dst protocol");
+  if (!proto.ok() || *proto == 0) {
+    return Bad("--dst", dst, absl::StrCat("unknown protocol '", proto_text, "'"));
+  }
+  q.proto = *proto;
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(port_text, &port) || port > 65535) {
+    return Bad("--dst", dst, absl::StrCat("invalid port '", port_text, "'"));
+  }
+  bool has_ports = q.proto == model::kProtoTcp || q.proto == model::kProtoUdp ||
+                   q.proto == model::kProtoSctp;
+  if (has_ports && port == 0) return Bad("--dst", dst, "port 0 is not a destination port");
+  q.dport = has_ports ? static_cast<uint16_t>(port) : 0;
+  SARENA_ASSIGN_OR_RETURN(q.dst, ParseEndpointSpec(target, "--dst", /*allow_service=*/true));
+  return q;
+}
+
+}  // namespace sarena::diag

@@ -1,0 +1,438 @@
+// The sarena plugin: the eBPF datapath of this project (bpf/from_container.bpf.c,
+// bpf/from_host.bpf.c, bpf/lib/local_delivery.h) as the walk must model it.
+//
+//   from_container (TCX ingress of each lxc veth):
+//     source not this veth's endpoint (no entry, or entry on another ifindex) -> drop (spoofed);
+//     destination a local endpoint, not the reply of a host flow -> local_delivery;
+//     anything else -> redirected into sarena_net, so it enters the host stack on sarena_host.
+//   from_host (TCX egress of sarena_host):
+//     destination a local endpoint -> local_delivery (and, when the source is a local endpoint
+//     too, its reply 5-tuple becomes a host flow so the reply returns through the host);
+//     destination inside the node pod CIDR without endpoint -> drop; else pass.
+//   local_delivery: TTL <= 1 dropped, TTL - 1, destination MAC = the RECORDED pod MAC, redirect
+//     to the recorded ifindex. A recorded MAC that is no longer the pod's is discarded by the pod
+//     kernel (PACKET_OTHERHOST) — the failure of cilium/cilium#8304 (EBPF-01).
+//
+// Inputs: nodes/<node>/sarena-endpoints.json (`sarena endpoint list -o json`) and
+// nodes/<node>/sarena-programs.json (docs/diag-snapshot.md).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/diag/plugin.h"
+#include "libsarena/model/json.h"
+
+namespace sarena::diag {
+namespace {
+
+using model::Interface;
+using model::SarenaEndpoint;
+
+constexpr absl::string_view kHostDev = "sarena_host";
+constexpr absl::string_view kNetDev = "sarena_net";
+constexpr absl::string_view kProgramsFile = "sarena-programs.json";
+
+struct Program {
+  std::string ifname;
+  int ifindex = 0;
+  std::string direction;  // "ingress" | "egress"
+  std::string mode;       // "tcx" | "tc"
+  std::string prog;
+  int64_t id = 0;
+};
+
+enum class Attached { kYes, kNo, kUnknown };
+
+struct NodeData {
+  const std::vector<SarenaEndpoint>* endpoints = nullptr;  // null: file missing
+  std::optional<std::vector<Program>> programs;            // nullopt: file missing
+};
+
+bool SameTuple(const Packet& a, const Packet& b) {
+  return a.src == b.src && a.dst == b.dst && a.sport == b.sport && a.dport == b.dport &&
+         a.proto == b.proto;
+}
+
+class SarenaPlugin : public Plugin {
+ public:
+  absl::string_view name() const override { return "sarena"; }
+  absl::Status error() const override { return error_; }
+
+  void CheckNode(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop) override {
+    const NodeData& d = Data(ctx, w);
+    const model::Netstack& ns = w.node->netstack;
+    if (!d.endpoints) {
+      ctx.Suspect(hop, Level::kInfo, "file_missing",
+                  absl::StrCat("cannot check the endpoint map: file nodes/", w.node_name, "/",
+                               model::kSarenaEndpointsFile, " missing"));
+    }
+    if (!d.programs) {
+      ctx.Suspect(hop, Level::kInfo, "file_missing",
+                  absl::StrCat("cannot check attached programs: file nodes/", w.node_name, "/",
+                               kProgramsFile, " missing"));
+    }
+    if (ns.Has(model::NetstackSource::kLinks)) {
+      for (absl::string_view dev : {kHostDev, kNetDev}) {
+        const Interface* i = ns.FindInterface(dev);
+        if (!i) {
+          ctx.Suspect(hop, Level::kWarning, "link_missing",
+                      absl::StrCat(dev, " does not exist on ", w.node_name,
+                                   ": the sarena host device pair is not set up"));
+        } else if (!i->admin_up || !i->CanTransmit()) {
+          ctx.Suspect(hop, Level::kWarning, "link_down",
+                      absl::StrCat(dev, " is down on ", w.node_name));
+        }
+      }
+    }
+    // The node pod CIDR must be routed through sarena_host.
+    const model::Node* k = ctx.cluster->FindNode(w.node_name);
+    if (k && ns.Has(model::NetstackSource::kRoutes)) {
+      for (const auto& cidr : k->pod_cidrs) {
+        model::Flow fl;
+        fl.dst = net::Ipv4(cidr.network().to_uint() + 2);
+        model::RouteResult r = ns.Lookup(fl);
+        if (!r.ok() || (r.oif != kHostDev && r.type != model::RouteType::kLocal)) {
+          ctx.Suspect(hop, Level::kWarning, "route_mismatch",
+                      absl::StrCat("pod CIDR ", cidr.to_string(), " of ", w.node_name,
+                                   " is not routed via sarena_host (",
+                                   r.ok() ? r.ToString() : std::string("no route"), ")"));
+        }
+      }
+    }
+    if (d.programs && ns.FindInterface(kHostDev) &&
+        IsAttached(d, ns, kHostDev, "egress", "from_host") == Attached::kNo) {
+      ctx.Suspect(hop, Level::kWarning, "program_not_attached",
+                  absl::StrCat("from_host is not attached to sarena_host egress on ",
+                               w.node_name));
+    }
+    // The blog seed's bug: strict rp_filter on the lxc veths. Harmless while from_container
+    // hands host-bound pod traffic to sarena_host; reported for context.
+    if (d.endpoints && ns.Has(model::NetstackSource::kSysctls)) {
+      std::vector<std::string> strict;
+      for (const SarenaEndpoint& e : *d.endpoints) {
+        if (e.host_ifname.empty() || !ns.FindInterface(e.host_ifname)) continue;
+        if (ns.sysctls().RpFilter(e.host_ifname).value == 1) strict.push_back(e.host_ifname);
+      }
+      if (!strict.empty()) {
+        ctx.Suspect(hop, Level::kInfo, "rp_filter",
+                    absl::StrCat("strict rp_filter on ", strict.size(), " lxc veth(s) (e.g. ",
+                                 strict.front(),
+                                 "): harmless while from_container delivers host-bound pod "
+                                 "traffic through sarena_host; fatal if it is not attached"));
+      }
+    }
+  }
+
+  PluginAction OnIngress(const PluginContext& ctx, const Where& w, absl::string_view iif,
+                         PathGraph::Vertex hop, const HookPacket& p) override {
+    if (!w.node) return PluginAction::Continue();
+    const NodeData& d = Data(ctx, w);
+    const model::Netstack& ns = w.node->netstack;
+    const SarenaEndpoint* own = nullptr;
+    if (d.endpoints) {
+      for (const SarenaEndpoint& e : *d.endpoints) {
+        if (e.host_ifname == iif) own = &e;
+      }
+    }
+    bool lxc = own != nullptr || absl::StartsWith(iif, "lxc");
+    if (!lxc) return PluginAction::Continue();
+    Attached att = IsAttached(d, ns, iif, "ingress", "from_container");
+    if (att == Attached::kNo) {
+      ctx.Suspect(hop, Level::kWarning, "program_not_attached",
+                  absl::StrCat("from_container is not attached to ", iif,
+                               " (TCX ingress): the pod's packets enter the host stack on ", iif,
+                               " instead of sarena_host"));
+      return PluginAction::Continue();
+    }
+    if (!d.endpoints) return PluginAction::Continue();
+    const Interface* in = ns.FindInterface(iif);
+    const SarenaEndpoint* src = Find(d, p.packet.src);
+    if (!src) {
+      ctx.Suspect(hop, Level::kFatal, "endpoint_map_missing",
+                  absl::StrCat("no endpoint-map entry for source ", p.packet.src.to_string(),
+                               " on ", w.node_name, ": from_container drops the packet as "
+                                                    "spoofed (SPOOFED_SOURCE)"));
+      return PluginAction::Stop();
+    }
+    if (in && src->host_ifindex != 0 && static_cast<int>(src->host_ifindex) != in->ifindex) {
+      ctx.Suspect(hop, Level::kFatal, "endpoint_ifindex_mismatch",
+                  absl::StrCat("endpoint-map entry for ", p.packet.src.to_string(),
+                               " records ifindex ", src->host_ifindex, " but it arrives on ",
+                               iif, " (ifindex ", in->ifindex,
+                               "): from_container drops it as spoofed"));
+      return PluginAction::Stop();
+    }
+    const SarenaEndpoint* dst = Find(d, p.packet.dst);
+    bool host_flow = false;
+    if (p.host_flows) {
+      for (const Packet& f : *p.host_flows) {
+        if (SameTuple(f, p.packet)) host_flow = true;
+      }
+    }
+    if (dst && !host_flow) {
+      PluginAction a = Deliver(ctx, w, *dst, hop, "from_container: local_delivery");
+      return a;
+    }
+    if (!ns.FindInterface(kHostDev) && ns.Has(model::NetstackSource::kLinks)) {
+      ctx.Suspect(hop, Level::kFatal, "link_missing",
+                  absl::StrCat("from_container hands ", p.packet.dst.to_string(),
+                               " to the host through sarena_net -> sarena_host, which do not "
+                               "exist on ",
+                               w.node_name));
+      return PluginAction::Stop();
+    }
+    PluginAction a;
+    a.kind = PluginAction::Kind::kReenterHost;
+    a.iif = std::string(kHostDev);
+    ctx.Suspect(hop, Level::kInfo, "bpf",
+                absl::StrCat("from_container on ", iif, ": ",
+                             host_flow ? "reply of a host flow" : "not a local endpoint",
+                             ", redirected into sarena_net; it enters the host on sarena_host"));
+    return a;
+  }
+
+  PluginAction OnEgress(const PluginContext& ctx, const Where& w, absl::string_view oif,
+                        PathGraph::Vertex hop, const HookPacket& p) override {
+    if (!w.node || oif != kHostDev) return PluginAction::Continue();
+    const NodeData& d = Data(ctx, w);
+    const model::Netstack& ns = w.node->netstack;
+    Attached att = IsAttached(d, ns, kHostDev, "egress", "from_host");
+    if (att == Attached::kNo) {
+      ctx.Suspect(hop, Level::kFatal, "program_not_attached",
+                  absl::StrCat("from_host is not attached to sarena_host (TCX egress) on ",
+                               w.node_name, ": ", p.packet.dst.to_string(),
+                               " goes into sarena_net and back into the host instead of to the "
+                               "pod"));
+      return PluginAction::Stop();
+    }
+    if (!d.endpoints) {
+      // Without the map: deliver to the pod owning the address, unchecked.
+      const model::Pod* pod = ctx.cluster->FindPodByIp(p.packet.dst);
+      if (pod && !pod->host_network && pod->node_name == w.node_name) {
+        PluginAction a;
+        a.kind = PluginAction::Kind::kDeliverToPod;
+        a.pod = pod;
+        a.decrement_ttl = true;
+        a.label = "from_host: local_delivery (endpoint map not in snapshot)";
+        return a;
+      }
+      return PluginAction::Continue();
+    }
+    const SarenaEndpoint* dst = Find(d, p.packet.dst);
+    if (dst) {
+      PluginAction a = Deliver(ctx, w, *dst, hop, "from_host: local_delivery");
+      if (a.kind == PluginAction::Kind::kDeliverToPod && Find(d, p.packet.src)) {
+        a.record_host_flow = true;
+      }
+      return a;
+    }
+    const model::Node* k = ctx.cluster->FindNode(w.node_name);
+    bool in_cidr = false;
+    if (k) {
+      for (const auto& c : k->pod_cidrs) in_cidr |= net::Contains(c, p.packet.dst);
+    }
+    const model::Pod* pod = ctx.cluster->FindPodByIp(p.packet.dst);
+    if (in_cidr || (pod && pod->node_name == w.node_name && !pod->host_network)) {
+      ctx.Suspect(hop, Level::kFatal, "endpoint_map_missing",
+                  absl::StrCat("no endpoint-map entry for ", p.packet.dst.to_string(),
+                               pod ? absl::StrCat(" (pod ", pod->Key(), ")") : std::string(),
+                               " on ", w.node_name,
+                               ": from_host drops it (NO_ENDPOINT) instead of delivering it"));
+      return PluginAction::Stop();
+    }
+    return PluginAction::Continue();
+  }
+
+ private:
+  const NodeData& Data(const PluginContext& ctx, const Where& w) {
+    auto it = cache_.find(w.node_name);
+    if (it != cache_.end()) return it->second;
+    NodeData d;
+    if (w.node && w.node->sarena_endpoints) d.endpoints = &*w.node->sarena_endpoints;
+    std::string rel = absl::StrCat("nodes/", w.node_name, "/", kProgramsFile);
+    auto text = ctx.snapshot->ReadFile(rel);
+    if (text.ok()) {
+      auto progs = ParsePrograms(*text, rel);
+      if (progs.ok()) {
+        d.programs = std::move(*progs);
+      } else if (error_.ok()) {
+        error_ = progs.status();
+      }
+    } else if (!absl::IsNotFound(text.status()) && error_.ok()) {
+      error_ = text.status();
+    }
+    return cache_.emplace(w.node_name, std::move(d)).first->second;
+  }
+
+  static absl::StatusOr<std::vector<Program>> ParsePrograms(absl::string_view text,
+                                                            absl::string_view file) {
+    auto doc = model::JsonDoc::Parse(text, file);
+    if (!doc.ok()) return doc.status();
+    const model::JsonValue* list = &doc->root();
+    std::string prefix;
+    if (list->is_object()) {
+      list = list->Find("programs");
+      prefix = "programs";
+      if (!list) return std::vector<Program>{};
+    }
+    if (!list->is_array()) {
+      return model::JsonFieldError(file, prefix.empty() ? "(root)" : prefix,
+                                   "expected an array of programs");
+    }
+    std::vector<Program> out;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const model::JsonValue& e = (*list)[i];
+      std::string path = model::JsonIndexPath(prefix, i);
+      if (!e.is_object()) return model::JsonFieldError(file, path, "expected an object");
+      Program p;
+      auto ifname = model::JsonGetString(e, "ifname", file, path);
+      if (!ifname.ok()) return ifname.status();
+      if (!*ifname || (*ifname)->empty()) {
+        return model::JsonFieldError(file, absl::StrCat(path, ".ifname"), "missing");
+      }
+      p.ifname = std::string(**ifname);
+      auto dir = model::JsonGetString(e, "direction", file, path);
+      if (!dir.ok()) return dir.status();
+      p.direction = std::string(dir->value_or("ingress"));
+      if (p.direction != "ingress" && p.direction != "egress") {
+        return model::JsonFieldError(file, absl::StrCat(path, ".direction"),
+                                     absl::StrCat("'", p.direction,
+                                                  "': expected ingress or egress"));
+      }
+      auto mode = model::JsonGetString(e, "mode", file, path);
+      if (!mode.ok()) return mode.status();
+      p.mode = std::string(mode->value_or(""));
+      auto prog = model::JsonGetString(e, "prog", file, path);
+      if (!prog.ok()) return prog.status();
+      if (!*prog) {
+        prog = model::JsonGetString(e, "name", file, path);
+        if (!prog.ok()) return prog.status();
+      }
+      p.prog = std::string(prog->value_or(""));
+      auto idx = model::JsonGetInt(e, "ifindex", file, path, 0, INT32_MAX);
+      if (!idx.ok()) return idx.status();
+      p.ifindex = static_cast<int>(idx->value_or(0));
+      auto id = model::JsonGetInt(e, "id", file, path, 0, INT64_MAX);
+      if (!id.ok()) return id.status();
+      p.id = id->value_or(0);
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  static Attached IsAttached(const NodeData& d, const model::Netstack& ns,
+                             absl::string_view ifname, absl::string_view direction,
+                             absl::string_view prog) {
+    if (!d.programs) return Attached::kUnknown;
+    const Interface* i = ns.FindInterface(ifname);
+    for (const Program& p : *d.programs) {
+      if (p.ifname != ifname || p.direction != direction) continue;
+      if (!p.prog.empty() && p.prog != prog) continue;
+      if (i && p.ifindex && p.ifindex != i->ifindex) continue;  // a stale record
+      return Attached::kYes;
+    }
+    return Attached::kNo;
+  }
+
+  static const SarenaEndpoint* Find(const NodeData& d, const net::Ipv4& ip) {
+    if (!d.endpoints) return nullptr;
+    for (const SarenaEndpoint& e : *d.endpoints) {
+      if (e.ip && *e.ip == ip) return &e;
+    }
+    return nullptr;
+  }
+
+  // local_delivery to endpoint `e`: the redirect target must exist, and the pod must accept
+  // the recorded MAC.
+  PluginAction Deliver(const PluginContext& ctx, const Where& w, const SarenaEndpoint& e,
+                       PathGraph::Vertex hop, absl::string_view label) {
+    const model::Netstack& ns = w.node->netstack;
+    const model::Pod* pod = nullptr;
+    if (!e.pod_namespace.empty()) pod = ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
+    if (!pod && e.ip) pod = ctx.cluster->FindPodByIp(*e.ip);
+    const Interface* lxc = e.host_ifname.empty() ? nullptr : ns.FindInterface(e.host_ifname);
+    const Interface* target = e.host_ifindex ? ns.FindInterfaceByIndex(e.host_ifindex) : lxc;
+    std::string ip = e.ip ? e.ip->to_string() : std::string("?");
+    if (ns.Has(model::NetstackSource::kLinks)) {
+      if (!target) {
+        ctx.Suspect(hop, Level::kFatal, "endpoint_ifindex_mismatch",
+                    absl::StrCat("endpoint-map entry for ", ip, " redirects to ifindex ",
+                                 e.host_ifindex, " which does not exist on ", w.node_name,
+                                 e.host_ifname.empty()
+                                     ? std::string()
+                                     : absl::StrCat(" (", e.host_ifname,
+                                                    lxc ? absl::StrCat(" is ifindex ", lxc->ifindex)
+                                                        : std::string(" is gone"),
+                                                    ")")));
+        return PluginAction::Stop();
+      }
+      if (lxc && target != lxc) {
+        ctx.Suspect(hop, Level::kFatal, "endpoint_ifindex_mismatch",
+                    absl::StrCat("endpoint-map entry for ", ip, " redirects to ifindex ",
+                                 e.host_ifindex, " (", target->name, ") but the pod's veth is ",
+                                 lxc->name, " (ifindex ", lxc->ifindex, ")"));
+        return PluginAction::Stop();
+      }
+      if (!target->admin_up || !target->CanTransmit()) {
+        ctx.Suspect(hop, Level::kFatal, "link_down",
+                    absl::StrCat(target->name, " (endpoint ", ip, ") is down: the redirect "
+                                                                 "fails"));
+        return PluginAction::Stop();
+      }
+    }
+    if (!pod) {
+      ctx.Suspect(hop, Level::kWarning, "endpoint_map_missing",
+                  absl::StrCat("endpoint-map entry for ", ip, " names no known pod (",
+                               e.pod_namespace, "/", e.pod_name, "): stale entry?"));
+      return PluginAction::Continue();
+    }
+    PluginAction a;
+    a.kind = PluginAction::Kind::kDeliverToPod;
+    a.pod = pod;
+    a.pod_ifname = e.ifname.empty() ? "eth0" : e.ifname;
+    a.decrement_ttl = true;
+    a.label = std::string(label);
+    // Recorded MACs against the live ones.
+    auto pod_ns = ctx.snapshot->PodNetns(pod->namespace_, pod->name, pod->node_name);
+    if (pod_ns.ok()) {
+      const Interface* eth = (*pod_ns)->netstack.FindInterface(a.pod_ifname);
+      if (eth && eth->mac && e.pod_mac && *eth->mac != *e.pod_mac) {
+        a.at_target.push_back(Suspicion{
+            Level::kFatal, "endpoint_mac_mismatch", "",
+            absl::StrCat("local_delivery rewrites the destination MAC to the recorded pod MAC ",
+                         net::FormatMac(*e.pod_mac), " but ", pod->Key(), " ", a.pod_ifname,
+                         " has ", net::FormatMac(*eth->mac),
+                         ": the pod's kernel discards the frame as not for this host "
+                         "(PACKET_OTHERHOST; the MAC changed after the endpoint was recorded)")});
+        a.drop_at_target = true;
+      }
+    } else if (absl::IsNotFound(pod_ns.status())) {
+      ctx.Suspect(hop, Level::kInfo, "file_missing",
+                  absl::StrCat("cannot compare the recorded MAC of ", pod->Key(),
+                               " with its live eth0: pod directory missing"));
+    } else if (error_.ok()) {
+      error_ = pod_ns.status();
+    }
+    if (lxc && lxc->mac && e.host_mac && *lxc->mac != *e.host_mac) {
+      ctx.Suspect(hop, Level::kInfo, "endpoint_mac_mismatch",
+                  absl::StrCat("recorded host-side MAC ", net::FormatMac(*e.host_mac), " of ",
+                               lxc->name, " differs from its live MAC ",
+                               net::FormatMac(*lxc->mac),
+                               " (used only as the frame's source MAC)"));
+    }
+    return a;
+  }
+
+  absl::flat_hash_map<std::string, NodeData> cache_;
+  absl::Status error_;
+};
+
+}  // namespace
+
+std::unique_ptr<Plugin> NewSarenaPlugin() { return std::make_unique<SarenaPlugin>(); }
+
+}  // namespace sarena::diag
