@@ -237,6 +237,8 @@ absl::StatusOr<Route> Socket::GetRoute(const net::Ipv4& dst, const RouteLookup& 
   auto* rtm = MsgBuf::PutHeader<rtmsg>(nlh);
   rtm->rtm_family = AF_INET;
   rtm->rtm_dst_len = 32;
+  // RTM_F_LOOKUP_TABLE: report the table the answer came from (as `ip route get` does).
+  rtm->rtm_flags |= RTM_F_LOOKUP_TABLE;
   if (lookup.fib_match) rtm->rtm_flags |= RTM_F_FIB_MATCH;
   internal::PutIpv4(nlh, RTA_DST, dst);
   if (lookup.src) {

@@ -130,7 +130,10 @@ absl::Status Socket::ModifyRule(const Rule& r, uint16_t type, uint16_t flags,
   auto* frh = MsgBuf::PutHeader<fib_rule_hdr>(nlh);
   frh->family = AF_INET;
   frh->tos = r.tos;
-  frh->action = static_cast<uint8_t>(r.action);
+  // On delete, kToTable (the default) matches any action, as `ip rule del` without one does.
+  frh->action = (type == RTM_DELRULE && r.action == RuleAction::kToTable)
+                    ? uint8_t{FR_ACT_UNSPEC}
+                    : static_cast<uint8_t>(r.action);
   frh->table = r.table < 256 ? static_cast<uint8_t>(r.table) : uint8_t{RT_TABLE_UNSPEC};
   if (r.invert) frh->flags |= FIB_RULE_INVERT;
   if (r.priority) mnl_attr_put_u32(nlh, FRA_PRIORITY, *r.priority);

@@ -114,6 +114,10 @@ class Socket {
   absl::Status SetLinkUp(LinkRef link);
   /// Clears IFF_UP (`ip link set LINK down`). Errors: kNotFound when absent.
   absl::Status SetLinkDown(LinkRef link);
+  /// Clears (on) or sets (off) IFF_NOARP (`ip link set LINK arp on|off`). With ARP off the
+  /// kernel resolves every neighbour on the link to the link's own MAC (NUD_NOARP) instead of
+  /// sending ARP requests. Errors: kNotFound when absent.
+  absl::Status SetArp(LinkRef link, bool on);
   /// IFLA_MTU, bytes. Errors: kNotFound, kInvalidArgument when out of the device's range
   /// (the extack names the limit).
   absl::Status SetMtu(LinkRef link, uint32_t mtu);
@@ -170,7 +174,9 @@ class Socket {
 
   /// RTM_NEWRULE with NLM_F_CREATE|NLM_F_EXCL (`ip rule add`). Errors: kAlreadyExists.
   absl::Status AddRule(const Rule& rule);
-  /// RTM_DELRULE: deletes the first rule matching every set field (`ip rule del`).
+  /// RTM_DELRULE: deletes the first rule matching every set field (`ip rule del`): priority
+  /// and prefixes when set, the table when not kTableUnspec, the action unless kToTable (the
+  /// default matches any action), iif/oif when non-empty, fwmark/fwmask when set.
   /// Errors: kNotFound when none matches.
   absl::Status DeleteRule(const Rule& rule);
   /// Every IPv4 rule, in priority order (`ip -4 rule show`).
