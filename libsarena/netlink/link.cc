@@ -324,6 +324,15 @@ absl::Status Socket::SetLinkFlags(LinkRef link, bool up) {
   return Request(nlh, absl::StrCat("set link '", link.ToString(), "' ", up ? "up" : "down"));
 }
 
+absl::Status Socket::SetArp(LinkRef link, bool on) {
+  MsgBuf buf;
+  ifinfomsg* ifi = nullptr;
+  nlmsghdr* nlh = StartLinkMsg(buf, RTM_SETLINK, 0, link, &ifi);
+  ifi->ifi_change = IFF_NOARP;
+  ifi->ifi_flags = on ? 0 : IFF_NOARP;
+  return Request(nlh, absl::StrCat("set link '", link.ToString(), "' arp ", on ? "on" : "off"));
+}
+
 absl::Status Socket::SetLinkUp(LinkRef link) { return SetLinkFlags(std::move(link), true); }
 absl::Status Socket::SetLinkDown(LinkRef link) { return SetLinkFlags(std::move(link), false); }
 

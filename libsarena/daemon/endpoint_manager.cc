@@ -1,0 +1,396 @@
+#include "libsarena/daemon/endpoint_manager.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/base/log.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/types.h"
+#include "libsarena/cni/error.h"
+#include "libsarena/daemon/client.h"
+#include "libsarena/datapath/endpoint.h"
+#include "libsarena/datapath/naming.h"
+
+namespace sarena::daemon {
+namespace {
+
+using cni::ErrorCode;
+
+constexpr char kVersion[] = "0.1.0";
+
+datapath::EndpointSpec SpecOf(const v1::Endpoint& e) {
+  datapath::EndpointSpec s;
+  s.container_id = e.ref().container_id();
+  s.ifname = e.ref().ifname();
+  s.netns = e.netns();
+  s.ip = net::ParseIpv4(e.ip()).value_or(net::Ipv4());
+  s.gateway = net::ParseIpv4(e.gateway()).value_or(net::Ipv4());
+  s.mtu = e.mtu();
+  s.endpoint_id = e.endpoint_id();
+  return s;
+}
+
+absl::Status RequireRef(const v1::EndpointRef& ref) {
+  return cni::WithCniCode(ValidateEndpointKey(EndpointKey::FromProto(ref)),
+                          ErrorCode::kInvalidEnvironment);
+}
+
+}  // namespace
+
+EndpointManager::EndpointManager(DaemonOptions options, nl::Socket sock,
+                                 datapath::HostDevice host,
+                                 std::unique_ptr<datapath::Datapath> dp,
+                                 std::unique_ptr<Ipam> ipam, std::unique_ptr<EndpointStore> store)
+    : options_(std::move(options)),
+      sock_(std::move(sock)),
+      host_(std::move(host)),
+      dp_(std::move(dp)),
+      ipam_(std::move(ipam)),
+      store_(std::move(store)) {}
+
+absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
+    const DaemonOptions& o) {
+  if (o.pod_cidr.canonical() != o.pod_cidr) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid --pod-cidr '", o.pod_cidr.to_string(),
+                                                   "': host bits set (did you mean ",
+                                                   o.pod_cidr.canonical().to_string(), "?)"));
+  }
+  if (o.pod_cidr.prefix_length() > 30) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid --pod-cidr '", o.pod_cidr.to_string(), "': at most /30 (room for pods)"));
+  }
+  if (o.mtu < 68 || o.mtu > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid --mtu '", o.mtu, "': 68..65535"));
+  }
+  if (o.node_ip == o.pod_cidr.network() || o.node_ip == o.pod_cidr.broadcast()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid --node-ip '", o.node_ip.to_string(),
+                                                   "': the network or broadcast address of ",
+                                                   o.pod_cidr.to_string()));
+  }
+  SARENA_ASSIGN_OR_RETURN(nl::Socket sock, nl::Socket::Open());
+  SARENA_ASSIGN_OR_RETURN(datapath::HostDevice host,
+                          datapath::SetupHostDevice(sock, {.node_ip = o.node_ip,
+                                                           .pod_cidr = o.pod_cidr,
+                                                           .mtu = o.mtu,
+                                                           .ip_forward = o.ip_forward}));
+  SARENA_LOG(Info, "host device ", datapath::kHostDevice, " (ifindex ", host.host.ifindex, ") ",
+             o.node_ip.to_string(), "/32, route ", o.pod_cidr.to_string(), " via ",
+             o.node_ip.to_string());
+  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<datapath::Datapath> dp,
+                          datapath::Datapath::Open({.bpffs = o.bpffs,
+                                                    .attach_mode = o.attach_mode,
+                                                    .redirect_peer = o.redirect_peer},
+                                                   host, o.node_ip, o.pod_cidr));
+  SARENA_ASSIGN_OR_RETURN(
+      std::unique_ptr<Ipam> ipam,
+      Ipam::Open({.state_dir = o.state_dir, .pod_cidr = o.pod_cidr, .gateway = o.node_ip}));
+  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<EndpointStore> store,
+                          EndpointStore::Open({.state_dir = o.state_dir}));
+  std::unique_ptr<EndpointManager> m(new EndpointManager(
+      o, std::move(sock), std::move(host), std::move(dp), std::move(ipam), std::move(store)));
+  SARENA_ASSIGN_OR_RETURN(int restored, m->Reconcile());
+  SARENA_LOG(Info, "ready: ", restored, " endpoint(s) restored, ", m->ipam_->FreeCount(),
+             " of ", m->ipam_->capacity(), " pod IPs free");
+  return m;
+}
+
+absl::StatusOr<int> EndpointManager::Reconcile() {
+  int restored = 0;
+  std::set<std::string> live_ifnames;
+  std::set<uint32_t> live_ips;
+  for (const v1::Endpoint& rec : store_->List()) {
+    absl::StatusOr<nl::Link> host = sock_.GetLink(rec.host_ifname());
+    if (!host.ok()) {
+      SARENA_LOG(Warning, "endpoint ", rec.ref().container_id(), "/", rec.ref().ifname(),
+                 ": veth ", rec.host_ifname(),
+                 " is gone (pod netns deleted without DEL?); its IP ", rec.ip(),
+                 " stays allocated until DEL or GC");
+      continue;
+    }
+    SARENA_ASSIGN_OR_RETURN(net::Ipv4 ip, net::ParseIpv4(rec.ip(), "endpoint record ip"));
+    SARENA_ASSIGN_OR_RETURN(net::Mac pod_mac, net::ParseMac(rec.pod_mac(), "endpoint pod_mac"));
+    live_ifnames.insert(rec.host_ifname());
+    live_ips.insert(ip.to_uint());
+    SARENA_RETURN_IF_ERROR(dp_->maps().endpoints.Update(
+        bpf::MakeEndpointKey(ip), bpf::MakeEndpoint(static_cast<uint32_t>(host->ifindex),
+                                                    pod_mac, host->mac, rec.endpoint_id())));
+    SARENA_RETURN_IF_ERROR(dp_->Attach(bpf::Program::kFromContainer, rec.host_ifname(),
+                                       host->ifindex, bpf::Direction::kIngress));
+    ++restored;
+  }
+  // Map entries without a live record (e.g. a crash between map write and record write).
+  SARENA_ASSIGN_OR_RETURN(std::vector<bpf::EndpointKey> keys, dp_->maps().endpoints.Keys());
+  for (const bpf::EndpointKey& k : keys) {
+    std::optional<net::Ipv4> ip = bpf::EndpointKeyIpv4(k);
+    if (ip && !live_ips.count(ip->to_uint())) {
+      SARENA_LOG(Warning, "removing orphan endpoint-map entry ", bpf::FormatEndpointKey(k));
+      (void)dp_->maps().endpoints.Delete(k);
+    }
+  }
+  // Link pins of devices that no longer have a record.
+  const std::string links_dir = absl::StrCat(dp_->bpffs(), "/links");
+  if (DIR* d = ::opendir(links_dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (!absl::StartsWith(name, "lxc")) continue;
+      std::string ifname = name.substr(0, name.rfind('_'));
+      if (!live_ifnames.count(ifname)) {
+        SARENA_LOG(Warning, "removing orphan link pin ", links_dir, "/", name);
+        ::unlink(absl::StrCat(links_dir, "/", name).c_str());
+      }
+    }
+    ::closedir(d);
+  }
+  return restored;
+}
+
+absl::StatusOr<uint32_t> EndpointManager::FreeEndpointId() const {
+  std::set<uint32_t> used;
+  for (const v1::Endpoint& e : store_->List()) used.insert(e.endpoint_id());
+  for (uint32_t id = 1; id < SARENA_MAX_ENDPOINTS; ++id) {
+    if (!used.count(id)) return id;
+  }
+  return cni::WithCniCode(absl::ResourceExhaustedError("no free endpoint id"),
+                          ErrorCode::kIpamExhausted);
+}
+
+absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointAddRequest& req) {
+  SARENA_RETURN_IF_ERROR(RequireRef(req.ref()));
+  const EndpointKey key = EndpointKey::FromProto(req.ref());
+  if (req.netns().empty()) {
+    return cni::MakeCniError(ErrorCode::kInvalidEnvironment,
+                             absl::StatusCode::kInvalidArgument,
+                             "invalid CNI_NETNS '': required for ADD");
+  }
+  const uint32_t mtu = req.mtu() ? req.mtu() : options_.mtu;
+  if (mtu < 68 || mtu > 65535) {
+    return cni::MakeCniError(ErrorCode::kInvalidNetworkConfig, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("invalid mtu '", mtu, "': must be 68..65535"));
+  }
+  if (std::optional<v1::Endpoint> existing = store_->Get(key)) {
+    // A repeated ADD of a healthy attachment returns it (the runtime retried after a timeout).
+    absl::Status check = datapath::CheckEndpoint(*dp_, sock_, SpecOf(*existing));
+    if (check.ok() && existing->netns() == req.netns()) {
+      v1::EndpointAddResponse resp;
+      *resp.mutable_endpoint() = *existing;
+      return resp;
+    }
+    return cni::MakeCniError(
+        ErrorCode::kInterfaceExists, absl::StatusCode::kAlreadyExists,
+        absl::StrCat("endpoint '", key.ToString(), "' already exists (netns '", existing->netns(),
+                     "'); DEL it first"));
+  }
+
+  SARENA_ASSIGN_OR_RETURN(uint32_t endpoint_id, FreeEndpointId());
+  absl::StatusOr<net::Ipv4> ip = ipam_->Allocate(key);
+  if (!ip.ok()) {
+    return absl::IsResourceExhausted(ip.status())
+               ? cni::WithCniCode(ip.status(), ErrorCode::kIpamExhausted)
+               : ip.status();
+  }
+  auto release = [&] {
+    absl::StatusOr<std::optional<net::Ipv4>> r = ipam_->Release(key);
+    if (!r.ok()) SARENA_LOG(Error, "rollback: release ", ip->to_string(), ": ", r.status().message());
+  };
+
+  datapath::EndpointSpec spec{.container_id = key.container_id,
+                              .ifname = key.ifname,
+                              .netns = req.netns(),
+                              .ip = *ip,
+                              .gateway = options_.node_ip,
+                              .mtu = mtu,
+                              .endpoint_id = endpoint_id};
+  absl::StatusOr<datapath::EndpointState> state = datapath::CreateEndpoint(*dp_, sock_, spec);
+  if (!state.ok()) {
+    release();
+    absl::Status st = state.status();
+    if (absl::IsAlreadyExists(st)) return cni::WithCniCode(st, ErrorCode::kInterfaceExists);
+    if (absl::IsNotFound(st)) return cni::WithCniCode(st, ErrorCode::kUnknownContainer);
+    return cni::WithCniCode(st, ErrorCode::kDatapathFailure);
+  }
+
+  v1::Endpoint rec;
+  *rec.mutable_ref() = req.ref();
+  rec.set_netns(req.netns());
+  rec.set_ip(ip->to_string());
+  rec.set_prefix_len(32);
+  rec.set_gateway(options_.node_ip.to_string());
+  rec.set_pod_mac(net::FormatMac(state->pod_mac));
+  rec.set_host_ifname(state->host_ifname);
+  rec.set_host_ifindex(static_cast<uint32_t>(state->host_ifindex));
+  rec.set_host_mac(net::FormatMac(state->host_mac));
+  rec.set_endpoint_id(endpoint_id);
+  rec.set_mtu(mtu);
+  rec.set_pod_namespace(req.pod_namespace());
+  rec.set_pod_name(req.pod_name());
+  if (absl::Status st = store_->Put(rec); !st.ok()) {
+    (void)datapath::DeleteEndpoint(*dp_, sock_, state->host_ifname, *ip);
+    release();
+    return cni::WithCniCode(st, ErrorCode::kInternal);
+  }
+  SARENA_LOG(Info, "ADD ", key.ToString(), " -> ", rec.ip(), " on ", rec.host_ifname(),
+             req.pod_name().empty() ? "" : absl::StrCat(" (pod ", req.pod_namespace(), "/",
+                                                        req.pod_name(), ")"));
+  v1::EndpointAddResponse resp;
+  *resp.mutable_endpoint() = std::move(rec);
+  return resp;
+}
+
+absl::Status EndpointManager::RemoveEndpoint(const v1::Endpoint& rec) {
+  const EndpointKey key = EndpointKey::FromProto(rec.ref());
+  std::optional<net::Ipv4> ip = ipam_->Lookup(key);
+  if (!ip && !rec.ip().empty()) {
+    if (absl::StatusOr<net::Ipv4> p = net::ParseIpv4(rec.ip()); p.ok()) ip = *p;
+  }
+  const std::string host_ifname =
+      rec.host_ifname().empty() ? datapath::HostVethName(key.container_id, key.ifname)
+                                : rec.host_ifname();
+  SARENA_RETURN_IF_ERROR(cni::WithCniCode(datapath::DeleteEndpoint(*dp_, sock_, host_ifname, ip),
+                                          ErrorCode::kDatapathFailure));
+  SARENA_RETURN_IF_ERROR(store_->Delete(key).status());
+  SARENA_RETURN_IF_ERROR(ipam_->Release(key).status());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::EndpointDelResponse> EndpointManager::Del(const v1::EndpointDelRequest& req) {
+  SARENA_RETURN_IF_ERROR(RequireRef(req.ref()));
+  const EndpointKey key = EndpointKey::FromProto(req.ref());
+  v1::EndpointDelResponse resp;
+  std::optional<v1::Endpoint> rec = store_->Get(key);
+  // Without a record (never added, already deleted, or a crash before the record was written)
+  // still clean up what a partial ADD could have left: the veth by its deterministic name and
+  // the IP held by this key.
+  v1::Endpoint fallback;
+  *fallback.mutable_ref() = req.ref();
+  SARENA_RETURN_IF_ERROR(RemoveEndpoint(rec ? *rec : fallback));
+  resp.set_existed(rec.has_value());
+  SARENA_LOG(Info, "DEL ", key.ToString(), rec ? absl::StrCat(" (released ", rec->ip(), ")")
+                                               : std::string(" (nothing to delete)"));
+  return resp;
+}
+
+absl::Status EndpointManager::Check(const v1::EndpointCheckRequest& req) {
+  SARENA_RETURN_IF_ERROR(RequireRef(req.ref()));
+  const EndpointKey key = EndpointKey::FromProto(req.ref());
+  std::optional<v1::Endpoint> rec = store_->Get(key);
+  if (!rec) {
+    return cni::MakeCniError(ErrorCode::kUnknownContainer, absl::StatusCode::kNotFound,
+                             absl::StrCat("check endpoint '", key.ToString(),
+                                          "': no such endpoint"));
+  }
+  datapath::EndpointSpec spec = SpecOf(*rec);
+  if (!req.netns().empty()) spec.netns = req.netns();
+  return cni::WithCniCode(datapath::CheckEndpoint(*dp_, sock_, spec), ErrorCode::kCheckFailed);
+}
+
+absl::StatusOr<v1::EndpointListResponse> EndpointManager::List() {
+  v1::EndpointListResponse resp;
+  for (v1::Endpoint& e : store_->List()) {
+    absl::StatusOr<bpf::EndpointCounters> c =
+        dp_->maps().ReadEndpointCounters(e.endpoint_id());
+    if (c.ok()) {
+      v1::Counters* out = e.mutable_counters();
+      out->set_rx_packets(c->rx_packets);
+      out->set_rx_bytes(c->rx_bytes);
+      out->set_tx_packets(c->tx_packets);
+      out->set_tx_bytes(c->tx_bytes);
+    }
+    *resp.add_endpoints() = std::move(e);
+  }
+  return resp;
+}
+
+v1::StatusResponse EndpointManager::Status() {
+  v1::StatusResponse s;
+  s.set_ready(true);
+  s.set_pod_cidr(options_.pod_cidr.to_string());
+  s.set_node_ip(options_.node_ip.to_string());
+  s.set_endpoints(static_cast<uint32_t>(store_->size()));
+  s.set_ips_free(ipam_->FreeCount());
+  s.set_attach_mode(std::string(bpf::ToString(dp_->attach_mode())));
+  s.set_version(kVersion);
+  return s;
+}
+
+absl::StatusOr<v1::GcResponse> EndpointManager::Gc(const v1::GcRequest& req) {
+  std::set<EndpointKey> valid;
+  for (const v1::EndpointRef& r : req.valid()) valid.insert(EndpointKey::FromProto(r));
+  v1::GcResponse resp;
+  absl::Status first;
+  for (const v1::Endpoint& rec : store_->List()) {
+    const EndpointKey key = EndpointKey::FromProto(rec.ref());
+    if (valid.count(key)) continue;
+    absl::Status st = RemoveEndpoint(rec);
+    if (st.ok()) {
+      *resp.add_removed() = rec.ref();
+      SARENA_LOG(Info, "GC removed ", key.ToString(), " (", rec.ip(), ")");
+    } else if (first.ok()) {
+      first = st;
+    }
+  }
+  // IPs held by keys without a record (a crash mid-ADD) are garbage too.
+  for (const IpamAllocation& a : ipam_->List()) {
+    if (!valid.count(a.key) && !store_->Get(a.key)) {
+      v1::Endpoint orphan;
+      *orphan.mutable_ref() = a.key.ToProto();
+      if (absl::Status st = RemoveEndpoint(orphan); st.ok()) {
+        *resp.add_removed() = orphan.ref();
+      } else if (first.ok()) {
+        first = st;
+      }
+    }
+  }
+  if (!first.ok()) return first;
+  return resp;
+}
+
+v1::Response EndpointManager::Handle(const v1::Request& request, const PeerCred& peer) {
+  v1::Response resp;
+  absl::Status st;
+  switch (request.kind_case()) {
+    case v1::Request::kEndpointAdd: {
+      auto r = Add(request.endpoint_add());
+      if (r.ok()) *resp.mutable_endpoint_add() = *std::move(r); else st = r.status();
+      break;
+    }
+    case v1::Request::kEndpointDel: {
+      auto r = Del(request.endpoint_del());
+      if (r.ok()) *resp.mutable_endpoint_del() = *std::move(r); else st = r.status();
+      break;
+    }
+    case v1::Request::kEndpointCheck:
+      st = Check(request.endpoint_check());
+      if (st.ok()) resp.mutable_endpoint_check();
+      break;
+    case v1::Request::kEndpointList: {
+      auto r = List();
+      if (r.ok()) *resp.mutable_endpoint_list() = *std::move(r); else st = r.status();
+      break;
+    }
+    case v1::Request::kStatus:
+      *resp.mutable_status() = Status();
+      break;
+    case v1::Request::kGc: {
+      auto r = Gc(request.gc());
+      if (r.ok()) *resp.mutable_gc() = *std::move(r); else st = r.status();
+      break;
+    }
+    case v1::Request::KIND_NOT_SET:
+      st = cni::MakeCniError(ErrorCode::kProtocolError, absl::StatusCode::kInvalidArgument,
+                             "request has no kind");
+      break;
+  }
+  if (!st.ok()) {
+    SARENA_LOG(Warning, "request from pid ", peer.pid, " failed: ", st.message());
+    v1::Response err;
+    *err.mutable_error() = ProtoErrorFromStatus(st);
+    return err;
+  }
+  return resp;
+}
+
+}  // namespace sarena::daemon

@@ -1,0 +1,75 @@
+// The daemon's endpoint lifecycle: one object that owns the node's datapath, IPAM and endpoint
+// records and executes the protocol's requests (EndpointAdd/Del/Check/List, Status, GC).
+// Requests are executed one at a time (the Server serializes handlers).
+#ifndef LIBSARENA_DAEMON_ENDPOINT_MANAGER_H_
+#define LIBSARENA_DAEMON_ENDPOINT_MANAGER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "libsarena/daemon/ipam.h"
+#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/daemon/server.h"
+#include "libsarena/daemon/state_store.h"
+#include "libsarena/datapath/datapath.h"
+#include "libsarena/datapath/host_device.h"
+#include "libsarena/netlink/socket.h"
+
+namespace sarena::daemon {
+
+/// sarenad's configuration (its command-line contract, DESIGN.md).
+struct DaemonOptions {
+  net::Ipv4Prefix pod_cidr;                    // --pod-cidr (required)
+  net::Ipv4 node_ip;                           // --node-ip (required)
+  std::string state_dir = "/var/lib/sarena";   // --state-dir
+  std::string bpffs = "/sys/fs/bpf/sarena";    // --bpffs
+  uint32_t mtu = 1500;                         // --mtu, bytes
+  bpf::AttachMode attach_mode = bpf::AttachMode::kAuto;  // --attach-mode
+  bool redirect_peer = true;                   // --redirect-peer
+  bool ip_forward = true;                      // --ip-forward
+};
+
+class EndpointManager {
+ public:
+  /// Brings the node up: host device, BPF datapath (pins reused), IPAM and endpoint records
+  /// loaded, then Reconcile(). Never interrupts forwarding of endpoints that already exist.
+  /// Errors: kInvalidArgument for inconsistent options (node IP inside the pod CIDR's network or
+  /// broadcast address, MTU outside 68..65535); kDataLoss for corrupt state files (named);
+  /// kernel errors otherwise.
+  static absl::StatusOr<std::unique_ptr<EndpointManager>> Create(const DaemonOptions& options);
+
+  /// Executes one request; failures become Response.error with a CNI code.
+  v1::Response Handle(const v1::Request& request, const PeerCred& peer);
+
+  /// Brings the datapath in line with the records: re-attaches (updates) from_container on
+  /// every live endpoint, rewrites its endpoint-map entry, removes map entries and link pins
+  /// that belong to no record, and reports records whose veth vanished (their IP stays
+  /// allocated until the runtime's DEL or GC). Returns the number of endpoints restored.
+  absl::StatusOr<int> Reconcile();
+
+ private:
+  EndpointManager(DaemonOptions options, nl::Socket sock, datapath::HostDevice host,
+                  std::unique_ptr<datapath::Datapath> dp, std::unique_ptr<Ipam> ipam,
+                  std::unique_ptr<EndpointStore> store);
+
+  absl::StatusOr<v1::EndpointAddResponse> Add(const v1::EndpointAddRequest& req);
+  absl::StatusOr<v1::EndpointDelResponse> Del(const v1::EndpointDelRequest& req);
+  absl::Status Check(const v1::EndpointCheckRequest& req);
+  absl::StatusOr<v1::EndpointListResponse> List();
+  v1::StatusResponse Status();
+  absl::StatusOr<v1::GcResponse> Gc(const v1::GcRequest& req);
+  absl::Status RemoveEndpoint(const v1::Endpoint& record);
+  absl::StatusOr<uint32_t> FreeEndpointId() const;
+
+  DaemonOptions options_;
+  nl::Socket sock_;
+  datapath::HostDevice host_;
+  std::unique_ptr<datapath::Datapath> dp_;
+  std::unique_ptr<Ipam> ipam_;
+  std::unique_ptr<EndpointStore> store_;
+};
+
+}  // namespace sarena::daemon
+
+#endif  // LIBSARENA_DAEMON_ENDPOINT_MANAGER_H_

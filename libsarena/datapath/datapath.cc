@@ -1,0 +1,142 @@
+#include "libsarena/datapath/datapath.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "libsarena/base/errno_status.h"
+#include "libsarena/base/log.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/bpffs.h"
+#include "libsarena/datapath/naming.h"
+
+namespace sarena::datapath {
+namespace {
+
+absl::Status MkdirP(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoStatus(errno, absl::StrCat("create directory '", dir, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Unpin(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoStatus(errno, absl::StrCat("remove pin '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& options,
+                                                         const HostDevice& host,
+                                                         const net::Ipv4& node_ip,
+                                                         const net::Ipv4Prefix& pod_cidr) {
+  SARENA_ASSIGN_OR_RETURN(std::string mounted, bpf::EnsureBpffs(options.bpffs));
+  if (!mounted.empty()) SARENA_LOG(Info, "mounted bpffs at ", mounted);
+  SARENA_RETURN_IF_ERROR(MkdirP(absl::StrCat(options.bpffs, "/links")));
+  SARENA_ASSIGN_OR_RETURN(bpf::Objects objects,
+                          bpf::Objects::Load({.pin_root = options.bpffs}));
+
+  bpf::AttachMode mode = options.attach_mode;
+  if (mode == bpf::AttachMode::kAuto) {
+    mode = bpf::KernelHasTcx() ? bpf::AttachMode::kTcx : bpf::AttachMode::kTc;
+  }
+  SARENA_LOG(Info, "BPF programs loaded, maps pinned under ", options.bpffs, ", attach mode ",
+             bpf::ToString(mode));
+
+  bpf::Config cfg{};
+  cfg.node_ip_be = net::ToBe32(node_ip);
+  cfg.host_ifindex = static_cast<uint32_t>(host.host.ifindex);
+  cfg.net_ifindex = static_cast<uint32_t>(host.net.ifindex);
+  std::memcpy(cfg.host_mac, host.host.mac.data(), 6);
+  std::memcpy(cfg.net_mac, host.net.mac.data(), 6);
+  cfg.flags = options.redirect_peer ? SARENA_CFG_F_REDIRECT_PEER : 0;
+  cfg.pod_cidr_be = net::ToBe32(pod_cidr.canonical().address());
+  cfg.pod_cidr_len = pod_cidr.prefix_length();
+  SARENA_RETURN_IF_ERROR(objects.maps().WriteConfig(cfg));
+
+  std::unique_ptr<Datapath> dp(new Datapath(options, std::move(objects), mode));
+  SARENA_RETURN_IF_ERROR(dp->Attach(bpf::Program::kFromHost, kHostDevice, host.host.ifindex,
+                                    bpf::Direction::kEgress));
+  return dp;
+}
+
+std::string Datapath::LinkPinPath(absl::string_view ifname, bpf::Direction direction) const {
+  // bpffs refuses names containing '.' (EPERM: reserved for its preloaded iterators such as
+  // maps.debug), so a dotted interface name ("eth0.100") gets '-' instead.
+  std::string name(ifname);
+  std::replace(name.begin(), name.end(), '.', '-');
+  return absl::StrCat(options_.bpffs, "/links/", name, "_", bpf::ToString(direction));
+}
+
+absl::Status Datapath::Attach(bpf::Program program, absl::string_view ifname, int ifindex,
+                              bpf::Direction direction) {
+  const int prog_fd = objects_.prog_fd(program);
+  const std::string pin = LinkPinPath(ifname, direction);
+  if (mode_ == bpf::AttachMode::kTc) {
+    return bpf::Link::AttachTc(prog_fd, ifindex, direction).status();
+  }
+  absl::StatusOr<bpf::Link> pinned = bpf::Link::FromPin(pin);
+  if (pinned.ok()) {
+    if (pinned->ifindex() == ifindex) {
+      SARENA_RETURN_IF_ERROR(pinned->Update(prog_fd));
+      SARENA_LOG(Info, "updated ", bpf::ToString(program), " on ", ifname, " ",
+                 bpf::ToString(direction), " (link ", pinned->link_id(), ")");
+      return absl::OkStatus();
+    }
+    // A stale pin: its device is gone (defunct link) or was recreated with another ifindex.
+    SARENA_LOG(Warning, "replacing stale link pin ", pin, " (ifindex ", pinned->ifindex(),
+               ", device now ", ifindex, ")");
+    (void)pinned->Detach();
+    SARENA_RETURN_IF_ERROR(Unpin(pin));
+  } else if (!absl::IsNotFound(pinned.status())) {
+    SARENA_LOG(Warning, "ignoring unusable pin ", pin, ": ", pinned.status().message());
+    SARENA_RETURN_IF_ERROR(Unpin(pin));
+  }
+  SARENA_ASSIGN_OR_RETURN(bpf::Link link, bpf::Link::AttachTcx(prog_fd, ifindex, direction));
+  absl::Status pinned_st = link.Pin(pin);
+  if (!pinned_st.ok()) {
+    (void)link.Detach();
+    return pinned_st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Datapath::Detach(absl::string_view ifname, int ifindex, bpf::Direction direction) {
+  const std::string pin = LinkPinPath(ifname, direction);
+  absl::StatusOr<bpf::Link> pinned = bpf::Link::FromPin(pin);
+  if (pinned.ok()) {
+    absl::Status st = pinned->Detach();
+    if (!st.ok() && !absl::IsNotFound(st)) return st;
+  }
+  SARENA_RETURN_IF_ERROR(Unpin(pin));
+  if (mode_ == bpf::AttachMode::kTc && ifindex > 0) {
+    // tc filters are not pinned; remove the filter at the default handle/priority if present.
+    absl::StatusOr<std::vector<bpf::AttachedProgram>> progs =
+        bpf::QueryAttached(ifindex, direction);
+    if (progs.ok() && !progs->empty()) {
+      absl::StatusOr<bpf::Link> tc =
+          bpf::Link::AttachTc(objects_.prog_fd(bpf::Program::kNoop), ifindex, direction);
+      if (tc.ok()) (void)tc->Detach();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Datapath::IsAttached(bpf::Program program, int ifindex,
+                                          bpf::Direction direction) const {
+  SARENA_ASSIGN_OR_RETURN(std::vector<bpf::AttachedProgram> progs,
+                          bpf::QueryAttached(ifindex, direction));
+  for (const bpf::AttachedProgram& p : progs) {
+    if (p.name == bpf::ToString(program)) return true;
+  }
+  return false;
+}
+
+}  // namespace sarena::datapath

@@ -1,0 +1,81 @@
+// The loaded eBPF datapath of one node: BPF objects with their maps pinned under the bpffs
+// directory (--bpffs), the node config map, and program attachments pinned as links so they
+// survive a daemon restart (DESIGN.md "Datapath").
+// Pin layout under <bpffs>:
+//   <bpffs>/<SARENA_MAP_*>                 maps (pinned by name by libbpf, reused on restart)
+//   <bpffs>/links/<ifname>_<ingress|egress> TCX links (tc fallback attachments need no pin)
+#ifndef LIBSARENA_DATAPATH_DATAPATH_H_
+#define LIBSARENA_DATAPATH_DATAPATH_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libsarena/bpf/link.h"
+#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/host_device.h"
+
+namespace sarena::datapath {
+
+struct DatapathOptions {
+  /// bpffs directory for pins (--bpffs, default /sys/fs/bpf/sarena); a bpffs is mounted there
+  /// when the path is not on one (e.g. under `ip netns exec`, which hides the host's bpffs).
+  std::string bpffs = "/sys/fs/bpf/sarena";
+  /// TCX (Linux >= 6.6) or the clsact/tc fallback; kAuto picks TCX when the kernel has it.
+  bpf::AttachMode attach_mode = bpf::AttachMode::kAuto;
+  /// Deliver pod-to-pod with bpf_redirect_peer (straight into the pod's netns, skipping the
+  /// backlog queue) instead of bpf_redirect. See docs/benchmarks.md for the comparison.
+  bool redirect_peer = true;
+};
+
+class Datapath {
+ public:
+  /// Mounts bpffs if needed, loads the programs (reusing pinned maps), writes the node config
+  /// (node IP, pod CIDR, sarena_host/sarena_net ifindexes and MACs, flags) and attaches
+  /// from_host to the TCX egress of sarena_host — replacing the program of an existing pinned
+  /// link atomically, so a restart never leaves the hook empty.
+  /// Errors: those of bpf::EnsureBpffs, bpf::Objects::Load (verifier log in the message) and
+  /// Attach.
+  static absl::StatusOr<std::unique_ptr<Datapath>> Open(const DatapathOptions& options,
+                                                        const HostDevice& host,
+                                                        const net::Ipv4& node_ip,
+                                                        const net::Ipv4Prefix& pod_cidr);
+
+  /// Attaches `program` to `ifname` (ifindex `ifindex`) in `direction`, idempotently: a pinned
+  /// link for the same device is updated to the freshly loaded program (bpf_link_update); a
+  /// pin left by a device that no longer exists (a defunct link, or another ifindex) is
+  /// replaced. TCX links are pinned at <bpffs>/links/<ifname>_<direction>.
+  absl::Status Attach(bpf::Program program, absl::string_view ifname, int ifindex,
+                      bpf::Direction direction);
+
+  /// Detaches whatever this datapath attached to `ifname` in `direction` and removes the pin.
+  /// Idempotent: OK when nothing is there. `ifindex` (0 = unknown) is used for the tc fallback.
+  absl::Status Detach(absl::string_view ifname, int ifindex, bpf::Direction direction);
+
+  /// True when `program` (by name) is attached to `ifindex` in `direction`.
+  absl::StatusOr<bool> IsAttached(bpf::Program program, int ifindex,
+                                  bpf::Direction direction) const;
+
+  /// The shared maps (endpoint map, config, counters, drops, host flows).
+  const bpf::Maps& maps() const { return objects_.maps(); }
+  const bpf::Objects& objects() const { return objects_; }
+  /// The mechanism in use: kTcx or kTc (resolved from kAuto).
+  bpf::AttachMode attach_mode() const { return mode_; }
+  const std::string& bpffs() const { return options_.bpffs; }
+  /// "<bpffs>/links/<ifname>_<ingress|egress>" (bpffs forbids '.' in names: dots become '-')
+  std::string LinkPinPath(absl::string_view ifname, bpf::Direction direction) const;
+
+ private:
+  Datapath(DatapathOptions options, bpf::Objects objects, bpf::AttachMode mode)
+      : options_(std::move(options)), objects_(std::move(objects)), mode_(mode) {}
+
+  DatapathOptions options_;
+  bpf::Objects objects_;
+  bpf::AttachMode mode_;
+};
+
+}  // namespace sarena::datapath
+
+#endif  // LIBSARENA_DATAPATH_DATAPATH_H_

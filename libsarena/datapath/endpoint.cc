@@ -1,0 +1,178 @@
+#include "libsarena/datapath/endpoint.h"
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/base/log.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/naming.h"
+#include "libsarena/netlink/netns.h"
+#include "libsarena/netlink/sysctl.h"
+
+namespace sarena::datapath {
+namespace {
+
+/// Undo actions run in reverse order unless Commit() was called.
+class Rollback {
+ public:
+  ~Rollback() {
+    if (committed_) return;
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+  }
+  void Add(std::function<void()> fn) { undo_.push_back(std::move(fn)); }
+  void Commit() { committed_ = true; }
+
+ private:
+  std::vector<std::function<void()>> undo_;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+std::string EndpointHostIfname(absl::string_view container_id, absl::string_view ifname) {
+  return HostVethName(container_id, ifname);
+}
+
+absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
+                                             const EndpointSpec& spec) {
+  EndpointState st;
+  st.host_ifname = HostVethName(spec.container_id, spec.ifname);
+  SARENA_ASSIGN_OR_RETURN(nl::Netns pod_ns, nl::Netns::Open(spec.netns));
+  SARENA_ASSIGN_OR_RETURN(nl::Socket pod, nl::Socket::OpenIn(pod_ns));
+
+  if (pod.GetLink(spec.ifname).ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("create endpoint '", spec.container_id, "/",
+                                                 spec.ifname, "': interface '", spec.ifname,
+                                                 "' already exists in netns '", spec.netns, "'"));
+  }
+  Rollback rollback;
+
+  SARENA_ASSIGN_OR_RETURN(nl::Link host,
+                          node.CreateVeth({.name = st.host_ifname,
+                                           .peer_name = spec.ifname,
+                                           .peer_netns = &pod_ns,
+                                           .mtu = spec.mtu}));
+  rollback.Add([&node, name = st.host_ifname] { (void)node.DeleteLink(name); });
+  st.host_ifindex = host.ifindex;
+  st.host_mac = host.mac;
+  SARENA_ASSIGN_OR_RETURN(nl::Link peer, pod.GetLink(spec.ifname));
+  st.pod_mac = peer.mac;
+  st.pod_ifindex = peer.ifindex;
+
+  // Endpoint-map entry and counters before the program, the program before the link is up.
+  const bpf::Maps& maps = dp.maps();
+  SARENA_RETURN_IF_ERROR(maps.ResetEndpointCounters(spec.endpoint_id));
+  const bpf::EndpointKey key = bpf::MakeEndpointKey(spec.ip);
+  SARENA_RETURN_IF_ERROR(maps.endpoints.Update(
+      key, bpf::MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
+                             spec.endpoint_id)));
+  rollback.Add([&maps, key] { (void)maps.endpoints.Delete(key); });
+  SARENA_RETURN_IF_ERROR(
+      dp.Attach(bpf::Program::kFromContainer, st.host_ifname, host.ifindex,
+                bpf::Direction::kIngress));
+  rollback.Add([&dp, name = st.host_ifname, idx = host.ifindex] {
+    (void)dp.Detach(name, idx, bpf::Direction::kIngress);
+  });
+  // Defence in depth only (the kernel takes max(all, dev)); pod traffic never enters the host
+  // stack through the lxc device because from_container redirects all of it.
+  (void)nl::SetSysctl(absl::StrCat("net/ipv4/conf/", st.host_ifname, "/rp_filter"), "0");
+  SARENA_RETURN_IF_ERROR(node.SetLinkUp(host.ifindex));
+
+  // Pod side.
+  SARENA_RETURN_IF_ERROR(pod.SetLinkUp("lo"));
+  SARENA_RETURN_IF_ERROR(pod.AddAddress(peer.ifindex, net::Ipv4Prefix(spec.ip, 32)));
+  SARENA_RETURN_IF_ERROR(pod.SetLinkUp(peer.ifindex));
+  SARENA_RETURN_IF_ERROR(pod.AddRoute({.dst = net::Ipv4Prefix(spec.gateway, 32),
+                                       .scope = nl::Scope::kLink,
+                                       .oif = peer.ifindex,
+                                       .prefsrc = spec.ip}));
+  SARENA_RETURN_IF_ERROR(pod.AddRoute({.dst = net::Ipv4Prefix(net::Ipv4::any(), 0),
+                                       .gateway = spec.gateway,
+                                       .oif = peer.ifindex,
+                                       .prefsrc = spec.ip}));
+  rollback.Commit();
+  SARENA_LOG(Info, "endpoint ", spec.container_id, "/", spec.ifname, " ip ", spec.ip.to_string(),
+             " host ", st.host_ifname, " (ifindex ", st.host_ifindex, ") pod mac ",
+             net::FormatMac(st.pod_mac));
+  return st;
+}
+
+absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
+                            const std::optional<net::Ipv4>& ip) {
+  int ifindex = 0;
+  absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
+  if (host.ok()) ifindex = host->ifindex;
+  SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
+  if (ip.has_value()) {
+    const bpf::EndpointKey key = bpf::MakeEndpointKey(*ip);
+    absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(key);
+    // Only remove the entry when it still belongs to this endpoint's veth (or the veth is gone
+    // and nothing else claimed the IP).
+    if (ep.ok() && (ifindex == 0 || ep->ifindex == static_cast<uint32_t>(ifindex))) {
+      absl::Status st = dp.maps().endpoints.Delete(key);
+      if (!st.ok() && !absl::IsNotFound(st)) return st;
+    }
+  }
+  if (host.ok()) {
+    absl::Status st = node.DeleteLink(host->ifindex);
+    if (!st.ok() && !absl::IsNotFound(st)) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& spec) {
+  const std::string host_ifname = HostVethName(spec.container_id, spec.ifname);
+  const std::string what = absl::StrCat("check endpoint '", spec.container_id, "/", spec.ifname,
+                                        "': ");
+  absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
+  if (!host.ok()) {
+    return absl::NotFoundError(absl::StrCat(what, "host veth '", host_ifname, "' is missing"));
+  }
+  if (!host->up) {
+    return absl::FailedPreconditionError(absl::StrCat(what, "host veth '", host_ifname,
+                                                      "' is down"));
+  }
+  SARENA_ASSIGN_OR_RETURN(nl::Netns pod_ns, nl::Netns::Open(spec.netns));
+  SARENA_ASSIGN_OR_RETURN(nl::Socket pod, nl::Socket::OpenIn(pod_ns));
+  absl::StatusOr<nl::Link> peer = pod.GetLink(spec.ifname);
+  if (!peer.ok()) {
+    return absl::NotFoundError(absl::StrCat(what, "interface '", spec.ifname,
+                                            "' is missing in netns '", spec.netns, "'"));
+  }
+  if (!peer->up) {
+    return absl::FailedPreconditionError(absl::StrCat(what, "interface '", spec.ifname,
+                                                      "' is down"));
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<nl::Address> addrs, pod.ListAddresses(peer->ifindex));
+  bool has_ip = false;
+  for (const nl::Address& a : addrs) has_ip |= a.prefix.address() == spec.ip;
+  if (!has_ip) {
+    return absl::FailedPreconditionError(absl::StrCat(what, "interface '", spec.ifname,
+                                                      "' lacks address ", spec.ip.to_string()));
+  }
+  absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(bpf::MakeEndpointKey(spec.ip));
+  if (!ep.ok()) {
+    return absl::NotFoundError(absl::StrCat(what, "no endpoint-map entry for ",
+                                            spec.ip.to_string()));
+  }
+  const bpf::Endpoint want = bpf::MakeEndpoint(static_cast<uint32_t>(host->ifindex), peer->mac,
+                                               host->mac, ep->endpoint_id, ep->flags);
+  if (!bpf::Equal(*ep, want)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, "endpoint-map entry {", bpf::FormatEndpoint(*ep), "} differs from the live veth {",
+        bpf::FormatEndpoint(want), "}"));
+  }
+  SARENA_ASSIGN_OR_RETURN(bool attached, dp.IsAttached(bpf::Program::kFromContainer,
+                                                       host->ifindex, bpf::Direction::kIngress));
+  if (!attached) {
+    return absl::FailedPreconditionError(absl::StrCat(what, "from_container is not attached to ",
+                                                      host_ifname, " ingress"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sarena::datapath

@@ -1,0 +1,67 @@
+// Pod endpoints: the veth pair joining a pod's network namespace to the node, the pod-side
+// addressing and routes, the endpoint-map entry and the from_container attachment.
+// DESIGN.md "Pod side": veth CNI_IFNAME in the pod netns with the pod IP /32, an on-link route
+// to the gateway (--node-ip) and a default route via it; host side "lxc" + 11 hex of
+// sha256(containerID + ifname), no address; the gateway's ARP is answered by from_container.
+#ifndef LIBSARENA_DATAPATH_ENDPOINT_H_
+#define LIBSARENA_DATAPATH_ENDPOINT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libsarena/datapath/datapath.h"
+#include "libsarena/net/ip.h"
+#include "libsarena/netlink/socket.h"
+
+namespace sarena::datapath {
+
+/// What to create for one attachment.
+struct EndpointSpec {
+  std::string container_id;  // CNI_CONTAINERID (already validated)
+  std::string ifname;        // CNI_IFNAME, the pod-side name (already validated)
+  std::string netns;         // CNI_NETNS: path (or name under /var/run/netns) of the pod netns
+  net::Ipv4 ip;              // the pod IP (installed as /32)
+  net::Ipv4 gateway;         // --node-ip
+  uint32_t mtu = 1500;       // bytes, both veth ends
+  uint32_t endpoint_id = 0;  // counter index, < SARENA_MAX_ENDPOINTS
+};
+
+/// What was created.
+struct EndpointState {
+  std::string host_ifname;  // lxc...
+  int host_ifindex = 0;     // in the node netns
+  net::Mac host_mac{};      // the pod's gateway MAC
+  net::Mac pod_mac{};       // CNI_IFNAME's MAC inside the pod
+  int pod_ifindex = 0;      // CNI_IFNAME's ifindex inside the pod netns
+};
+
+/// Creates the endpoint in this order, so no pod packet ever meets a half-built datapath:
+/// veth pair (both ends down; the peer created directly in the pod netns), endpoint-map entry
+/// and zeroed counters, from_container on the host side's TCX ingress, host side up, then the
+/// pod side: address, link up, on-link route to the gateway, default route.
+/// Any failure undoes every step already done (veth deleted, map entry removed, link unpinned)
+/// and returns the first error.
+/// Errors: kNotFound when the netns does not exist; kAlreadyExists when CNI_IFNAME exists in
+/// the pod netns or the host-side name is taken; netlink/BPF errors with errno and extack.
+absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
+                                             const EndpointSpec& spec);
+
+/// Removes the endpoint of `ip` whose host side is `host_ifname`: from_container link, the
+/// endpoint-map entry (only when it still points at that ifindex), the veth pair. Idempotent:
+/// everything already gone is fine (CNI DEL). `ip` may be nullopt when unknown.
+absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
+                            const std::optional<net::Ipv4>& ip);
+
+/// Verifies an endpoint is intact: host veth present and up, peer CNI_IFNAME in the pod netns,
+/// up, with the IP, map entry equal to the live ifindex and MACs, from_container attached.
+/// Errors: kFailedPrecondition / kNotFound naming the first thing that differs.
+absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& spec);
+
+/// Host-side veth name of an attachment (re-exported from naming.h for callers).
+std::string EndpointHostIfname(absl::string_view container_id, absl::string_view ifname);
+
+}  // namespace sarena::datapath
+
+#endif  // LIBSARENA_DATAPATH_ENDPOINT_H_
