@@ -85,8 +85,10 @@ absl::StatusOr<NetConf> ParseNetConf(absl::string_view json, Command command) {
   std::string parser_detail;
   absl::StatusOr<JsonObject> parsed = JsonObject::Parse(json, &parser_detail);
   if (!parsed.ok()) {
-    return MakeCniError(ErrorCode::kDecodingFailure, absl::StatusCode::kInvalidArgument,
-                        absl::StrCat("decode network config: ", parsed.status().message()));
+    return WithCniDetails(
+        MakeCniError(ErrorCode::kDecodingFailure, absl::StatusCode::kInvalidArgument,
+                     absl::StrCat("decode network config: ", parsed.status().message())),
+        parser_detail);
   }
   const JsonObject& o = *parsed;
   NetConf conf;

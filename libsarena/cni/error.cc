@@ -11,6 +11,8 @@ namespace {
 
 // Payload key under which a CNI code (decimal text) rides on an absl::Status.
 constexpr absl::string_view kCniCodePayload = "type.sarena.dev/cni.ErrorCode";
+// Payload key for the error object's "details" text.
+constexpr absl::string_view kCniDetailsPayload = "type.sarena.dev/cni.ErrorDetails";
 
 }  // namespace
 
@@ -89,6 +91,17 @@ absl::Status WithCniCode(absl::Status status, ErrorCode cni_code) {
   return status;
 }
 
+absl::Status WithCniDetails(absl::Status status, absl::string_view details) {
+  if (status.ok()) return status;
+  status.SetPayload(kCniDetailsPayload, absl::Cord(details));
+  return status;
+}
+
+std::string CniDetailsOf(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kCniDetailsPayload)) return std::string(*payload);
+  return "";
+}
+
 uint32_t CniCodeOf(const absl::Status& status) {
   if (status.ok()) return 0;
   if (auto payload = status.GetPayload(kCniCodePayload)) {
@@ -105,7 +118,7 @@ Error ErrorFromStatus(const absl::Status& status, absl::string_view cni_version,
   e.code = CniCodeOf(status);
   e.msg = std::string(status.message());
   if (e.msg.empty()) e.msg = std::string(ToString(static_cast<ErrorCode>(e.code)));
-  e.details = std::string(details);
+  e.details = details.empty() ? CniDetailsOf(status) : std::string(details);
   return e;
 }
 

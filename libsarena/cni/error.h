@@ -57,6 +57,13 @@ absl::Status MakeCniError(uint32_t cni_code, absl::StatusCode code, absl::string
 /// Returns `status` with `cni_code` attached (replacing any earlier one); OK stays OK.
 absl::Status WithCniCode(absl::Status status, ErrorCode cni_code);
 
+/// Returns `status` with a longer description attached for the error object's "details"
+/// (e.g. the JSON parser's message with its position marker); OK stays OK.
+absl::Status WithCniDetails(absl::Status status, absl::string_view details);
+
+/// The details attached with WithCniDetails, or "".
+std::string CniDetailsOf(const absl::Status& status);
+
 /// The CNI code of `status`: its payload when present, else DefaultCniCode(status.code()).
 /// 0 for OK.
 uint32_t CniCodeOf(const absl::Status& status);
@@ -70,7 +77,8 @@ struct Error {
 };
 
 /// Builds the error object for a non-OK `status`: code = CniCodeOf(status), msg =
-/// status.message(), details = `details`. `cni_version` is the version to report.
+/// status.message(), details = `details`, or CniDetailsOf(status) when `details` is empty.
+/// `cni_version` is the version to report.
 Error ErrorFromStatus(const absl::Status& status, absl::string_view cni_version,
                       absl::string_view details = {});
 

@@ -1,5 +1,6 @@
 #include "libsarena/cni/json.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -37,10 +38,60 @@ absl::string_view JsonKindName(const Value& value) {
   return "null";
 }
 
+namespace {
+
+// Appends the JSON text of `value`; object keys in byte order so output is deterministic
+// (protobuf's own printer follows its hash map's unspecified order). Scalars and key
+// escaping go through protobuf's printer.
+void AppendJson(const Value& value, std::string* out) {
+  switch (value.kind_case()) {
+    case Value::kStructValue: {
+      const auto& fields = value.struct_value().fields();
+      std::vector<const std::string*> keys;
+      keys.reserve(fields.size());
+      for (const auto& [k, v] : fields) keys.push_back(&k);
+      std::sort(keys.begin(), keys.end(),
+                [](const std::string* a, const std::string* b) { return *a < *b; });
+      out->push_back('{');
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (i) out->push_back(',');
+        Value key;
+        key.set_string_value(*keys[i]);
+        AppendJson(key, out);
+        out->push_back(':');
+        AppendJson(fields.at(*keys[i]), out);
+      }
+      out->push_back('}');
+      return;
+    }
+    case Value::kListValue: {
+      out->push_back('[');
+      const auto& values = value.list_value().values();
+      for (int i = 0; i < values.size(); ++i) {
+        if (i) out->push_back(',');
+        AppendJson(values[i], out);
+      }
+      out->push_back(']');
+      return;
+    }
+    case Value::kNullValue:
+    case Value::KIND_NOT_SET:
+      out->append("null");
+      return;
+    default: {
+      std::string text;
+      if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) text = "null";
+      out->append(text);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 std::string ToJson(const Value& value) {
   std::string out;
-  if (value.kind_case() == Value::KIND_NOT_SET) return "null";
-  if (!google::protobuf::util::MessageToJsonString(value, &out).ok()) return "null";
+  AppendJson(value, &out);
   return out;
 }
 
@@ -238,10 +289,6 @@ Value JsonObject::AsValue() const {
   return v;
 }
 
-std::string JsonObject::ToJson() const {
-  std::string out;
-  if (!google::protobuf::util::MessageToJsonString(fields_, &out).ok()) return "{}";
-  return out;
-}
+std::string JsonObject::ToJson() const { return cni::ToJson(AsValue()); }
 
 }  // namespace sarena::cni

@@ -196,16 +196,29 @@ absl::StatusOr<Result> ParseResultJson(absl::string_view json) {
 
 Result BuildResult(const EndpointInfo& ep, const Dns& dns) {
   Result r;
-  r.interfaces.push_back(Interface{.name = ep.host_ifname, .mac = ep.host_mac});
-  Interface pod{.name = ep.ifname, .mac = ep.pod_mac, .sandbox = ep.netns};
+  Interface host;
+  host.name = ep.host_ifname;
+  host.mac = ep.host_mac;
+  r.interfaces.push_back(std::move(host));
+  Interface pod;
+  pod.name = ep.ifname;
+  pod.mac = ep.pod_mac;
+  pod.sandbox = ep.netns;
   if (ep.mtu != 0) pod.mtu = ep.mtu;
   r.interfaces.push_back(std::move(pod));
-  r.ips.push_back(IpConfig{.address = absl::StrCat(ep.ip, "/", ep.prefix_len),
-                           .gateway = ep.gateway,
-                           .interface = 1});
+  IpConfig ip;
+  ip.address = absl::StrCat(ep.ip, "/", ep.prefix_len);
+  ip.gateway = ep.gateway;
+  ip.interface = 1;
+  r.ips.push_back(std::move(ip));
   if (!ep.gateway.empty()) {
-    r.routes.push_back(Route{.dst = absl::StrCat(ep.gateway, "/32")});
-    r.routes.push_back(Route{.dst = "0.0.0.0/0", .gw = ep.gateway});
+    Route onlink;
+    onlink.dst = absl::StrCat(ep.gateway, "/32");
+    r.routes.push_back(std::move(onlink));
+    Route def;
+    def.dst = "0.0.0.0/0";
+    def.gw = ep.gateway;
+    r.routes.push_back(std::move(def));
   }
   r.dns = dns;
   return r;
