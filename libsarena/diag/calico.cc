@@ -124,6 +124,7 @@ class CalicoPlugin : public Plugin {
     }
     const model::Pod* pod = c.FindPodByIp(dst);
     if (!pod || pod->host_network) {
+      if (c.FindNodeByIp(dst)) return PluginAction::Continue();  // a node's tunnel address
       ctx.Suspect(hop, Level::kInfo, "ippool",
                   absl::StrCat(dst.to_string(), " is in pool ", pool->name, " (",
                                pool->cidr.to_string(), ") but no pod has it"));

@@ -334,6 +334,9 @@ absl::StatusOr<std::string> ReadIpv4Sysctls(const std::string& proc_sys_net_ipv4
   }
   std::map<std::string, std::string> values;
   ReadTree(proc_sys_net_ipv4, "net.ipv4", &values);
+  // br_netfilter's switches (bridged traffic through iptables) live beside it when loaded.
+  std::string bridge = proc_sys_net_ipv4.substr(0, proc_sys_net_ipv4.rfind('/')) + "/bridge";
+  ReadTree(bridge, "net.bridge", &values);
   std::string out;
   for (const auto& [k, v] : values) {
     std::string value = absl::StrReplaceAll(v, {{"\n", " "}});

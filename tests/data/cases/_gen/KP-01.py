@@ -4,9 +4,10 @@ ClusterIP is neither DNATed nor rejected: it follows the default route and is lo
 import sys
 
 from topo import (iptables_text, k8s_endpointslice, k8s_list, k8s_node, k8s_pod, k8s_service,
-                  physical, topology)
+                  kube_proxy, merge_rules, physical, topology)
 
 CASE = sys.argv[1] if len(sys.argv) > 1 else "KP-01"
+FIXED = CASE != "KP-01"  # the fixed variant: labels match, an endpoint, current kube-proxy rules
 
 NAT = [
     '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
@@ -47,9 +48,16 @@ with topology(CASE) as t:
           gateway="10.244.2.1", gateway_onlink=False)
     t.pod("node-a", "web", "www-7c9f", "10.244.2.9", "veth0b4c9e12", prefix=24, master="cni0",
           gateway="10.244.2.1", gateway_onlink=False)
-    a.iptables_restore(iptables_text(
-        ["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-NODEPORTS"], NAT,
-        ["KUBE-FIREWALL", "KUBE-SERVICES", "cali-FORWARD"], FILTER))
+    if FIXED:
+        a.iptables_restore(iptables_text(*merge_rules(
+            kube_proxy([dict(ns="web", name="www", port_name="p80", cluster_ip="10.96.120.40",
+                             port=80, endpoints=[("10.244.2.9", 8080, "node-a")])],
+                       "10.244.0.0/16", "node-a"),
+            ([], ['-A POSTROUTING -s 10.244.2.0/24 ! -o cni0 -j MASQUERADE'], [], []))))
+    else:
+        a.iptables_restore(iptables_text(
+            ["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-NODEPORTS"], NAT,
+            ["KUBE-FIREWALL", "KUBE-SERVICES", "cali-FORWARD"], FILTER))
 
     t.dump({
         "nodes.json": k8s_list([k8s_node("node-a", "10.0.5.10", pod_cidr="10.244.2.0/24")]),
@@ -57,13 +65,15 @@ with topology(CASE) as t:
             k8s_pod("web", "client", "node-a", "10.244.2.8", "10.0.5.10",
                     labels={"app": "client"}),
             k8s_pod("web", "www-7c9f", "node-a", "10.244.2.9", "10.0.5.10",
-                    labels={"app": "www-v2"}, ports=[8080]),
+                    labels={"app": "www" if FIXED else "www-v2"}, ports=[8080]),
         ]),
         "services.json": k8s_list([
             k8s_service("web", "www", "10.96.120.40", [(80, 8080, "TCP", None)],
                         selector={"app": "www"}),
         ]),
         "endpointslices.json": k8s_list([
-            k8s_endpointslice("web", "www", [], [("p80", 8080, "TCP")]),
+            k8s_endpointslice("web", "www",
+                              [("10.244.2.9", "node-a", "www-7c9f", True)] if FIXED else [],
+                              [("p80", 8080, "TCP")]),
         ]),
     })

@@ -48,7 +48,7 @@ with topology(CASE) as t:
         b.ip("rule", "add", "from", "10.32.2.0/24", "lookup", "77", "pref", "32765")
         b.ip("route", "add", "192.168.10.10", "dev", "tun-nodea", "table", "77")
 
-    t.pod("node-b", "default", "api", "10.32.2.7", "veth5e1c0b2a", prefix=24,
+    t.pod("node-b", "default", "api", "10.32.2.7", "veth5e1c0b2a", prefix=24, mtu=1480,
           master="kube-bridge", gateway="10.32.2.1", gateway_onlink=False)
 
     t.dump({

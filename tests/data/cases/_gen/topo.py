@@ -166,7 +166,8 @@ class Topo:
         write_json("ip-rule.json", ["ip", "-n", ns.name, "-j", "rule", "show"])
         write_json("ip-neigh.json", ["ip", "-n", ns.name, "-j", "neigh", "show"])
         sysctl = ns.exec("sysctl", "-a")
-        keep = [l for l in sysctl.splitlines() if l.startswith("net.ipv4.")]
+        keep = [l for l in sysctl.splitlines()
+                if l.startswith("net.ipv4.") or l.startswith("net.bridge.")]
         with open(os.path.join(d, "sysctl.txt"), "w") as f:
             f.write("\n".join(keep) + "\n")
         if node:
