@@ -63,7 +63,7 @@ std::set<std::string> FilesIn(const std::string& dir) {
   return out;
 }
 
-class IpamTest : public ::testing::Test {
+class DaemonIpamTest : public ::testing::Test {
  protected:
   absl::StatusOr<std::unique_ptr<Ipam>> Open(const char* cidr, const char* gw) {
     return Ipam::Open({.state_dir = dir_.path(), .pod_cidr = Cidr(cidr), .gateway = Ip(gw)});
@@ -72,7 +72,7 @@ class IpamTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(IpamTest, AllocatesLowestFreeSkippingNetworkAndGateway) {
+TEST_F(DaemonIpamTest, AllocatesLowestFreeSkippingNetworkAndGateway) {
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
   EXPECT_EQ((*ipam)->capacity(), 253u);  // 256 - network - broadcast - gateway
@@ -84,7 +84,7 @@ TEST_F(IpamTest, AllocatesLowestFreeSkippingNetworkAndGateway) {
   EXPECT_EQ((*ipam)->InUse(), 3u);
 }
 
-TEST_F(IpamTest, GatewayInTheMiddleIsSkipped) {
+TEST_F(DaemonIpamTest, GatewayInTheMiddleIsSkipped) {
   auto ipam = Open("10.0.0.0/29", "10.0.0.3");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
   std::vector<net::Ipv4> got;
@@ -92,7 +92,7 @@ TEST_F(IpamTest, GatewayInTheMiddleIsSkipped) {
   EXPECT_EQ(got, (std::vector<net::Ipv4>{Ip("10.0.0.1"), Ip("10.0.0.2"), Ip("10.0.0.4")}));
 }
 
-TEST_F(IpamTest, NeverAllocatesNetworkBroadcastOrGatewayAndReportsExhaustion) {
+TEST_F(DaemonIpamTest, NeverAllocatesNetworkBroadcastOrGatewayAndReportsExhaustion) {
   auto ipam = Open("10.0.0.8/29", "10.0.0.9");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
   ASSERT_EQ((*ipam)->capacity(), 5u);
@@ -115,7 +115,7 @@ TEST_F(IpamTest, NeverAllocatesNetworkBroadcastOrGatewayAndReportsExhaustion) {
   EXPECT_FALSE((*ipam)->Lookup(Key(99)).has_value());
 }
 
-TEST_F(IpamTest, SmallPrefixesFollowRfc3021) {
+TEST_F(DaemonIpamTest, SmallPrefixesFollowRfc3021) {
   auto p31 = Open("10.9.0.0/31", "10.9.1.1");  // gateway outside the CIDR
   ASSERT_TRUE(p31.ok()) << p31.status();
   EXPECT_EQ((*p31)->capacity(), 2u);
@@ -130,7 +130,7 @@ TEST_F(IpamTest, SmallPrefixesFollowRfc3021) {
   EXPECT_EQ((*p32)->Allocate(Key(1)).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST_F(IpamTest, AllocateIsIdempotentPerContainerAndIfname) {
+TEST_F(DaemonIpamTest, AllocateIsIdempotentPerContainerAndIfname) {
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
   auto a = (*ipam)->Allocate(Key(1, "eth0"));
@@ -144,7 +144,7 @@ TEST_F(IpamTest, AllocateIsIdempotentPerContainerAndIfname) {
   EXPECT_EQ(ReadFile(IpamDir() + "/" + a->to_string()), "c1\neth0");
 }
 
-TEST_F(IpamTest, ReleaseIsIdempotentAndTheFreedAddressIsReusedNext) {
+TEST_F(DaemonIpamTest, ReleaseIsIdempotentAndTheFreedAddressIsReusedNext) {
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
   ASSERT_TRUE(ipam.ok()) << ipam.status();
   for (int i = 0; i < 4; ++i) ASSERT_TRUE((*ipam)->Allocate(Key(i)).ok());  // .2 .. .5
@@ -163,7 +163,7 @@ TEST_F(IpamTest, ReleaseIsIdempotentAndTheFreedAddressIsReusedNext) {
   EXPECT_EQ(*(*ipam)->Allocate(Key(8)), Ip("10.244.1.6"));
 }
 
-TEST_F(IpamTest, AllocationsSurviveReopen) {
+TEST_F(DaemonIpamTest, AllocationsSurviveReopen) {
   {
     auto ipam = Open("10.244.1.0/24", "10.244.1.1");
     ASSERT_TRUE(ipam.ok()) << ipam.status();
@@ -184,7 +184,7 @@ TEST_F(IpamTest, AllocationsSurviveReopen) {
   EXPECT_EQ(*(*ipam)->Allocate(Key(9)), Ip("10.244.1.3"));
 }
 
-TEST_F(IpamTest, SecondOpenOfTheSameStateDirIsRefused) {
+TEST_F(DaemonIpamTest, SecondOpenOfTheSameStateDirIsRefused) {
   auto first = Open("10.244.1.0/24", "10.244.1.1");
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = Open("10.244.1.0/24", "10.244.1.1");
@@ -195,7 +195,7 @@ TEST_F(IpamTest, SecondOpenOfTheSameStateDirIsRefused) {
   EXPECT_TRUE(Open("10.244.1.0/24", "10.244.1.1").ok());
 }
 
-TEST_F(IpamTest, ConcurrentAllocationFromThreadsNeverDuplicates) {
+TEST_F(DaemonIpamTest, ConcurrentAllocationFromThreadsNeverDuplicates) {
   auto opened = Open("10.244.0.0/22", "10.244.0.1");
   ASSERT_TRUE(opened.ok()) << opened.status();
   Ipam* ipam = opened->get();
@@ -233,7 +233,7 @@ TEST_F(IpamTest, ConcurrentAllocationFromThreadsNeverDuplicates) {
   EXPECT_EQ((*reopened)->InUse(), distinct.size());
 }
 
-TEST_F(IpamTest, LeftoverTemporaryFromACrashIsRemovedNotLoaded) {
+TEST_F(DaemonIpamTest, LeftoverTemporaryFromACrashIsRemovedNotLoaded) {
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/.tmp-10.244.1.2.4242.0", "half-writ");
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
@@ -244,7 +244,7 @@ TEST_F(IpamTest, LeftoverTemporaryFromACrashIsRemovedNotLoaded) {
   EXPECT_EQ(FilesIn(IpamDir()), (std::set<std::string>{"lock", "10.244.1.2"}));
 }
 
-TEST_F(IpamTest, HostLocalCrLfContentIsAccepted) {
+TEST_F(DaemonIpamTest, HostLocalCrLfContentIsAccepted) {
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/10.244.1.7", "abc123\r\neth0");
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
@@ -258,10 +258,13 @@ struct CorruptCase {
   const char* content;
   const char* expect;  // substring of the error
 };
+void PrintTo(const CorruptCase& c, std::ostream* os) { *os << c.name; }
 
-class IpamCorruptTest : public IpamTest, public ::testing::WithParamInterface<CorruptCase> {};
 
-TEST_P(IpamCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
+class DaemonIpamCorruptTest : public DaemonIpamTest,
+                              public ::testing::WithParamInterface<CorruptCase> {};
+
+TEST_P(DaemonIpamCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
   const CorruptCase& c = GetParam();
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/10.244.1.20", "good\neth0");  // a healthy neighbour
@@ -279,7 +282,7 @@ TEST_P(IpamCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, IpamCorruptTest,
+    Cases, DaemonIpamCorruptTest,
     ::testing::Values(
         CorruptCase{"Garbage", "10.244.1.5", "\x01\x02garbage", "\"\\001\\002garbage\""},
         CorruptCase{"Empty", "10.244.1.5", "", "has content \"\""},
@@ -294,7 +297,7 @@ INSTANTIATE_TEST_SUITE_P(
         CorruptCase{"DuplicateKey", "10.244.1.21", "good\neth0", "both belong to good/eth0"}),
     [](const ::testing::TestParamInfo<CorruptCase>& info) { return info.param.name; });
 
-TEST_F(IpamTest, ManyCorruptFilesAreAllNamed) {
+TEST_F(DaemonIpamTest, ManyCorruptFilesAreAllNamed) {
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/10.244.1.5", "x");
   WriteFile(IpamDir() + "/10.244.1.6", "y");
@@ -305,7 +308,7 @@ TEST_F(IpamTest, ManyCorruptFilesAreAllNamed) {
   EXPECT_THAT(ipam.status().message(), HasSubstr("10.244.1.6"));
 }
 
-TEST_F(IpamTest, RejectsBadInput) {
+TEST_F(DaemonIpamTest, RejectsBadInput) {
   auto bits = Open("10.244.1.5/24", "10.244.1.1");
   ASSERT_FALSE(bits.ok());
   EXPECT_EQ(bits.status().code(), absl::StatusCode::kInvalidArgument);

@@ -164,7 +164,7 @@ struct EchoHandler {
   }
 };
 
-class ServerTest : public ::testing::Test {
+class DaemonServerTest : public ::testing::Test {
  protected:
   std::string SocketPath() const { return dir_.path() + "/run/sarena/sarenad.sock"; }
   ServerOptions Options() const {
@@ -193,7 +193,7 @@ class ServerTest : public ::testing::Test {
   EchoHandler handler_;
 };
 
-TEST_F(ServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
+TEST_F(DaemonServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
   handler_.delay = absl::Microseconds(200);
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
@@ -236,7 +236,7 @@ TEST_F(ServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
   EXPECT_TRUE(WaitFor([&] { return server->stats().active_connections == 0; }));
 }
 
-TEST_F(ServerTest, ClientDyingInTheMiddleOfAFrameIsDroppedAndLogged) {
+TEST_F(DaemonServerTest, ClientDyingInTheMiddleOfAFrameIsDroppedAndLogged) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   {
@@ -254,7 +254,7 @@ TEST_F(ServerTest, ClientDyingInTheMiddleOfAFrameIsDroppedAndLogged) {
   EXPECT_THAT(logs_.All(), HasSubstr("connection lost in a frame body (10 of 100 bytes)"));
 }
 
-TEST_F(ServerTest, StalledClientIsTimedOutWithoutBlockingOthers) {
+TEST_F(DaemonServerTest, StalledClientIsTimedOutWithoutBlockingOthers) {
   ServerOptions options = Options();
   options.io_timeout = absl::Milliseconds(500);
   auto server = StartServer(options);
@@ -276,7 +276,7 @@ TEST_F(ServerTest, StalledClientIsTimedOutWithoutBlockingOthers) {
   EXPECT_THAT(logs_.All(), HasSubstr("receiving a request timed out after 500ms"));
 }
 
-TEST_F(ServerTest, IdleConnectionIsClosedAfterIdleTimeout) {
+TEST_F(DaemonServerTest, IdleConnectionIsClosedAfterIdleTimeout) {
   ServerOptions options = Options();
   options.idle_timeout = absl::Milliseconds(200);
   auto server = StartServer(options);
@@ -286,7 +286,7 @@ TEST_F(ServerTest, IdleConnectionIsClosedAfterIdleTimeout) {
   EXPECT_THAT(logs_.All(), HasSubstr("idle connection timed out"));
 }
 
-TEST_F(ServerTest, OversizedLengthPrefixClosesTheConnection) {
+TEST_F(DaemonServerTest, OversizedLengthPrefixClosesTheConnection) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   for (uint32_t len : {kMaxFrameBytes + 1, 0xffffffffu}) {
@@ -300,7 +300,7 @@ TEST_F(ServerTest, OversizedLengthPrefixClosesTheConnection) {
   EXPECT_EQ(RoundTrip("still-fine"), "still-fine");
 }
 
-TEST_F(ServerTest, GarbageBodyClosesTheConnection) {
+TEST_F(DaemonServerTest, GarbageBodyClosesTheConnection) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   UniqueFd fd = ConnectRaw(SocketPath());
@@ -313,7 +313,7 @@ TEST_F(ServerTest, GarbageBodyClosesTheConnection) {
   EXPECT_EQ(RoundTrip("still-fine"), "still-fine");
 }
 
-TEST_F(ServerTest, RequestWithoutKindGetsAnErrorAndTheConnectionStaysUsable) {
+TEST_F(DaemonServerTest, RequestWithoutKindGetsAnErrorAndTheConnectionStaysUsable) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(SocketPath());
@@ -328,7 +328,7 @@ TEST_F(ServerTest, RequestWithoutKindGetsAnErrorAndTheConnectionStaysUsable) {
   EXPECT_EQ(next->gc().removed(0).container_id(), "next");
 }
 
-TEST_F(ServerTest, OversizedResponseBecomesAnError) {
+TEST_F(DaemonServerTest, OversizedResponseBecomesAnError) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(SocketPath());
@@ -344,7 +344,7 @@ TEST_F(ServerTest, OversizedResponseBecomesAnError) {
   ASSERT_TRUE(next.ok()) << next.status();
 }
 
-TEST_F(ServerTest, PeerWithAUidNotAllowedIsRejectedAndClosed) {
+TEST_F(DaemonServerTest, PeerWithAUidNotAllowedIsRejectedAndClosed) {
   ServerOptions options = Options();
   options.allowed_uids = {::getuid() + 4242};
   auto server = StartServer(options);
@@ -363,7 +363,7 @@ TEST_F(ServerTest, PeerWithAUidNotAllowedIsRejectedAndClosed) {
   EXPECT_THAT(logs_.All(), HasSubstr("is not in the allowed uids"));
 }
 
-TEST_F(ServerTest, SocketGetsModeAndParentDirectory) {
+TEST_F(DaemonServerTest, SocketGetsModeAndParentDirectory) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   struct stat st;
@@ -374,7 +374,7 @@ TEST_F(ServerTest, SocketGetsModeAndParentDirectory) {
   EXPECT_FALSE(fs::exists(SocketPath()));  // removed on destruction
 }
 
-TEST_F(ServerTest, StaleSocketFileIsReplaced) {
+TEST_F(DaemonServerTest, StaleSocketFileIsReplaced) {
   fs::create_directories(fs::path(SocketPath()).parent_path());
   {
     // A socket file nobody listens on: what a crashed daemon leaves behind.
@@ -392,7 +392,7 @@ TEST_F(ServerTest, StaleSocketFileIsReplaced) {
   EXPECT_EQ(RoundTrip("x"), "x");
 }
 
-TEST_F(ServerTest, SecondServerOnALiveSocketIsRefused) {
+TEST_F(DaemonServerTest, SecondServerOnALiveSocketIsRefused) {
   auto first = StartServer(Options());
   ASSERT_NE(first, nullptr);
   auto second = Server::Create(Options(), handler_.AsHandler());
@@ -405,7 +405,7 @@ TEST_F(ServerTest, SecondServerOnALiveSocketIsRefused) {
   EXPECT_EQ(RoundTrip("x"), "x");
 }
 
-TEST_F(ServerTest, NonSocketFileAtThePathIsNeverReplaced) {
+TEST_F(DaemonServerTest, NonSocketFileAtThePathIsNeverReplaced) {
   fs::create_directories(fs::path(SocketPath()).parent_path());
   { std::ofstream(SocketPath()) << "precious"; }
   auto server = Server::Create(Options(), handler_.AsHandler());
@@ -418,7 +418,7 @@ TEST_F(ServerTest, NonSocketFileAtThePathIsNeverReplaced) {
   EXPECT_EQ(content, "precious");
 }
 
-TEST_F(ServerTest, RunOnTheCallingThreadAndStopFromAnother) {
+TEST_F(DaemonServerTest, RunOnTheCallingThreadAndStopFromAnother) {
   auto server = Server::Create(Options(), handler_.AsHandler());
   ASSERT_TRUE(server.ok()) << server.status();
   std::atomic<bool> returned{false};
@@ -434,7 +434,7 @@ TEST_F(ServerTest, RunOnTheCallingThreadAndStopFromAnother) {
   (*server)->Stop();  // idempotent
 }
 
-TEST_F(ServerTest, StopLetsTheRunningRequestFinish) {
+TEST_F(DaemonServerTest, StopLetsTheRunningRequestFinish) {
   handler_.delay = absl::Milliseconds(300);
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
@@ -451,7 +451,7 @@ TEST_F(ServerTest, StopLetsTheRunningRequestFinish) {
   }
 }
 
-TEST_F(ServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
+TEST_F(DaemonServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
   Server* raw = nullptr;
   auto created = Server::Create(Options(), [&](const v1::Request& r, const PeerCred& p) {
     raw->Stop();  // e.g. a fatal datapath error: the daemon shuts itself down
@@ -464,7 +464,7 @@ TEST_F(ServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
   runner.join();                         // and Run returns
 }
 
-TEST_F(ServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
+TEST_F(DaemonServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
   handler_.delay = absl::Milliseconds(100);
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
@@ -480,7 +480,7 @@ TEST_F(ServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
   EXPECT_TRUE(WaitFor([&] { return server->stats().active_connections == 0; }));
 }
 
-TEST_F(ServerTest, CreateRejectsBadOptions) {
+TEST_F(DaemonServerTest, CreateRejectsBadOptions) {
   EXPECT_EQ(Server::Create(Options(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   ServerOptions long_path = Options();
   long_path.socket_path = "/tmp/" + std::string(200, 'a');
@@ -488,7 +488,7 @@ TEST_F(ServerTest, CreateRejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ErrorResponseTest, CarriesCodeMessageAndCniCode) {
+TEST(DaemonErrorResponseTest, CarriesCodeMessageAndCniCode) {
   v1::Response r = ErrorResponse(absl::NotFoundError("endpoint 'x/eth0' not found"), 3);
   EXPECT_EQ(r.error().code(), static_cast<int>(absl::StatusCode::kNotFound));
   EXPECT_EQ(r.error().message(), "endpoint 'x/eth0' not found");

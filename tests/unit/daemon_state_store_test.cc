@@ -79,7 +79,7 @@ v1::Endpoint MakeEndpoint(const std::string& id, const std::string& ifname, cons
   return ep;
 }
 
-class EndpointStoreTest : public ::testing::Test {
+class DaemonEndpointStoreTest : public ::testing::Test {
  protected:
   absl::StatusOr<std::unique_ptr<EndpointStore>> Open() {
     return EndpointStore::Open({.state_dir = dir_.path()});
@@ -88,7 +88,7 @@ class EndpointStoreTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(EndpointStoreTest, PutGetListDelete) {
+TEST_F(DaemonEndpointStoreTest, PutGetListDelete) {
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status();
   v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
@@ -117,7 +117,7 @@ TEST_F(EndpointStoreTest, PutGetListDelete) {
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-b:eth0.json"}));
 }
 
-TEST_F(EndpointStoreTest, RecordsSurviveReopenAndCountersAreNotPersisted) {
+TEST_F(DaemonEndpointStoreTest, RecordsSurviveReopenAndCountersAreNotPersisted) {
   v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
   {
     auto store = Open();
@@ -138,7 +138,7 @@ TEST_F(EndpointStoreTest, RecordsSurviveReopenAndCountersAreNotPersisted) {
   EXPECT_TRUE(MessageDifferencer::Equals(*got, a)) << got->DebugString();
 }
 
-TEST_F(EndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
+TEST_F(DaemonEndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")).ok());
@@ -154,7 +154,7 @@ TEST_F(EndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
   EXPECT_THAT(ReadFile(path), HasSubstr("10.244.1.9"));
 }
 
-TEST_F(EndpointStoreTest, FailedPutLeavesNeitherRecordNorTemporary) {
+TEST_F(DaemonEndpointStoreTest, FailedPutLeavesNeitherRecordNorTemporary) {
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status();
   // Make the rename target impossible to replace: a non-empty directory of the same name.
@@ -166,7 +166,7 @@ TEST_F(EndpointStoreTest, FailedPutLeavesNeitherRecordNorTemporary) {
   for (const std::string& f : FilesIn(Dir())) EXPECT_THAT(f, ::testing::Not(HasSubstr(".tmp-")));
 }
 
-TEST_F(EndpointStoreTest, InterruptedWriteLeftoverIsRemovedAndTheOldRecordKept) {
+TEST_F(DaemonEndpointStoreTest, InterruptedWriteLeftoverIsRemovedAndTheOldRecordKept) {
   {
     auto store = Open();
     ASSERT_TRUE(store.ok()) << store.status();
@@ -180,7 +180,7 @@ TEST_F(EndpointStoreTest, InterruptedWriteLeftoverIsRemovedAndTheOldRecordKept) 
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json"}));
 }
 
-TEST_F(EndpointStoreTest, KeysThatAnUnderscoreSeparatorWouldConfuseStayApart) {
+TEST_F(DaemonEndpointStoreTest, KeysThatAnUnderscoreSeparatorWouldConfuseStayApart) {
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Put(MakeEndpoint("a_b", "c", "10.244.1.2")).ok());
@@ -189,7 +189,7 @@ TEST_F(EndpointStoreTest, KeysThatAnUnderscoreSeparatorWouldConfuseStayApart) {
   EXPECT_EQ((*store)->Get(EndpointKey{"a", "b_c"})->ip(), "10.244.1.3");
 }
 
-TEST_F(EndpointStoreTest, InvalidRefsAreRejected) {
+TEST_F(DaemonEndpointStoreTest, InvalidRefsAreRejected) {
   auto store = Open();
   ASSERT_TRUE(store.ok()) << store.status();
   v1::Endpoint no_ref;
@@ -203,14 +203,14 @@ TEST_F(EndpointStoreTest, InvalidRefsAreRejected) {
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock"}));
 }
 
-TEST_F(EndpointStoreTest, SecondOpenIsRefused) {
+TEST_F(DaemonEndpointStoreTest, SecondOpenIsRefused) {
   auto first = Open();
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = Open();
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST_F(EndpointStoreTest, ConcurrentPutsAndDeletes) {
+TEST_F(DaemonEndpointStoreTest, ConcurrentPutsAndDeletes) {
   auto opened = Open();
   ASSERT_TRUE(opened.ok()) << opened.status();
   EndpointStore* store = opened->get();
@@ -239,11 +239,13 @@ struct CorruptCase {
   const char* content;
   const char* expect;
 };
+void PrintTo(const CorruptCase& c, std::ostream* os) { *os << c.name; }
 
-class EndpointStoreCorruptTest : public EndpointStoreTest,
-                                 public ::testing::WithParamInterface<CorruptCase> {};
 
-TEST_P(EndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
+class DaemonEndpointStoreCorruptTest : public DaemonEndpointStoreTest,
+                                       public ::testing::WithParamInterface<CorruptCase> {};
+
+TEST_P(DaemonEndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
   const CorruptCase& c = GetParam();
   {
     auto store = Open();
@@ -263,7 +265,7 @@ TEST_P(EndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, EndpointStoreCorruptTest,
+    Cases, DaemonEndpointStoreCorruptTest,
     ::testing::Values(
         CorruptCase{"Truncated", "ctr-a:eth0.json", "{\"ref\": {\"container_id\": \"ctr",
                     "has content \"{\\\"ref\\\": {\\\"container_id\\\": \\\"ctr\""},
