@@ -215,7 +215,13 @@ absl::Status Socket::ModifyRoute(const Route& r, uint16_t type, uint16_t flags,
                                  absl::string_view verb) {
   MsgBuf buf;
   nlmsghdr* nlh = StartRouteMsg(buf, type, flags, r, type == RTM_DELROUTE);
-  return Request(nlh, RouteWhat(verb, r));
+  absl::Status st = Request(nlh, RouteWhat(verb, r));
+  // ENETUNREACH on add/replace: the gateway is not reachable with the current routes
+  // (extack "Nexthop has invalid gateway") — a precondition, not an internal error.
+  if (!st.ok() && type == RTM_NEWROUTE && last_errno_ == ENETUNREACH) {
+    return internal::WithCode(std::move(st), absl::StatusCode::kFailedPrecondition);
+  }
+  return st;
 }
 
 absl::Status Socket::AddRoute(const Route& route) {

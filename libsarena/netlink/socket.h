@@ -151,10 +151,13 @@ class Socket {
   // ---- Routes (route.h) ----
 
   /// RTM_NEWROUTE with NLM_F_CREATE|NLM_F_EXCL (`ip route add`). Errors: kAlreadyExists when
-  /// the same route exists; kernel validation errors with their extack text (e.g. a gateway
-  /// that is not reachable: kInvalidArgument "... Nexthop has invalid gateway").
+  /// the same route exists; kFailedPrecondition when the gateway is not reachable on-link
+  /// (ENETUNREACH, extack "Nexthop has invalid gateway"; set `onlink` to force it);
+  /// kNotFound for a missing oif; kInvalidArgument for other validation failures (e.g. host
+  /// bits in dst: "Invalid prefix for given prefix length"). The extack text is in the message.
   absl::Status AddRoute(const Route& route);
-  /// RTM_NEWROUTE with NLM_F_CREATE|NLM_F_REPLACE (`ip route replace`).
+  /// RTM_NEWROUTE with NLM_F_CREATE|NLM_F_REPLACE (`ip route replace`). Errors as AddRoute,
+  /// without kAlreadyExists.
   absl::Status ReplaceRoute(const Route& route);
   /// RTM_DELROUTE (`ip route del`): matches dst, table and tos, plus priority, gateway and oif
   /// when set, plus the type unless it is kUnicast (kUnicast matches any type, as `ip route del`
