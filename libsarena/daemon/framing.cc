@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -39,10 +41,22 @@ bool PeerGone(int err) { return err == EPIPE || err == ECONNRESET || err == ENOT
 absl::Status WriteAll(int fd, absl::string_view data, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   size_t off = 0;
-  bool use_send = true;  // falls back to write(2) for pipes (ENOTSOCK)
+  // Sockets: send(MSG_DONTWAIT) never blocks, even on a blocking descriptor, so the deadline
+  // holds. Pipes (ENOTSOCK): poll for POLLOUT, then write at most PIPE_BUF bytes, which a
+  // writable pipe accepts without blocking.
+  bool use_send = true;
+  bool pipe_ready = false;
   while (off < data.size()) {
-    ssize_t n = use_send ? ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL)
-                         : ::write(fd, data.data() + off, data.size() - off);
+    ssize_t n;
+    if (use_send) {
+      n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else if (pipe_ready) {
+      n = ::write(fd, data.data() + off, std::min<size_t>(data.size() - off, PIPE_BUF));
+      pipe_ready = false;
+    } else {
+      n = -1;
+      errno = EAGAIN;
+    }
     if (n > 0) {
       off += static_cast<size_t>(n);
       continue;
@@ -54,6 +68,7 @@ absl::Status WriteAll(int fd, absl::string_view data, absl::Duration timeout) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       absl::Status s = WaitFd(fd, POLLOUT, deadline, "");
+      pipe_ready = true;
       if (absl::IsDeadlineExceeded(s)) {
         return absl::DeadlineExceededError(
             absl::StrCat("write frame: timed out after ", absl::FormatDuration(timeout), " (",

@@ -1,0 +1,414 @@
+// The sarenad wire framing (4-byte big-endian length + protobuf body, 4 MiB max) over real
+// socketpairs / pipes / unix sockets, and the blocking Client the CNI plugin uses.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "libsarena/base/unique_fd.h"
+#include "libsarena/cni/error.h"
+#include "libsarena/daemon/client.h"
+#include "libsarena/daemon/framing.h"
+#include "libsarena/daemon/sarenad.pb.h"
+
+namespace sarena::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Pair {
+  UniqueFd a, b;
+};
+
+Pair SocketPair() {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+void WriteRaw(int fd, const std::string& bytes) {
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+}
+
+std::string Header(uint32_t len) {
+  auto h = EncodeFrameHeader(len);
+  return std::string(h.begin(), h.end());
+}
+
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+v1::Request AddRequest() {
+  v1::Request r;
+  auto* add = r.mutable_endpoint_add();
+  add->mutable_ref()->set_container_id("3f6940ab");
+  add->mutable_ref()->set_ifname("eth0");
+  add->set_netns("/var/run/netns/pod1");
+  add->set_mtu(1450);
+  add->set_pod_namespace("default");
+  add->set_pod_name("web-0");
+  return r;
+}
+
+TEST(Framing, HeaderIsBigEndianLength) {
+  auto h = EncodeFrameHeader(0x01020304);
+  EXPECT_EQ(h[0], 0x01);
+  EXPECT_EQ(h[1], 0x02);
+  EXPECT_EQ(h[2], 0x03);
+  EXPECT_EQ(h[3], 0x04);
+  absl::StatusOr<uint32_t> len = DecodeFrameHeader(EncodeFrameHeader(0x00030405));
+  ASSERT_TRUE(len.ok()) << len.status();
+  EXPECT_EQ(*len, 0x00030405u);
+  v1::Request r = AddRequest();
+  absl::StatusOr<std::string> frame = EncodeFrame(r);
+  ASSERT_TRUE(frame.ok());
+  ASSERT_EQ(frame->size(), kFrameHeaderBytes + r.ByteSizeLong());
+  EXPECT_EQ(frame->substr(0, 4), Header(static_cast<uint32_t>(r.ByteSizeLong())));
+  EXPECT_EQ(frame->substr(4), r.SerializeAsString());
+}
+
+TEST(Framing, LimitIsFourMiB) {
+  EXPECT_EQ(kMaxFrameBytes, 4u * 1024 * 1024);
+  EXPECT_TRUE(DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes)).ok());
+  absl::StatusOr<uint32_t> over = DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes + 1));
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_THAT(over.status().message(), HasSubstr("4194305"));
+}
+
+TEST(Framing, RoundTripOverSocketPair) {
+  Pair p = SocketPair();
+  v1::Request sent = AddRequest();
+  ASSERT_TRUE(WriteFrame(p.a.get(), sent, absl::Seconds(5)).ok());
+  v1::Response resp;
+  resp.mutable_error()->set_code(8);
+  resp.mutable_error()->set_message("no free address in 10.244.1.0/30");
+  resp.mutable_error()->set_cni_code(101);
+  ASSERT_TRUE(WriteFrame(p.a.get(), resp, absl::Seconds(5)).ok());
+
+  v1::Request got;
+  ASSERT_TRUE(ReadFrame(p.b.get(), &got, absl::Seconds(5)).ok());
+  EXPECT_EQ(got.SerializeAsString(), sent.SerializeAsString());
+  EXPECT_EQ(got.endpoint_add().pod_name(), "web-0");
+  v1::Response got_resp;
+  ASSERT_TRUE(ReadFrame(p.b.get(), &got_resp, absl::Seconds(5)).ok());
+  EXPECT_EQ(got_resp.error().cni_code(), 101u);
+  EXPECT_FALSE(Readable(p.b.get()));  // exactly two frames, nothing more
+}
+
+TEST(Framing, EmptyMessageIsAZeroLengthFrame) {
+  Pair p = SocketPair();
+  v1::Request empty;
+  ASSERT_TRUE(WriteFrame(p.a.get(), empty, absl::Seconds(1)).ok());
+  char buf[8];
+  ASSERT_EQ(::read(p.b.get(), buf, sizeof buf), 4);
+  EXPECT_EQ(std::string(buf, 4), Header(0));
+  ASSERT_TRUE(WriteFrame(p.a.get(), empty, absl::Seconds(1)).ok());
+  v1::Request got = AddRequest();  // cleared by ReadFrame
+  ASSERT_TRUE(ReadFrame(p.b.get(), &got, absl::Seconds(1)).ok());
+  EXPECT_EQ(got.kind_case(), v1::Request::KIND_NOT_SET);
+}
+
+TEST(Framing, LargeFrameNeedsManyReadsAndWrites) {
+  Pair p = SocketPair();
+  v1::Response big;
+  for (int i = 0; i < 20000; ++i) {
+    v1::Endpoint* e = big.mutable_endpoint_list()->add_endpoints();
+    e->mutable_ref()->set_container_id(absl::StrCat("container-", i));
+    e->set_ip(absl::StrCat("10.", i / 65536, ".", (i / 256) % 256, ".", i % 256));
+  }
+  ASSERT_GT(big.ByteSizeLong(), 512u * 1024);  // far more than a socket buffer
+  ASSERT_LT(big.ByteSizeLong(), kMaxFrameBytes);
+  absl::Status write_status;
+  std::thread writer([&] { write_status = WriteFrame(p.a.get(), big, absl::Seconds(10)); });
+  v1::Response got;
+  absl::Status read_status = ReadFrame(p.b.get(), &got, absl::Seconds(10));
+  writer.join();
+  ASSERT_TRUE(write_status.ok()) << write_status;
+  ASSERT_TRUE(read_status.ok()) << read_status;
+  ASSERT_EQ(got.endpoint_list().endpoints_size(), 20000);
+  EXPECT_EQ(got.endpoint_list().endpoints(19999).ref().container_id(), "container-19999");
+}
+
+TEST(Framing, OversizeIsRefusedOnBothSides) {
+  Pair p = SocketPair();
+  v1::Response huge;
+  huge.mutable_error()->set_message(std::string(kMaxFrameBytes, 'x'));
+  EXPECT_TRUE(absl::IsResourceExhausted(EncodeFrame(huge).status()));
+  absl::Status s = WriteFrame(p.a.get(), huge, absl::Seconds(1));
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_FALSE(Readable(p.b.get()));  // nothing was written
+
+  // A peer announcing more than 4 MiB: refused before reading (or allocating) the body.
+  WriteRaw(p.a.get(), Header(kMaxFrameBytes + 1) + "abc");
+  v1::Response got;
+  s = ReadFrame(p.b.get(), &got, absl::Seconds(1));
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("exceeds the limit"));
+}
+
+TEST(Framing, TruncatedHeaderBodyAndCleanClose) {
+  {
+    Pair p = SocketPair();
+    p.a.Reset();  // closed between frames
+    v1::Request r;
+    absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
+    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("closed by peer"));
+  }
+  {
+    Pair p = SocketPair();
+    WriteRaw(p.a.get(), Header(100).substr(0, 2));
+    p.a.Reset();
+    v1::Request r;
+    absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("2 of 4 header bytes"));
+  }
+  {
+    Pair p = SocketPair();
+    WriteRaw(p.a.get(), Header(100) + std::string(10, 'a'));
+    p.a.Reset();
+    v1::Request r;
+    absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("10 of 100 body bytes"));
+  }
+}
+
+TEST(Framing, GarbageBodyIsDataLoss) {
+  Pair p = SocketPair();
+  WriteRaw(p.a.get(), Header(3) + "\xff\xff\xff");
+  v1::Response r;
+  absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("sarena.daemon.v1.Response"));
+}
+
+TEST(Framing, ReadTimesOut) {
+  Pair p = SocketPair();
+  WriteRaw(p.a.get(), Header(10) + "abc");  // a partial frame, then silence
+  v1::Request r;
+  absl::Time start = absl::Now();
+  absl::Status s = ReadFrame(p.b.get(), &r, absl::Milliseconds(100));
+  absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("3 of 10"));
+  EXPECT_GE(took, absl::Milliseconds(95));
+  EXPECT_LT(took, absl::Seconds(5));
+}
+
+TEST(Framing, WriteTimesOutWhenNobodyReads) {
+  Pair p = SocketPair();
+  v1::Response big;
+  big.mutable_error()->set_message(std::string(3 * 1024 * 1024, 'x'));
+  absl::Status s = WriteFrame(p.a.get(), big, absl::Milliseconds(100));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bytes written"));
+}
+
+TEST(Framing, WriteToClosedPeerIsUnavailableNotSigpipe) {
+  Pair p = SocketPair();
+  p.b.Reset();
+  absl::Status s = WriteFrame(p.a.get(), AddRequest(), absl::Seconds(1));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;  // and the process is still alive
+}
+
+TEST(Framing, WorksOverPipes) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  UniqueFd r(fds[0]), w(fds[1]);
+  ASSERT_TRUE(WriteFrame(w.get(), AddRequest(), absl::Seconds(1)).ok());
+  v1::Request got;
+  ASSERT_TRUE(ReadFrame(r.get(), &got, absl::Seconds(1)).ok());
+  EXPECT_EQ(got.endpoint_add().netns(), "/var/run/netns/pod1");
+
+  // Larger than the pipe buffer: written in PIPE_BUF pieces as the reader drains it.
+  v1::Response big;
+  big.mutable_error()->set_message(std::string(300 * 1024, 'p'));
+  absl::Status write_status;
+  std::thread writer([&] { write_status = WriteFrame(w.get(), big, absl::Seconds(10)); });
+  v1::Response got_big;
+  absl::Status read_status = ReadFrame(r.get(), &got_big, absl::Seconds(10));
+  writer.join();
+  EXPECT_TRUE(write_status.ok()) << write_status;
+  ASSERT_TRUE(read_status.ok()) << read_status;
+  EXPECT_EQ(got_big.error().message().size(), 300u * 1024);
+}
+
+// A unix-socket peer speaking the framing, serving one connection with `handler`.
+class ScriptedPeer {
+ public:
+  using Handler = std::function<void(int conn_fd)>;
+
+  explicit ScriptedPeer(Handler handler) {
+    char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/sarenad.sock";
+    listen_fd_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listen_fd_.get(), 4), 0);
+    thread_ = std::thread([this, handler] {
+      UniqueFd conn(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (conn) handler(conn.get());
+    });
+  }
+  ~ScriptedPeer() {
+    thread_.join();
+    std::filesystem::remove_all(dir_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  UniqueFd listen_fd_;
+  std::thread thread_;
+};
+
+TEST(Client, UnreachableSocketIsUnavailableWithPathAndErrno) {
+  absl::StatusOr<Client> c = Client::Connect("/nonexistent/sarenad.sock", absl::Seconds(1));
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_THAT(c.status().message(), HasSubstr("'/nonexistent/sarenad.sock'"));
+  EXPECT_THAT(c.status().message(), HasSubstr("errno 2"));
+  EXPECT_EQ(cni::CniCodeOf(c.status()), 11u);
+
+  // A socket file nobody listens on: refused.
+  char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string path = dir + "/dead.sock";
+  {
+    UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    ASSERT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }  // closed without listen: the file stays, nothing accepts
+  c = Client::Connect(path, absl::Seconds(1));
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_THAT(c.status().message(), HasSubstr("errno 111"));
+  std::filesystem::remove_all(dir);
+
+  c = Client::Connect(std::string(120, 'x'), absl::Seconds(1));
+  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
+  EXPECT_TRUE(absl::IsInvalidArgument(Client::Connect("", absl::Seconds(1)).status()));
+}
+
+TEST(Client, CallsInOrderOnOneConnection) {
+  ScriptedPeer peer([](int fd) {
+    for (int i = 0; i < 3; ++i) {
+      v1::Request req;
+      if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+      v1::Response resp;
+      resp.mutable_status()->set_endpoints(static_cast<uint32_t>(i));
+      resp.mutable_status()->set_pod_cidr(req.has_status() ? "status" : "other");
+      if (!WriteFrame(fd, resp, absl::Seconds(5)).ok()) return;
+    }
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->socket_path(), peer.path());
+  v1::Request req;
+  req.mutable_status();
+  for (uint32_t i = 0; i < 3; ++i) {
+    absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status().endpoints(), i);
+    EXPECT_EQ(r->status().pod_cidr(), "status");
+  }
+}
+
+TEST(Client, DaemonErrorsKeepTheirCniCode) {
+  ScriptedPeer peer([](int fd) {
+    v1::Request req;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    v1::Response resp;
+    *resp.mutable_error() = ProtoErrorFromStatus(
+        cni::MakeCniError(cni::ErrorCode::kIpamExhausted, absl::StatusCode::kResourceExhausted,
+                          "allocate IP in pod CIDR '10.244.1.0/30': no free address"));
+    (void)WriteFrame(fd, resp, absl::Seconds(5));
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    v1::Response wrong;
+    wrong.mutable_gc();  // answers an ADD with GC
+    (void)WriteFrame(fd, wrong, absl::Seconds(5));
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+
+  // Call: the daemon's error is data, not a transport failure.
+  absl::StatusOr<v1::Response> raw = c->Call(AddRequest());
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_TRUE(raw->has_error());
+  EXPECT_EQ(raw->error().cni_code(), 101u);
+  EXPECT_EQ(raw->error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  absl::Status s = StatusFromError(raw->error());
+  EXPECT_TRUE(absl::IsResourceExhausted(s));
+  EXPECT_EQ(cni::CniCodeOf(s), 101u);
+  EXPECT_THAT(s.message(), HasSubstr("no free address"));
+
+  absl::StatusOr<v1::Response> mismatched = c->CallChecked(AddRequest());
+  EXPECT_TRUE(absl::IsInternal(mismatched.status())) << mismatched.status();
+  EXPECT_EQ(cni::CniCodeOf(mismatched.status()), 105u);
+  EXPECT_THAT(mismatched.status().message(), HasSubstr("gc to endpoint_add"));
+}
+
+TEST(Client, PeerDyingMidRequestBreaksTheClient) {
+  ScriptedPeer peer([](int fd) {
+    v1::Request req;
+    (void)ReadFrame(fd, &req, absl::Seconds(5));
+    WriteRaw(fd, Header(50) + "partial");  // then the daemon "crashes"
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<v1::Response> r = c->Call(AddRequest(), absl::Seconds(5));
+  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(peer.path()));
+  r = c->Call(AddRequest(), absl::Seconds(5));
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+}
+
+TEST(Client, SilentDaemonTimesOut) {
+  ScriptedPeer peer([](int fd) {
+    v1::Request req;
+    (void)ReadFrame(fd, &req, absl::Seconds(5));
+    absl::SleepFor(absl::Milliseconds(400));  // never answers in time
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<v1::Response> r = c->Call(AddRequest(), absl::Milliseconds(100));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_EQ(cni::CniCodeOf(r.status()), 11u);
+}
+
+TEST(Client, ProtoErrorConversion) {
+  v1::Error e = ProtoErrorFromStatus(absl::NotFoundError("endpoint 'x/eth0' not found"));
+  EXPECT_EQ(e.code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_EQ(e.cni_code(), 3u);
+  absl::Status back = StatusFromError(e);
+  EXPECT_TRUE(absl::IsNotFound(back));
+  EXPECT_EQ(back.message(), "endpoint 'x/eth0' not found");
+  // Garbage codes from a peer never make an OK status.
+  v1::Error weird;
+  weird.set_code(0);
+  EXPECT_FALSE(StatusFromError(weird).ok());
+  weird.set_code(999);
+  EXPECT_EQ(StatusFromError(weird).code(), absl::StatusCode::kUnknown);
+}
+
+}  // namespace
+}  // namespace sarena::daemon
