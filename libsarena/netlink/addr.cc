@@ -66,8 +66,7 @@ absl::Status Socket::AddAddress(int ifindex, const net::Ipv4Prefix& prefix,
   const std::string what =
       absl::StrCat("add address '", prefix.to_string(), "' on ifindex ", ifindex);
   MsgBuf buf;
-  nlmsghdr* nlh =
-      buf.Start(RTM_NEWADDR, NLM_F_CREATE | (o.replace ? NLM_F_REPLACE : NLM_F_EXCL));
+  nlmsghdr* nlh = buf.Start(RTM_NEWADDR, NLM_F_CREATE | (o.replace ? NLM_F_REPLACE : NLM_F_EXCL));
   auto* ifa = MsgBuf::PutHeader<ifaddrmsg>(nlh);
   ifa->ifa_family = AF_INET;
   ifa->ifa_prefixlen = static_cast<uint8_t>(prefix.prefix_length());
@@ -111,7 +110,8 @@ absl::StatusOr<std::vector<Address>> Socket::ListAddresses(int ifindex) {
   ifa->ifa_family = AF_INET;
   std::vector<Address> out;
   SARENA_RETURN_IF_ERROR(Dump(
-      nlh, ifindex ? absl::StrCat("list addresses 'ifindex ", ifindex, "'") : "list addresses 'all'",
+      nlh,
+      ifindex ? absl::StrCat("list addresses 'ifindex ", ifindex, "'") : "list addresses 'all'",
       [&](const nlmsghdr& m) -> absl::Status {
         if (m.nlmsg_type != RTM_NEWADDR) return absl::OkStatus();
         const auto* h = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(&m));

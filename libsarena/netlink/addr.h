@@ -17,16 +17,16 @@ namespace sarena::nl {
 
 /// One IPv4 address on an interface (`ip -4 addr show`).
 struct Address {
-  int ifindex = 0;                   // ifa_index
-  net::Ipv4Prefix prefix;            // IFA_LOCAL (the address) / ifa_prefixlen, host bits kept:
-                                     // 10.0.0.5/24 means address 10.0.0.5 in 10.0.0.0/24
-  Scope scope = Scope::kUniverse;    // ifa_scope
-  std::optional<net::Ipv4> peer;     // IFA_ADDRESS when it differs from IFA_LOCAL (a
-                                     // point-to-point peer, `ip addr add A peer P`)
+  int ifindex = 0;                     // ifa_index
+  net::Ipv4Prefix prefix;              // IFA_LOCAL (the address) / ifa_prefixlen, host bits kept:
+                                       // 10.0.0.5/24 means address 10.0.0.5 in 10.0.0.0/24
+  Scope scope = Scope::kUniverse;      // ifa_scope
+  std::optional<net::Ipv4> peer;       // IFA_ADDRESS when it differs from IFA_LOCAL (a
+                                       // point-to-point peer, `ip addr add A peer P`)
   std::optional<net::Ipv4> broadcast;  // IFA_BROADCAST
-  std::string label;                 // IFA_LABEL (the interface name or "name:alias")
-  uint32_t flags = 0;                // IFA_FLAGS / ifa_flags: IFA_F_* bits (0x80 permanent,
-                                     // 0x200 noprefixroute, 0x01 secondary...)
+  std::string label;                   // IFA_LABEL (the interface name or "name:alias")
+  uint32_t flags = 0;                  // IFA_FLAGS / ifa_flags: IFA_F_* bits (0x80 permanent,
+                                       // 0x200 noprefixroute, 0x01 secondary...)
 };
 
 /// Extra knobs for Socket::AddAddress.

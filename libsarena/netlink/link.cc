@@ -347,16 +347,16 @@ absl::Status Socket::SetMac(LinkRef link, const net::Mac& mac) {
   MsgBuf buf;
   nlmsghdr* nlh = StartLinkMsg(buf, RTM_SETLINK, 0, link);
   internal::PutMac(nlh, IFLA_ADDRESS, mac);
-  return Request(nlh, absl::StrCat("set mac of link '", link.ToString(), "' to ",
-                                   net::FormatMac(mac)));
+  return Request(nlh,
+                 absl::StrCat("set mac of link '", link.ToString(), "' to ", net::FormatMac(mac)));
 }
 
 absl::Status Socket::SetMaster(LinkRef link, int master_ifindex) {
   MsgBuf buf;
   nlmsghdr* nlh = StartLinkMsg(buf, RTM_SETLINK, 0, link);
   mnl_attr_put_u32(nlh, IFLA_MASTER, static_cast<uint32_t>(master_ifindex));
-  return Request(nlh, absl::StrCat("set master of link '", link.ToString(), "' to ifindex ",
-                                   master_ifindex));
+  return Request(
+      nlh, absl::StrCat("set master of link '", link.ToString(), "' to ifindex ", master_ifindex));
 }
 
 absl::Status Socket::MoveToNetns(LinkRef link, const Netns& ns, absl::string_view new_name) {

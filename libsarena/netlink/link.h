@@ -35,43 +35,43 @@ std::string ToString(OperState state);
 
 /// VXLAN device attributes (IFLA_INFO_DATA of kind "vxlan", IFLA_VXLAN_*).
 struct VxlanInfo {
-  uint32_t vni = 0;                  // IFLA_VXLAN_ID (24-bit VXLAN Network Identifier)
-  std::optional<net::Ipv4> local;    // IFLA_VXLAN_LOCAL: source address of the outer header
-  std::optional<net::Ipv4> group;    // IFLA_VXLAN_GROUP: default remote (unicast or multicast)
-  uint16_t port = 0;                 // IFLA_VXLAN_PORT: UDP destination port, host byte order
-  int underlay_ifindex = 0;          // IFLA_VXLAN_LINK: "dev" of the underlay, 0 = none
-  bool learning = true;              // IFLA_VXLAN_LEARNING
+  uint32_t vni = 0;                // IFLA_VXLAN_ID (24-bit VXLAN Network Identifier)
+  std::optional<net::Ipv4> local;  // IFLA_VXLAN_LOCAL: source address of the outer header
+  std::optional<net::Ipv4> group;  // IFLA_VXLAN_GROUP: default remote (unicast or multicast)
+  uint16_t port = 0;               // IFLA_VXLAN_PORT: UDP destination port, host byte order
+  int underlay_ifindex = 0;        // IFLA_VXLAN_LINK: "dev" of the underlay, 0 = none
+  bool learning = true;            // IFLA_VXLAN_LEARNING
 };
 
 /// One network interface as the kernel reports it (RTM_NEWLINK reply / dump entry).
 struct Link {
-  int ifindex = 0;           // ifi_index
-  std::string name;          // IFLA_IFNAME (<= 15 chars, IFNAMSIZ - 1)
-  std::string kind;          // IFLA_INFO_KIND: "veth", "vxlan", "bridge", "dummy", "ipip"...;
-                             // empty for physical devices and loopback
-  std::string slave_kind;    // IFLA_INFO_SLAVE_KIND (e.g. "bridge" for a bridge port), or empty
-  uint32_t mtu = 0;          // IFLA_MTU, bytes (L3 payload size)
-  net::Mac mac{};            // IFLA_ADDRESS (all zeros when the device has no 6-byte address)
-  uint32_t flags = 0;        // ifi_flags: IFF_* bits (IFF_UP 0x1, IFF_LOWER_UP 0x10000, ...)
-  bool up = false;           // administratively up (IFF_UP), as `ip link set up` sets it
-  bool lower_up = false;     // carrier (IFF_LOWER_UP)
+  int ifindex = 0;         // ifi_index
+  std::string name;        // IFLA_IFNAME (<= 15 chars, IFNAMSIZ - 1)
+  std::string kind;        // IFLA_INFO_KIND: "veth", "vxlan", "bridge", "dummy", "ipip"...;
+                           // empty for physical devices and loopback
+  std::string slave_kind;  // IFLA_INFO_SLAVE_KIND (e.g. "bridge" for a bridge port), or empty
+  uint32_t mtu = 0;        // IFLA_MTU, bytes (L3 payload size)
+  net::Mac mac{};          // IFLA_ADDRESS (all zeros when the device has no 6-byte address)
+  uint32_t flags = 0;      // ifi_flags: IFF_* bits (IFF_UP 0x1, IFF_LOWER_UP 0x10000, ...)
+  bool up = false;         // administratively up (IFF_UP), as `ip link set up` sets it
+  bool lower_up = false;   // carrier (IFF_LOWER_UP)
   OperState oper_state = OperState::kUnknown;  // IFLA_OPERSTATE
-  uint16_t type = 0;         // ifi_type: ARPHRD_* (1 = Ethernet, 772 = loopback, 768 = ipip)
-  int master = 0;            // IFLA_MASTER: ifindex of the bridge/bond/VRF, 0 = none
-  int link = 0;              // IFLA_LINK: for a veth the peer's ifindex (in the namespace
-                             // named by link_netnsid when that is set), 0 = none
+  uint16_t type = 0;  // ifi_type: ARPHRD_* (1 = Ethernet, 772 = loopback, 768 = ipip)
+  int master = 0;     // IFLA_MASTER: ifindex of the bridge/bond/VRF, 0 = none
+  int link = 0;       // IFLA_LINK: for a veth the peer's ifindex (in the namespace
+                      // named by link_netnsid when that is set), 0 = none
   std::optional<int32_t> link_netnsid;  // IFLA_LINK_NETNSID: the peer lives in another netns,
                                         // whose id (as seen from this netns) this is
-  uint32_t txqlen = 0;       // IFLA_TXQLEN, packets
-  std::string alias;         // IFLA_IFALIAS, or empty
-  std::optional<VxlanInfo> vxlan;  // set for kind "vxlan"
+  uint32_t txqlen = 0;                  // IFLA_TXQLEN, packets
+  std::string alias;                    // IFLA_IFALIAS, or empty
+  std::optional<VxlanInfo> vxlan;       // set for kind "vxlan"
 };
 
 /// Names a link either by ifindex or by name. Converts implicitly from both, so every
 /// operation taking a LinkRef accepts `5`, `"eth0"` or a std::string.
 class LinkRef {
  public:
-  LinkRef(int ifindex) : v_(ifindex) {}                      // NOLINT(runtime/explicit)
+  LinkRef(int ifindex) : v_(ifindex) {}                       // NOLINT(runtime/explicit)
   LinkRef(absl::string_view name) : v_(std::string(name)) {}  // NOLINT(runtime/explicit)
   LinkRef(const char* name) : v_(std::string(name)) {}        // NOLINT(runtime/explicit)
   LinkRef(const std::string& name) : v_(name) {}              // NOLINT(runtime/explicit)
@@ -91,36 +91,36 @@ class LinkRef {
 
 /// Options for Socket::CreateVeth (a veth pair: `ip link add NAME type veth peer name PEER`).
 struct VethOptions {
-  std::string name;                 // this side, created in the socket's namespace (required)
-  std::string peer_name;            // the other side (required)
+  std::string name;                   // this side, created in the socket's namespace (required)
+  std::string peer_name;              // the other side (required)
   const Netns* peer_netns = nullptr;  // when set, the peer is created directly in this
                                       // namespace (IFLA_NET_NS_FD on the peer); else beside `name`
-  std::optional<uint32_t> mtu;      // both ends, bytes; kernel default 1500
-  std::optional<net::Mac> mac;      // this side's MAC; kernel picks a random one when unset
-  std::optional<net::Mac> peer_mac;  // peer's MAC; random when unset
-  std::optional<uint32_t> txqlen;   // both ends
+  std::optional<uint32_t> mtu;        // both ends, bytes; kernel default 1500
+  std::optional<net::Mac> mac;        // this side's MAC; kernel picks a random one when unset
+  std::optional<net::Mac> peer_mac;   // peer's MAC; random when unset
+  std::optional<uint32_t> txqlen;     // both ends
 };
 
 /// Options for Socket::CreateLink: a link of a kind that needs no kind-specific data
 /// ("dummy", "bridge", "ifb", ...): `ip link add NAME type KIND`.
 struct LinkOptions {
-  std::string name;              // required
-  std::string kind;              // IFLA_INFO_KIND, required
-  std::optional<uint32_t> mtu;   // bytes
+  std::string name;             // required
+  std::string kind;             // IFLA_INFO_KIND, required
+  std::optional<uint32_t> mtu;  // bytes
   std::optional<net::Mac> mac;
-  int master = 0;                // IFLA_MASTER, 0 = none
+  int master = 0;  // IFLA_MASTER, 0 = none
 };
 
 /// Options for Socket::CreateVxlan (`ip link add NAME type vxlan id VNI local L dstport P
 /// dev D nolearning`).
 struct VxlanOptions {
-  std::string name;                 // required
-  uint32_t vni = 0;                 // 0 .. 2^24-1
-  std::optional<net::Ipv4> local;   // outer source address
-  std::optional<net::Ipv4> group;   // default remote (unicast) or multicast group
-  uint16_t port = 4789;             // UDP destination port, host byte order (IANA 4789)
-  int underlay_ifindex = 0;         // "dev", 0 = none
-  bool learning = false;            // Calico and Flannel run VXLAN with learning off
+  std::string name;                // required
+  uint32_t vni = 0;                // 0 .. 2^24-1
+  std::optional<net::Ipv4> local;  // outer source address
+  std::optional<net::Ipv4> group;  // default remote (unicast) or multicast group
+  uint16_t port = 4789;            // UDP destination port, host byte order (IANA 4789)
+  int underlay_ifindex = 0;        // "dev", 0 = none
+  bool learning = false;           // Calico and Flannel run VXLAN with learning off
   std::optional<uint32_t> mtu;
   std::optional<net::Mac> mac;
 };

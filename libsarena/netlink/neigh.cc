@@ -20,8 +20,8 @@ using internal::MsgBuf;
 
 std::string ToString(NeighState state) {
   static constexpr std::pair<uint16_t, const char*> kNames[] = {
-      {0x01, "INCOMPLETE"}, {0x02, "REACHABLE"}, {0x04, "STALE"},  {0x08, "DELAY"},
-      {0x10, "PROBE"},      {0x20, "FAILED"},    {0x40, "NOARP"},  {0x80, "PERMANENT"},
+      {0x01, "INCOMPLETE"}, {0x02, "REACHABLE"}, {0x04, "STALE"}, {0x08, "DELAY"},
+      {0x10, "PROBE"},      {0x20, "FAILED"},    {0x40, "NOARP"}, {0x80, "PERMANENT"},
   };
   uint16_t v = static_cast<uint16_t>(state);
   if (v == 0) return "NONE";
@@ -72,8 +72,7 @@ absl::Status Socket::AddNeighbor(int ifindex, const net::Ipv4& ip, const net::Ma
   const std::string what = absl::StrCat(o.replace ? "replace" : "add", " neighbour '",
                                         ip.to_string(), "' on ifindex ", ifindex);
   MsgBuf buf;
-  nlmsghdr* nlh =
-      buf.Start(RTM_NEWNEIGH, NLM_F_CREATE | (o.replace ? NLM_F_REPLACE : NLM_F_EXCL));
+  nlmsghdr* nlh = buf.Start(RTM_NEWNEIGH, NLM_F_CREATE | (o.replace ? NLM_F_REPLACE : NLM_F_EXCL));
   auto* ndm = MsgBuf::PutHeader<ndmsg>(nlh);
   ndm->ndm_family = AF_INET;
   ndm->ndm_ifindex = ifindex;

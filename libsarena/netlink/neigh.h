@@ -32,11 +32,11 @@ std::string ToString(NeighState state);
 
 /// One IPv4 neighbour entry (`ip -4 neigh show`).
 struct Neighbor {
-  int ifindex = 0;               // ndm_ifindex
-  net::Ipv4 ip;                  // NDA_DST
-  std::optional<net::Mac> mac;   // NDA_LLADDR (absent for INCOMPLETE/FAILED entries)
+  int ifindex = 0;                       // ndm_ifindex
+  net::Ipv4 ip;                          // NDA_DST
+  std::optional<net::Mac> mac;           // NDA_LLADDR (absent for INCOMPLETE/FAILED entries)
   NeighState state = NeighState::kNone;  // ndm_state
-  uint8_t flags = 0;             // ndm_flags: NTF_* (0x08 proxy, 0x80 router, ...)
+  uint8_t flags = 0;                     // ndm_flags: NTF_* (0x08 proxy, 0x80 router, ...)
 };
 
 /// Options for Socket::AddNeighbor.

@@ -20,9 +20,9 @@ using internal::MsgBuf;
 
 namespace {
 
-constexpr const char* kTypeNames[] = {"unspec",    "unicast",     "local",    "broadcast",
-                                      "anycast",   "multicast",   "blackhole", "unreachable",
-                                      "prohibit",  "throw",       "nat"};
+constexpr const char* kTypeNames[] = {"unspec",   "unicast",   "local",     "broadcast",
+                                      "anycast",  "multicast", "blackhole", "unreachable",
+                                      "prohibit", "throw",     "nat"};
 
 struct ProtoName {
   RouteProtocol proto;
@@ -71,7 +71,8 @@ nlmsghdr* StartRouteMsg(MsgBuf& buf, uint16_t type, uint16_t flags, const Route&
   if (for_delete) {
     rtm->rtm_protocol = RTPROT_UNSPEC;
     rtm->rtm_scope = RT_SCOPE_NOWHERE;
-    rtm->rtm_type = r.type == RouteType::kUnicast ? uint8_t{RTN_UNSPEC} : static_cast<uint8_t>(r.type);
+    rtm->rtm_type =
+        r.type == RouteType::kUnicast ? uint8_t{RTN_UNSPEC} : static_cast<uint8_t>(r.type);
   } else {
     rtm->rtm_protocol = static_cast<uint8_t>(r.protocol);
     rtm->rtm_scope = static_cast<uint8_t>(r.scope ? *r.scope : DefaultScope(r));

@@ -20,8 +20,8 @@ namespace sarena::nl {
 /// rtm_type (RTN_*). Values are the kernel's numbers.
 enum class RouteType : uint8_t {
   kUnspec = 0,
-  kUnicast = 1,      // a real route to a gateway or direct
-  kLocal = 2,        // accept locally (table local)
+  kUnicast = 1,  // a real route to a gateway or direct
+  kLocal = 2,    // accept locally (table local)
   kBroadcast = 3,
   kAnycast = 4,
   kMulticast = 5,
@@ -43,7 +43,7 @@ enum class RouteProtocol : uint8_t {
   kKernel = 2,  // installed by the kernel (prefix routes of addresses)
   kBoot = 3,    // iproute2's default for `ip route add`
   kStatic = 4,
-  kBird = 12,   // BIRD (Calico BGP routes show "proto bird")
+  kBird = 12,  // BIRD (Calico BGP routes show "proto bird")
   kDhcp = 16,
 };
 /// iproute2 names ("kernel", "boot", "static", "bird", "dhcp", ...), else the number.
@@ -55,32 +55,32 @@ std::optional<RouteProtocol> ParseRouteProtocol(absl::string_view text);
 /// from a dump or a lookup. Multipath (RTA_MULTIPATH) routes are reported with their first
 /// nexthop only.
 struct Route {
-  net::Ipv4Prefix dst;                 // RTA_DST / rtm_dst_len; 0.0.0.0/0 is "default"
-  uint32_t table = kTableMain;         // RTA_TABLE (falls back to rtm_table)
+  net::Ipv4Prefix dst;          // RTA_DST / rtm_dst_len; 0.0.0.0/0 is "default"
+  uint32_t table = kTableMain;  // RTA_TABLE (falls back to rtm_table)
   RouteType type = RouteType::kUnicast;
   /// rtm_scope. When unset on add/replace, chosen like iproute2: host for local/nat routes,
   /// link for broadcast/multicast/anycast and for unicast routes without a gateway, else
   /// universe. Always set in reported routes.
   std::optional<Scope> scope;
   RouteProtocol protocol = RouteProtocol::kBoot;  // rtm_protocol
-  std::optional<net::Ipv4> gateway;    // RTA_GATEWAY ("via")
-  int oif = 0;                         // RTA_OIF ("dev"), 0 = none
-  std::optional<net::Ipv4> prefsrc;    // RTA_PREFSRC ("src"): preferred source address
-  std::optional<uint32_t> priority;    // RTA_PRIORITY ("metric")
-  std::optional<uint32_t> mtu;         // RTA_METRICS/RTAX_MTU ("mtu"), bytes
-  bool onlink = false;                 // RTNH_F_ONLINK: gateway is on-link even without a
-                                       // matching subnet route
-  uint8_t tos = 0;                     // rtm_tos
-  uint32_t flags = 0;                  // rtm_flags as reported (RTNH_F_*, RTM_F_*)
+  std::optional<net::Ipv4> gateway;               // RTA_GATEWAY ("via")
+  int oif = 0;                                    // RTA_OIF ("dev"), 0 = none
+  std::optional<net::Ipv4> prefsrc;               // RTA_PREFSRC ("src"): preferred source address
+  std::optional<uint32_t> priority;               // RTA_PRIORITY ("metric")
+  std::optional<uint32_t> mtu;                    // RTA_METRICS/RTAX_MTU ("mtu"), bytes
+  bool onlink = false;  // RTNH_F_ONLINK: gateway is on-link even without a
+                        // matching subnet route
+  uint8_t tos = 0;      // rtm_tos
+  uint32_t flags = 0;   // rtm_flags as reported (RTNH_F_*, RTM_F_*)
 };
 
 /// Extra inputs for Socket::GetRoute (`ip route get DST from SRC iif IIF oif OIF mark M`).
 struct RouteLookup {
-  std::optional<net::Ipv4> src;   // RTA_SRC: source address of the flow
-  int iif = 0;                    // RTA_IIF: simulate a packet received on this link
-                                  // (then `src` is required by the kernel)
-  int oif = 0;                    // RTA_OIF: force the output link
-  std::optional<uint32_t> mark;   // RTA_MARK: fwmark for policy rules
+  std::optional<net::Ipv4> src;  // RTA_SRC: source address of the flow
+  int iif = 0;                   // RTA_IIF: simulate a packet received on this link
+                                 // (then `src` is required by the kernel)
+  int oif = 0;                   // RTA_OIF: force the output link
+  std::optional<uint32_t> mark;  // RTA_MARK: fwmark for policy rules
   /// RTM_F_FIB_MATCH: return the FIB entry that matched (its dst prefix, table, protocol,
   /// metric) instead of the resolved /32 route (`ip route get fibmatch`).
   bool fib_match = false;

@@ -67,8 +67,7 @@ std::string ToString(const Rule& r) {
 }
 
 absl::StatusOr<Rule> ParseRuleMessage(const nlmsghdr& nlh) {
-  SARENA_RETURN_IF_ERROR(
-      internal::CheckMessage(nlh, RTM_NEWRULE, sizeof(fib_rule_hdr), "rule"));
+  SARENA_RETURN_IF_ERROR(internal::CheckMessage(nlh, RTM_NEWRULE, sizeof(fib_rule_hdr), "rule"));
   const auto* frh = static_cast<const fib_rule_hdr*>(mnl_nlmsg_get_payload(&nlh));
   if (frh->family != AF_INET) {
     return absl::InvalidArgumentError(

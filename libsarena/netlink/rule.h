@@ -18,8 +18,8 @@ namespace sarena::nl {
 /// fib_rule_hdr.action (FR_ACT_*).
 enum class RuleAction : uint8_t {
   kUnspec = 0,
-  kToTable = 1,      // "lookup TABLE" (the default)
-  kGoto = 2,         // "goto PRIORITY"
+  kToTable = 1,  // "lookup TABLE" (the default)
+  kGoto = 2,     // "goto PRIORITY"
   kNop = 3,
   kBlackhole = 6,
   kUnreachable = 7,
@@ -36,15 +36,15 @@ struct Rule {
   std::optional<net::Ipv4Prefix> src;  // FRA_SRC / src_len ("from"); unset = all
   std::optional<net::Ipv4Prefix> dst;  // FRA_DST / dst_len ("to"); unset = all
   RuleAction action = RuleAction::kToTable;
-  uint32_t table = kTableMain;         // FRA_TABLE (for kToTable)
-  std::string iif;                     // FRA_IIFNAME ("iif"), empty = any
-  std::string oif;                     // FRA_OIFNAME ("oif"), empty = any
-  std::optional<uint32_t> fwmark;      // FRA_FWMARK
-  std::optional<uint32_t> fwmask;      // FRA_FWMASK
+  uint32_t table = kTableMain;          // FRA_TABLE (for kToTable)
+  std::string iif;                      // FRA_IIFNAME ("iif"), empty = any
+  std::string oif;                      // FRA_OIFNAME ("oif"), empty = any
+  std::optional<uint32_t> fwmark;       // FRA_FWMARK
+  std::optional<uint32_t> fwmask;       // FRA_FWMASK
   std::optional<uint32_t> goto_target;  // FRA_GOTO (for kGoto)
-  uint8_t tos = 0;                     // fib_rule_hdr.tos
-  bool invert = false;                 // FIB_RULE_INVERT ("not")
-  uint8_t protocol = 0;                // FRA_PROTOCOL (RTPROT_*), 0 = unspec
+  uint8_t tos = 0;                      // fib_rule_hdr.tos
+  bool invert = false;                  // FIB_RULE_INVERT ("not")
+  uint8_t protocol = 0;                 // FRA_PROTOCOL (RTPROT_*), 0 = unspec
 };
 
 /// Decodes one RTM_NEWRULE message (AF_INET only). Errors: kInvalidArgument when malformed or

@@ -30,21 +30,21 @@ absl::Status CheckMessage(const nlmsghdr& nlh, uint16_t type, size_t hdr_size,
         absl::StrCat("parse ", what, ": unexpected message type ", nlh.nlmsg_type));
   }
   if (nlh.nlmsg_len < NLMSG_LENGTH(hdr_size)) {
-    return absl::InvalidArgumentError(absl::StrCat("parse ", what, ": truncated message (",
-                                                   nlh.nlmsg_len, " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parse ", what, ": truncated message (", nlh.nlmsg_len, " bytes)"));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckIfName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > 15 || name == "." || name == "..") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid ", field, " '", name, "': an interface name has 1 to 15 characters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid ", field, " '", name, "': an interface name has 1 to 15 characters"));
   }
   for (char c : name) {
     if (c == '/' || c == ':' || absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid ", field, " '", name, "': '/', ':' and whitespace are not allowed"));
+      return absl::InvalidArgumentError(absl::StrCat("invalid ", field, " '", name,
+                                                     "': '/', ':' and whitespace are not allowed"));
     }
   }
   return absl::OkStatus();

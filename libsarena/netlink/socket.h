@@ -40,8 +40,8 @@ namespace sarena::nl {
 
 /// Result of decoding a netlink error/ack message (NLMSG_ERROR or NLMSG_DONE).
 struct AckError {
-  int error = 0;        // positive errno, 0 for a plain ack
-  std::string extack;   // NLMSGERR_ATTR_MSG text, empty when the kernel gave none
+  int error = 0;                 // positive errno, 0 for a plain ack
+  std::string extack;            // NLMSGERR_ATTR_MSG text, empty when the kernel gave none
   int64_t bad_attr_offset = -1;  // NLMSGERR_ATTR_OFFS (byte offset in the request), or -1
 };
 
@@ -207,8 +207,7 @@ class Socket {
   absl::Status SetLinkFlags(LinkRef link, bool up);
   absl::Status ModifyRoute(const Route& route, uint16_t type, uint16_t flags,
                            absl::string_view verb);
-  absl::Status ModifyRule(const Rule& rule, uint16_t type, uint16_t flags,
-                          absl::string_view verb);
+  absl::Status ModifyRule(const Rule& rule, uint16_t type, uint16_t flags, absl::string_view verb);
 
   mnl_socket* sock_ = nullptr;
   uint32_t portid_ = 0;

@@ -281,8 +281,7 @@ TEST_F(NetlinkLinkTest, UpDownMtuMacRename) {
 
   ASSERT_TRUE(s->SetMtu(x, 9000).ok());
   EXPECT_EQ(s->GetLink(x)->mtu, 9000u);
-  EXPECT_EQ(Num(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "mtu"),
-            9000);
+  EXPECT_EQ(Num(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "mtu"), 9000);
 
   ASSERT_TRUE(s->SetMac(x, Mac("02:12:34:56:78:9a")).ok());
   EXPECT_EQ(net::FormatMac(s->GetLink(x)->mac), "02:12:34:56:78:9a");
@@ -355,7 +354,8 @@ TEST_F(NetlinkLinkTest, MoveToNetnsWithRename) {
   absl::StatusOr<Socket> sb = Socket::OpenIn(*nb);
   ASSERT_TRUE(sa.ok() && sb.ok());
   const std::string x = UniqueName("mx"), y = UniqueName("my"), eth = UniqueName("eth");
-  absl::StatusOr<Link> lx = sa->CreateVeth({.name = x, .peer_name = y, .peer_mac = Mac("02:00:00:00:0a:0b")});
+  absl::StatusOr<Link> lx =
+      sa->CreateVeth({.name = x, .peer_name = y, .peer_mac = Mac("02:00:00:00:0a:0b")});
   ASSERT_TRUE(lx.ok()) << lx.status();
   ASSERT_TRUE(sa->MoveToNetns(y, *nb, eth).ok());
   EXPECT_EQ(sa->GetLink(y).status().code(), absl::StatusCode::kNotFound);
@@ -410,9 +410,14 @@ TEST_F(NetlinkLinkTest, BridgeMasterAndVxlan) {
   EXPECT_EQ(vxlan->vxlan->underlay_ifindex, dummy->ifindex);
   EXPECT_FALSE(vxlan->vxlan->learning);
   PbList j = IpJson(a.Exec("ip -j -d link show dev " + vx));
-  const PbStruct& data =
-      j.values(0).struct_value().fields().at("linkinfo").struct_value().fields().at("info_data")
-          .struct_value();
+  const PbStruct& data = j.values(0)
+                             .struct_value()
+                             .fields()
+                             .at("linkinfo")
+                             .struct_value()
+                             .fields()
+                             .at("info_data")
+                             .struct_value();
   EXPECT_EQ(Num(data, "id"), 4096);
   EXPECT_EQ(Num(data, "port"), 4789);
   EXPECT_EQ(Str(data, "local"), "192.0.2.10");

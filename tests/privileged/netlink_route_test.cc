@@ -87,7 +87,8 @@ class NetlinkRouteTest : public ::testing::Test {
     sb_ = std::make_unique<Socket>(*std::move(sb));
     va_ = UniqueName("va");
     vb_ = UniqueName("vb");
-    absl::StatusOr<Link> va = sa_->CreateVeth({.name = va_, .peer_name = vb_, .peer_netns = nb_.get()});
+    absl::StatusOr<Link> va =
+        sa_->CreateVeth({.name = va_, .peer_name = vb_, .peer_netns = nb_.get()});
     ASSERT_TRUE(va.ok()) << va.status();
     va_index_ = va->ifindex;
     absl::StatusOr<Link> vb = sb_->GetLink(vb_);
@@ -181,7 +182,12 @@ TEST_F(NetlinkRouteTest, AddressesAddListDelete) {
   EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound) << gone;
   EXPECT_EQ(sa_->ListAddresses(va_index_)->size(), 2u);
   EXPECT_EQ(IpJson(InA("ip -4 -j addr show dev " + va_))
-                .values(0).struct_value().fields().at("addr_info").list_value().values_size(),
+                .values(0)
+                .struct_value()
+                .fields()
+                .at("addr_info")
+                .list_value()
+                .values_size(),
             2);
   // A bad ifindex.
   EXPECT_EQ(sa_->AddAddress(987654, Pfx("10.9.9.9/32")).code(), absl::StatusCode::kNotFound);
@@ -289,8 +295,7 @@ TEST_F(NetlinkRouteTest, ScopeLinkRouteInOtherTableWithRule) {
   EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Route& r) {
     return r.table == kTableLocal && r.type == RouteType::kLocal && r.dst == Pfx("10.234.0.1/32");
   }));
-  EXPECT_TRUE(std::any_of(all->begin(), all->end(),
-                          [](const Route& r) { return r.table == 100; }));
+  EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Route& r) { return r.table == 100; }));
   // Filter by oif.
   absl::StatusOr<std::vector<Route>> by_oif = sa_->ListRoutes({.oif = va_index_});
   ASSERT_TRUE(by_oif.ok());
@@ -346,7 +351,8 @@ TEST_F(NetlinkRouteTest, BlackholeUnreachableProhibitTypes) {
   // A wrong explicit type does not match.
   EXPECT_EQ(sa_->DeleteRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kBlackhole}).code(),
             absl::StatusCode::kNotFound);
-  ASSERT_TRUE(sa_->DeleteRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kUnreachable}).ok());
+  ASSERT_TRUE(
+      sa_->DeleteRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kUnreachable}).ok());
   EXPECT_FALSE(FindRoute("10.237.0.0/16").has_value());
   EXPECT_FALSE(FindRoute("10.238.0.0/16").has_value());
 }
@@ -410,8 +416,10 @@ TEST_F(NetlinkRouteTest, RulesAddListDelete) {
 
   Rule from{.priority = 1000, .src = Pfx("10.234.0.0/24"), .table = 100};
   Rule iif{.priority = 1001, .table = 101, .iif = va_, .fwmark = 0x40, .fwmask = 0xff};
-  Rule unreachable{.priority = 1002, .dst = Pfx("10.243.0.0/16"),
-                   .action = RuleAction::kUnreachable, .table = kTableUnspec};
+  Rule unreachable{.priority = 1002,
+                   .dst = Pfx("10.243.0.0/16"),
+                   .action = RuleAction::kUnreachable,
+                   .table = kTableUnspec};
   ASSERT_TRUE(sa_->AddRule(from).ok());
   ASSERT_TRUE(sa_->AddRule(iif).ok());
   ASSERT_TRUE(sa_->AddRule(unreachable).ok());
@@ -485,8 +493,8 @@ TEST_F(NetlinkRouteTest, PermanentNeighboursAddReplaceDelete) {
   ASSERT_TRUE(
       sa_->AddNeighbor(va_index_, Ip("10.234.0.9"), Mac("02:00:00:00:00:0a"), {.replace = true})
           .ok());
-  EXPECT_EQ(Str(IpJson(InA("ip -j neigh show dev " + va_ + " 10.234.0.9"))
-                    .values(0).struct_value(), "lladdr"),
+  EXPECT_EQ(Str(IpJson(InA("ip -j neigh show dev " + va_ + " 10.234.0.9")).values(0).struct_value(),
+                "lladdr"),
             "02:00:00:00:00:0a");
   // A reachable (non-permanent) entry too.
   ASSERT_TRUE(sa_->AddNeighbor(va_index_, Ip("10.234.0.10"), Mac("02:00:00:00:00:10"),
@@ -515,8 +523,10 @@ TEST_F(NetlinkRouteTest, ConfiguredPathCarriesRealTraffic) {
   ASSERT_TRUE(sa_->AddNeighbor(va_index_, Ip("10.234.0.2"), vb->mac).ok());
   // B answers pings for an address behind it; A routes there via B.
   ASSERT_TRUE(sb_->AddAddress(1, Pfx("10.244.7.7/32")).ok());
-  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.244.7.0/24"), .gateway = Ip("10.234.0.2"),
-                             .oif = va_index_, .prefsrc = Ip("10.234.0.1")})
+  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.244.7.0/24"),
+                             .gateway = Ip("10.234.0.2"),
+                             .oif = va_index_,
+                             .prefsrc = Ip("10.234.0.1")})
                   .ok());
   // A TCP handshake from A to a listener in B: real packets cross the configured path.
   absl::StatusOr<int> listener = RunInWithResult(*nb_, []() -> absl::StatusOr<int> {

@@ -6,11 +6,11 @@
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <linux/fib_rules.h>
-#include <net/if.h>  // IFF_UP, IFF_BROADCAST (IFF_LOWER_UP only lives in <linux/if.h>)
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>  // IFF_UP, IFF_BROADCAST (IFF_LOWER_UP only lives in <linux/if.h>)
 #include <sys/socket.h>
 
 #include <cstring>
@@ -205,7 +205,8 @@ TEST(NetlinkLinkRefTest, ByIndexOrName) {
   EXPECT_EQ(LinkRef(l).ifindex(), 12);
 }
 
-// ---------------------------------------------------------------- addresses, routes, rules, neighbours
+// ---------------------------------------------------------------- addresses, routes, rules,
+// neighbours
 
 TEST(NetlinkParseAddressTest, LocalPeerLabelFlags) {
   Msg<ifaddrmsg> m(RTM_NEWADDR);
@@ -351,8 +352,7 @@ TEST(NetlinkParseNeighborTest, PermanentAndIncomplete) {
 
   Msg<ndmsg> no_dst(RTM_NEWNEIGH);
   no_dst.hdr->ndm_family = AF_INET;
-  EXPECT_EQ(ParseNeighborMessage(*no_dst.nlh).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseNeighborMessage(*no_dst.nlh).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------- vocabulary
