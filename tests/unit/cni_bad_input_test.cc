@@ -1,0 +1,287 @@
+// Bad input to the REAL sarena-cni binary, executed exactly as a runtime does: CNI_* environment
+// variables (and nothing else: env -i) plus the plugin config on stdin. Each case asserts the
+// spec's error code, that msg names the field/variable and its value, that stdout is exactly one
+// JSON object (the error), that the exit status is non-zero, and that nothing was left behind
+// (no file besides the plugin's own log). No root needed: every case fails before sarena-cni
+// could change anything. (The exhausted-pool case needs the real sarenad: integration tier.)
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "libsarena/cni/error.h"
+#include "libsarena/cni/json.h"
+#include "tests/lib/test_util.h"
+
+namespace sarena::cni {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPlugin[] = SARENA_BINARY_DIR "/tools/sarena-cni";
+
+std::string ShellQuote(absl::string_view s) {
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+// A scratch directory (the plugin's cwd and home of its log), removed afterwards.
+class Scratch {
+ public:
+  Scratch() {
+    char tmpl[] = "/tmp/sarena-cni-bad-input-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~Scratch() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string log() const { return path_ + "/sarena-cni.log"; }
+  /// Names of the entries in the directory.
+  std::set<std::string> Entries() const {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) {
+      out.insert(e.path().filename().string());
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+};
+
+struct PluginRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs sarena-cni with exactly `env` (env -i) and `stdin_text`, cwd = `cwd`.
+PluginRun RunPlugin(const std::map<std::string, std::string>& env, absl::string_view stdin_text,
+                    const std::string& cwd) {
+  std::string cmd = absl::StrCat("cd ", ShellQuote(cwd), " && exec env -i");
+  for (const auto& [k, v] : env) absl::StrAppend(&cmd, " ", k, "=", ShellQuote(v));
+  absl::StrAppend(&cmd, " ", kPlugin);
+  testing::CommandResult r = testing::Run(cmd, stdin_text);
+  return {r.exit_code, r.out, r.err};
+}
+
+// The CNI error object on stdout, checked to be the ONLY thing there (one JSON line).
+Error ExpectErrorJson(const PluginRun& run) {
+  EXPECT_NE(run.exit_code, 0) << run.out;
+  EXPECT_TRUE(absl::EndsWith(run.out, "\n")) << run.out;
+  EXPECT_EQ(run.out.find('\n'), run.out.size() - 1) << "more than one line: " << run.out;
+  absl::StatusOr<JsonObject> obj = JsonObject::Parse(run.out);
+  EXPECT_TRUE(obj.ok()) << "stdout is not pure JSON: " << obj.status() << "\n" << run.out;
+  absl::StatusOr<Error> e = ParseErrorJson(run.out);
+  EXPECT_TRUE(e.ok()) << e.status();
+  if (!e.ok()) return {};
+  for (const char* key : {"cniVersion", "code", "msg"}) {
+    EXPECT_TRUE(obj.ok() && obj->Has(key)) << "error JSON lacks " << key << ": " << run.out;
+  }
+  return *e;
+}
+
+std::map<std::string, std::string> AddEnv() {
+  return {{"CNI_COMMAND", "ADD"},
+          {"CNI_CONTAINERID", "3f6940ab5ab43bc522569d15b23f8c1b"},
+          {"CNI_NETNS", "/var/run/netns/sarena-test-does-not-exist"},
+          {"CNI_IFNAME", "eth0"},
+          {"CNI_PATH", "/opt/cni/bin"},
+          {"CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0"}};
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  // A valid plugin config whose daemon socket does not exist and whose log is in scratch.
+  std::string Config(absl::string_view extra = "", absl::string_view version = "1.0.0") const {
+    return absl::StrCat(R"({"cniVersion":")", version, R"(","name":"sarena","type":"sarena-cni",)",
+                        R"("daemonSocket":")", scratch_.path(), R"(/sarenad.sock",)",
+                        R"("logFile":")", scratch_.log(), R"(")",
+                        extra.empty() ? "" : ",", extra, "}");
+  }
+
+  // Runs, checks the error JSON, and checks that at most the log file was created.
+  Error ExpectError(const std::map<std::string, std::string>& env, absl::string_view config,
+                    uint32_t code, const std::vector<std::string>& msg_has) {
+    PluginRun run = RunPlugin(env, config, scratch_.path());
+    Error e = ExpectErrorJson(run);
+    EXPECT_EQ(e.code, code) << run.out << "\nstderr: " << run.err;
+    for (const std::string& s : msg_has) EXPECT_THAT(e.msg, HasSubstr(s)) << run.out;
+    std::set<std::string> entries = scratch_.Entries();
+    entries.erase("sarena-cni.log");
+    EXPECT_TRUE(entries.empty()) << "left behind: " << *entries.begin();
+    last_run_ = run;
+    return e;
+  }
+
+  Scratch scratch_;
+  PluginRun last_run_;
+};
+
+TEST_F(BadInput, MalformedConfigIsCode6WithTheParserMessage) {
+  for (const std::string& config :
+       {std::string(R"({"cniVersion":"1.0.0","name":"sarena","type":"sarena-cni")"),  // no }
+        std::string(R"({"cniVersion":"1.0.0",,"name":"sarena"})"),
+        std::string("cniVersion: 1.0.0"), std::string(""), std::string("[]")}) {
+    SCOPED_TRACE(config);
+    Error e = ExpectError(AddEnv(), config, 6, {"decode network config"});
+    EXPECT_EQ(e.cni_version, "1.1.0");  // no readable version: our newest
+  }
+  Error e = ExpectError(AddEnv(), R"({"cniVersion":"1.0.0","name":)", 6, {"not valid JSON"});
+  EXPECT_FALSE(e.details.empty());  // the parser's full text with its position marker
+  EXPECT_FALSE(std::filesystem::exists(scratch_.log()));  // failed before reading logFile
+  EXPECT_THAT(last_run_.err, HasSubstr("error code 6"));  // logged to stderr instead
+}
+
+TEST_F(BadInput, IncompleteConfigNamesTheMissingField) {
+  ExpectError(AddEnv(), R"({"name":"sarena","type":"sarena-cni"})", 7,
+              {"missing field 'cniVersion'"});
+  ExpectError(AddEnv(), R"({"cniVersion":"1.0.0","type":"sarena-cni"})", 7,
+              {"missing field 'name'"});
+  Error e = ExpectError(AddEnv(), R"({"cniVersion":"0.4.0","name":"sarena"})", 7,
+                        {"missing field 'type'"});
+  EXPECT_EQ(e.cni_version, "0.4.0");  // errors speak the requested version
+  // A whole conflist is not what a runtime passes a plugin.
+  ExpectError(AddEnv(),
+              R"({"cniVersion":"1.0.0","name":"sarena","plugins":[{"type":"sarena-cni"}]})", 7,
+              {"'plugins'", "conflist"});
+}
+
+TEST_F(BadInput, InvalidFieldValuesAreNamedWithTheValue) {
+  ExpectError(AddEnv(), Config(R"("mtu":20)"), 7, {"mtu 20", "68..65535"});
+  ExpectError(AddEnv(), Config(R"("mtu":"9000")"), 7, {"'mtu'", "\"9000\""});
+  ExpectError(AddEnv(),
+              R"({"cniVersion":"1.0.0","name":"sarena","type":"sarena-cni","daemonSocket":"x.sock"})",
+              7, {"daemonSocket 'x.sock'"});
+  ExpectError(AddEnv(), Config(R"("ipam":{"type":"host-local"})"), 2, {"'ipam'", "host-local"});
+  ExpectError(AddEnv(), absl::StrReplaceAll(Config(), {{R"("name":"sarena")", R"("name":"a/b")"}}),
+              7, {"network name 'a/b'"});
+}
+
+TEST_F(BadInput, UnsupportedCniVersionIsCode1) {
+  Error e = ExpectError(AddEnv(), Config("", "0.2.0"), 1, {"'0.2.0'"});
+  EXPECT_EQ(e.cni_version, "1.1.0");
+  ExpectError(AddEnv(), Config("", "7.0.0"), 1, {"'7.0.0'"});
+  // Commands newer than the config's version.
+  auto env = AddEnv();
+  env["CNI_COMMAND"] = "GC";
+  ExpectError(env, Config(R"("cni.dev/valid-attachments":[])", "1.0.0"), 1,
+              {"'GC'", "1.1.0", "'1.0.0'"});
+  env["CNI_COMMAND"] = "CHECK";
+  ExpectError(env, Config(R"("prevResult":{})", "0.3.1"), 1, {"'CHECK'", "0.4.0", "'0.3.1'"});
+}
+
+TEST_F(BadInput, BadContainerIdIsCode4NamingVariableAndValue) {
+  for (const char* id : {"-leading-dash", "has space", "semi;colon", "slash/id", "_x"}) {
+    auto env = AddEnv();
+    env["CNI_CONTAINERID"] = id;
+    ExpectError(env, Config(), 4, {"CNI_CONTAINERID", absl::StrCat("'", id, "'")});
+  }
+  auto env = AddEnv();
+  env.erase("CNI_CONTAINERID");
+  ExpectError(env, Config(), 4, {"CNI_CONTAINERID is not set"});
+}
+
+TEST_F(BadInput, BadIfnameIsCode4NamingVariableAndValue) {
+  for (const char* ifname : {"eth0123456789abc", "eth/0", "eth:0", "eth 0", ".", ".."}) {
+    auto env = AddEnv();
+    env["CNI_IFNAME"] = ifname;
+    ExpectError(env, Config(), 4, {"CNI_IFNAME", absl::StrCat("'", ifname, "'")});
+  }
+  for (const char* cmd : {"DEL", "CHECK"}) {
+    auto env = AddEnv();
+    env["CNI_COMMAND"] = cmd;
+    env["CNI_IFNAME"] = "a:b";
+    ExpectError(env, Config(R"("prevResult":{})"), 4, {"CNI_IFNAME 'a:b'"});
+  }
+}
+
+TEST_F(BadInput, MissingNecessaryVariablesAreAllNamed) {
+  auto env = AddEnv();
+  env.erase("CNI_NETNS");
+  env["CNI_IFNAME"] = "";
+  ExpectError(env, Config(), 4, {"CNI_NETNS is not set", "CNI_IFNAME is not set"});
+  env = AddEnv();
+  env["CNI_ARGS"] = "K8S_POD_NAME=x;Unknown=1";  // no IgnoreUnknown
+  ExpectError(env, Config(), 4, {"CNI_ARGS", "'Unknown'"});
+}
+
+TEST_F(BadInput, UnknownCommandIsCode4) {
+  auto env = AddEnv();
+  env["CNI_COMMAND"] = "RESTART";
+  ExpectError(env, Config(), 4, {"unknown CNI_COMMAND 'RESTART'"});
+  env["CNI_COMMAND"] = "add";  // the verbs are upper case
+  ExpectError(env, Config(), 4, {"unknown CNI_COMMAND 'add'"});
+  env.erase("CNI_COMMAND");
+  ExpectError(env, Config(), 4, {"CNI_COMMAND is not set"});
+}
+
+TEST_F(BadInput, UnreachableDaemonIsTryAgainLater) {
+  const std::string socket = scratch_.path() + "/sarenad.sock";
+  Error e = ExpectError(AddEnv(), Config(), 11, {"'" + socket + "'", "errno 2"});
+  EXPECT_EQ(e.cni_version, "1.0.0");
+  EXPECT_FALSE(e.details.empty());
+  // The log file was written (and is the only file), and stdout had no log line.
+  std::string log;
+  {
+    std::ifstream in(scratch_.log());
+    log.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_THAT(log, HasSubstr("ADD container=3f6940ab5ab43bc522569d15b23f8c1b"));
+  EXPECT_THAT(log, HasSubstr("error code 11"));
+  EXPECT_EQ(last_run_.err, "");  // logs went to the file
+
+  // DEL, CHECK and GC cannot be done without sarenad either: 11, so the runtime retries
+  // (a DEL "success" here would leak the address sarenad still holds).
+  auto env = AddEnv();
+  env["CNI_COMMAND"] = "DEL";
+  env.erase("CNI_NETNS");
+  ExpectError(env, Config(), 11, {socket});
+  env["CNI_COMMAND"] = "CHECK";
+  env["CNI_NETNS"] = "/var/run/netns/x";
+  ExpectError(env, Config(R"("prevResult":{})"), 11, {socket});
+  ExpectError({{"CNI_COMMAND", "GC"}, {"CNI_PATH", "/opt/cni/bin"}},
+              Config(R"("cni.dev/valid-attachments":[])", "1.1.0"), 11, {socket});
+  // STATUS says "not available" (50).
+  ExpectError({{"CNI_COMMAND", "STATUS"}}, Config("", "1.1.0"), 50, {socket});
+}
+
+TEST_F(BadInput, UnopenableLogFileFallsBackToStderr) {
+  std::string config = absl::StrReplaceAll(
+      Config(), {{scratch_.log(), scratch_.path() + "/no/such/dir/sarena-cni.log"}});
+  PluginRun run = RunPlugin(AddEnv(), config, scratch_.path());
+  Error e = ExpectErrorJson(run);
+  EXPECT_EQ(e.code, 11u);
+  EXPECT_THAT(run.err, HasSubstr("cannot open logFile"));
+  EXPECT_THAT(run.err, HasSubstr("error code 11"));
+  EXPECT_TRUE(scratch_.Entries().empty());  // no directory created for it
+}
+
+TEST_F(BadInput, VersionNeedsNothingButTheCommand) {
+  for (auto [stdin_text, reported] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"cniVersion":"0.4.0"})", "0.4.0"},
+           {"", "1.1.0"},
+           {"garbage", "1.1.0"},
+           {R"({"cniVersion":"0.1.0"})", "1.1.0"}}) {
+    PluginRun run = RunPlugin({{"CNI_COMMAND", "VERSION"}}, stdin_text, scratch_.path());
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    EXPECT_EQ(run.out.find('\n'), run.out.size() - 1);
+    absl::StatusOr<JsonObject> o = JsonObject::Parse(run.out);
+    ASSERT_TRUE(o.ok()) << o.status() << run.out;
+    EXPECT_EQ(o->GetString("cniVersion")->value_or(""), reported);
+    EXPECT_THAT(o->GetStringArray("supportedVersions")->value_or(std::vector<std::string>{}),
+                ::testing::ElementsAre("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"));
+    EXPECT_TRUE(scratch_.Entries().empty());
+  }
+}
+
+}  // namespace
+}  // namespace sarena::cni
