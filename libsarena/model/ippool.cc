@@ -107,7 +107,7 @@ absl::StatusOr<std::optional<IpPool>> ParseOne(const JsonValue& it, absl::string
 
 absl::StatusOr<std::vector<IpPool>> ParseIpPools(absl::string_view json,
                                                  absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::vector<IpPool> out;
   const JsonValue& root = doc.root();
   std::string list_api;

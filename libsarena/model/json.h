@@ -85,6 +85,9 @@ class JsonDoc {
   static absl::StatusOr<JsonDoc> Parse(absl::string_view text, absl::string_view file_name);
   /// Same, taking ownership of `text` (no copy of large files).
   static absl::StatusOr<JsonDoc> ParseOwned(std::string&& text, absl::string_view file_name);
+  /// Same without copying: `text` must outlive the returned document (string values point into
+  /// it). What the snapshot parsers use for their temporary documents.
+  static absl::StatusOr<JsonDoc> ParseBorrowed(absl::string_view text, absl::string_view file_name);
 
   JsonDoc(JsonDoc&&) noexcept;
   JsonDoc& operator=(JsonDoc&&) noexcept;
@@ -97,7 +100,10 @@ class JsonDoc {
   friend class JsonParser;
   JsonDoc();
   struct Arena;
-  std::string text_;
+  // Owned text (Parse/ParseOwned), on the heap so that moving the document never moves the
+  // characters values point to (a short std::string would keep them inline). Null if borrowed.
+  std::unique_ptr<std::string> text_;
+  absl::string_view view_;  // the text being parsed
   std::string file_name_;
   std::unique_ptr<Arena> arena_;
   const JsonValue* root_ = nullptr;

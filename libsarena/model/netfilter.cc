@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -98,9 +99,9 @@ struct Match {
   uint32_t a = 0, b = 0;
   uint32_t flags = 0;
   double p = 0;
-  std::string name;                                  // iface pattern
+  absl::string_view name;                            // iface pattern
   std::vector<std::pair<uint16_t, uint16_t>> ranges;  // multiport
-  std::string text;                                  // for notes
+  absl::string_view text;                            // for notes (into the saved text)
   uint8_t proto = 0;                                 // required protocol (tcp/udp modules)
 };
 
@@ -116,12 +117,13 @@ enum class TargetKind : uint8_t {
 
 struct Target {
   TargetKind kind = TargetKind::kNone;
-  std::string name;            // as written (chain name for jump/goto)
+  absl::string_view name;      // as written (chain name for jump/goto)
+  int chain = -1;              // resolved index of the jump/goto target in its table
   uint32_t ip_lo = 0, ip_hi = 0;  // NAT address range (0 = keep)
   uint16_t port_lo = 0, port_hi = 0;
   uint32_t mark_value = 0, mark_mask = 0;  // MARK/CONNMARK: new = (old & ~mask) ^ value
   int connmark_op = 0;         // 0 set-xmark, 1 save-mark, 2 restore-mark
-  std::string text;
+  absl::string_view text;
 };
 
 struct IptRule {
@@ -129,7 +131,7 @@ struct IptRule {
   Target target;
   int line = 0;
   int number = 0;              // 1-based in chain
-  std::string text;
+  absl::string_view text;      // the "-A ..." line (into Netfilter::Impl::text)
 };
 
 struct Chain {
@@ -168,22 +170,32 @@ absl::StatusOr<NfTable> TableFromName(absl::string_view name) {
 }
 
 // Splits an iptables-save rule line into arguments (double quotes group, backslash escapes).
-absl::StatusOr<std::vector<std::string>> Tokenize(absl::string_view line) {
-  std::vector<std::string> out;
+// Tokens are views into `line`; a token that needed unescaping is decoded into `store`.
+absl::Status Tokenize(absl::string_view line, std::vector<absl::string_view>* out,
+                      std::deque<std::string>* store) {
+  out->clear();
   size_t i = 0;
   while (i < line.size()) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     if (i >= line.size()) break;
-    std::string tok;
-    bool quoted_any = false;
+    size_t start = i;
+    bool plain = true;  // no quotes: the token is line[start, i)
+    std::string decoded;
+    bool quoted_only = false;
+    absl::string_view quoted_view;
     while (i < line.size() && line[i] != ' ' && line[i] != '\t') {
       if (line[i] == '"') {
-        quoted_any = true;
+        size_t qstart = i + 1;
+        if (plain) decoded.assign(line.data() + start, i - start);
+        quoted_only = plain && i == start;
+        plain = false;
         ++i;
         bool closed = false;
+        bool escaped = false;
         while (i < line.size()) {
           if (line[i] == '\\' && i + 1 < line.size()) {
-            tok.push_back(line[i + 1]);
+            decoded.push_back(line[i + 1]);
+            escaped = true;
             i += 2;
             continue;
           }
@@ -192,17 +204,29 @@ absl::StatusOr<std::vector<std::string>> Tokenize(absl::string_view line) {
             ++i;
             break;
           }
-          tok.push_back(line[i++]);
+          decoded.push_back(line[i++]);
         }
         if (!closed) return absl::InvalidArgumentError("unterminated quote");
+        if (quoted_only && !escaped) quoted_view = line.substr(qstart, i - 1 - qstart);
+        else quoted_only = false;
       } else {
-        tok.push_back(line[i++]);
+        if (!plain) {
+          decoded.push_back(line[i]);
+          quoted_only = false;
+        }
+        ++i;
       }
     }
-    (void)quoted_any;
-    out.push_back(std::move(tok));
+    if (plain) {
+      out->push_back(line.substr(start, i - start));
+    } else if (quoted_only) {
+      out->push_back(quoted_view);
+    } else {
+      store->push_back(std::move(decoded));
+      out->push_back(store->back());
+    }
   }
-  return out;
+  return absl::OkStatus();
 }
 
 bool ParseU32Any(absl::string_view s, uint32_t* out) {
@@ -367,51 +391,51 @@ uint32_t TcpFlagBits(absl::string_view list, bool* ok) {
 // One option of a module: "[!] --name value..."
 struct Opt {
   bool invert = false;
-  std::string name;
-  std::vector<std::string> values;
-  std::string Text() const {
-    std::string s = invert ? "! " : "";
-    absl::StrAppend(&s, name);
-    for (const auto& v : values) absl::StrAppend(&s, " ", v);
-    return s;
-  }
+  absl::string_view name;
+  std::vector<absl::string_view> values;
+  size_t first_token = 0, end_token = 0;  // token range, "!" included
 };
 
 class RuleParser {
  public:
-  RuleParser(const std::vector<std::string>& toks, size_t start) : t_(toks), i_(start) {}
+  RuleParser(const std::vector<absl::string_view>& toks, size_t start, absl::string_view line,
+             std::deque<std::string>* store)
+      : t_(toks), i_(start), line_(line), store_(store) {}
 
   absl::Status Parse(IptRule* rule) {
     bool invert = false;
+    size_t invert_at = 0;
     uint8_t proto = 0;
     while (i_ < t_.size()) {
-      const std::string& tok = t_[i_];
+      absl::string_view tok = t_[i_];
       if (tok == "!") {
         invert = true;
+        invert_at = i_;
         ++i_;
         continue;
       }
+      size_t from = invert ? invert_at : i_;
       if (tok == "-s" || tok == "--source" || tok == "-d" || tok == "--destination") {
-        SARENA_ASSIGN_OR_RETURN(std::string v, Value(tok));
+        SARENA_ASSIGN_OR_RETURN(absl::string_view v, Value(tok));
         Match m;
         m.kind = (tok == "-s" || tok == "--source") ? MatchKind::kSrc : MatchKind::kDst;
         m.invert = invert;
         if (!ParseAddrMask(v, &m.a, &m.b)) {
           return absl::InvalidArgumentError(absl::StrCat("invalid address '", v, "' for ", tok));
         }
-        m.text = absl::StrCat(invert ? "! " : "", tok, " ", v);
+        m.text = Span(from, i_);
         rule->matches.push_back(std::move(m));
       } else if (tok == "-i" || tok == "--in-interface" || tok == "-o" ||
                  tok == "--out-interface") {
-        SARENA_ASSIGN_OR_RETURN(std::string v, Value(tok));
+        SARENA_ASSIGN_OR_RETURN(absl::string_view v, Value(tok));
         Match m;
         m.kind = (tok == "-i" || tok == "--in-interface") ? MatchKind::kIif : MatchKind::kOif;
         m.invert = invert;
         m.name = v;
-        m.text = absl::StrCat(invert ? "! " : "", tok, " ", v);
+        m.text = Span(from, i_);
         rule->matches.push_back(std::move(m));
       } else if (tok == "-p" || tok == "--protocol") {
-        SARENA_ASSIGN_OR_RETURN(std::string v, Value(tok));
+        SARENA_ASSIGN_OR_RETURN(absl::string_view v, Value(tok));
         auto p = ParseProto(v, "protocol");
         if (!p.ok()) return p.status();
         if (*p != 0) {
@@ -419,7 +443,7 @@ class RuleParser {
           m.kind = MatchKind::kProto;
           m.invert = invert;
           m.a = *p;
-          m.text = absl::StrCat(invert ? "! " : "", "-p ", v);
+          m.text = Span(from, i_);
           rule->matches.push_back(std::move(m));
           if (!invert) proto = *p;
         }
@@ -428,16 +452,17 @@ class RuleParser {
         Match m;
         m.kind = MatchKind::kFragment;
         m.invert = invert;
-        m.text = absl::StrCat(invert ? "! " : "", "-f");
+        m.text = Span(from, i_);
         rule->matches.push_back(std::move(m));
       } else if (tok == "-m" || tok == "--match") {
-        SARENA_ASSIGN_OR_RETURN(std::string mod, Value(tok));
+        SARENA_ASSIGN_OR_RETURN(absl::string_view mod, Value(tok));
         std::vector<Opt> opts = Options();
-        SARENA_RETURN_IF_ERROR(AddModule(mod, opts, proto, rule));
+        SARENA_RETURN_IF_ERROR(AddModule(mod, opts, proto, rule, Span(from, i_)));
       } else if (tok == "-j" || tok == "--jump" || tok == "-g" || tok == "--goto") {
-        SARENA_ASSIGN_OR_RETURN(std::string name, Value(tok));
+        SARENA_ASSIGN_OR_RETURN(absl::string_view name, Value(tok));
         std::vector<Opt> opts = Options();
-        SARENA_RETURN_IF_ERROR(SetTarget(name, tok == "-g" || tok == "--goto", opts, rule));
+        SARENA_RETURN_IF_ERROR(
+            SetTarget(name, tok == "-g" || tok == "--goto", opts, rule, Span(from, i_)));
       } else if (tok == "-c" || tok == "--set-counters") {
         i_ += 3;
       } else if (absl::StartsWith(tok, "--")) {
@@ -445,7 +470,7 @@ class RuleParser {
         std::vector<Opt> opts = Options(invert);
         SARENA_RETURN_IF_ERROR(
             AddModule(proto == kProtoUdp ? "udp" : proto == kProtoSctp ? "sctp" : "tcp", opts,
-                      proto, rule));
+                      proto, rule, Span(from, i_)));
       } else {
         return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", tok, "'"));
       }
@@ -455,13 +480,39 @@ class RuleParser {
   }
 
  private:
-  absl::StatusOr<std::string> Value(absl::string_view opt) {
+  absl::StatusOr<absl::string_view> Value(absl::string_view opt) {
     if (i_ + 1 >= t_.size()) {
       return absl::InvalidArgumentError(absl::StrCat("option ", opt, " needs a value"));
     }
-    std::string v = t_[i_ + 1];
+    absl::string_view v = t_[i_ + 1];
     i_ += 2;
     return v;
+  }
+
+  // The text of tokens [from, to) as written in the line (quotes included), or a joined copy
+  // when a token had to be unescaped.
+  absl::string_view Span(size_t from, size_t to) {
+    if (from >= to) return {};
+    const char* lb = line_.data();
+    const char* le = line_.data() + line_.size();
+    bool inside = true;
+    for (size_t k = from; k < to; ++k) {
+      if (t_[k].data() < lb || t_[k].data() + t_[k].size() > le) inside = false;
+    }
+    if (inside) {
+      const char* b = t_[from].data();
+      const char* e = t_[to - 1].data() + t_[to - 1].size();
+      if (b > lb && b[-1] == '"') --b;
+      if (e < le && *e == '"') ++e;
+      return absl::string_view(b, static_cast<size_t>(e - b));
+    }
+    std::string joined;
+    for (size_t k = from; k < to; ++k) {
+      if (k > from) joined.push_back(' ');
+      joined.append(t_[k].data(), t_[k].size());
+    }
+    store_->push_back(std::move(joined));
+    return store_->back();
   }
 
   static bool IsBasicOption(absl::string_view s) {
@@ -477,7 +528,7 @@ class RuleParser {
     std::vector<Opt> out;
     bool invert = first_invert;
     while (i_ < t_.size()) {
-      const std::string& tok = t_[i_];
+      absl::string_view tok = t_[i_];
       if (tok == "!") {
         // "! --opt" or "--opt ! value" (old style); peek.
         if (i_ + 1 < t_.size() && absl::StartsWith(t_[i_ + 1], "--") && !IsBasicOption(t_[i_ + 1])) {
@@ -502,33 +553,29 @@ class RuleParser {
       while (i_ < t_.size() && !absl::StartsWith(t_[i_], "-") && t_[i_] != "!") {
         o.values.push_back(t_[i_++]);
       }
-      // A value that starts with '-' (negative numbers do not occur in iptables options, but
-      // log prefixes may) — taken when the option needs a value and none was read.
-      if (o.values.empty() && i_ < t_.size() && !IsBasicOption(t_[i_]) &&
-          !absl::StartsWith(t_[i_], "--") && t_[i_] != "!") {
-        o.values.push_back(t_[i_++]);
-      }
       out.push_back(std::move(o));
     }
     return out;
   }
 
-  static Match Unknown(absl::string_view mod, const Opt* o) {
+  static Match Unknown(absl::string_view text) {
     Match m;
     m.kind = MatchKind::kUnknown;
-    m.text = o ? absl::StrCat("-m ", mod, " ", o->Text()) : absl::StrCat("-m ", mod);
+    m.text = text;
     return m;
   }
 
-  absl::Status AddModule(const std::string& mod_in, const std::vector<Opt>& opts, uint8_t proto,
-                         IptRule* rule) {
+  absl::Status AddModule(absl::string_view mod_in, const std::vector<Opt>& opts, uint8_t proto,
+                         IptRule* rule, absl::string_view span) {
     std::string mod = absl::AsciiStrToLower(mod_in);
     auto bad = [&](const Opt& o) {
       return absl::InvalidArgumentError(
           absl::StrCat("invalid value for -m ", mod, " ", o.name, ": '",
                        absl::StrJoin(o.values, " "), "'"));
     };
-    auto first = [](const Opt& o) -> std::string { return o.values.empty() ? "" : o.values[0]; };
+    auto first = [](const Opt& o) -> absl::string_view {
+      return o.values.empty() ? absl::string_view() : o.values[0];
+    };
     if (mod == "tcp" || mod == "udp" || mod == "sctp" || mod == "udplite") {
       uint8_t p = mod == "tcp" ? kProtoTcp : mod == "udp" ? kProtoUdp : mod == "sctp" ? kProtoSctp : 136;
       if (opts.empty()) {
@@ -536,14 +583,14 @@ class RuleParser {
         Match m;
         m.kind = MatchKind::kProto;
         m.a = p;
-        m.text = absl::StrCat("-m ", mod);
+        m.text = span;
         rule->matches.push_back(std::move(m));
       }
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
         m.proto = p;
-        m.text = absl::StrCat("-m ", mod, " ", o.Text());
+        m.text = span;
         if (o.name == "--dport" || o.name == "--destination-port" || o.name == "--sport" ||
             o.name == "--source-port") {
           uint16_t lo, hi;
@@ -563,7 +610,7 @@ class RuleParser {
           m.a = 0x17;  // FIN,SYN,RST,ACK
           m.b = 0x02;  // SYN
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -574,7 +621,7 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m multiport ", o.Text());
+        m.text = span;
         if (o.name == "--dports" || o.name == "--destination-ports" || o.name == "--sports" ||
             o.name == "--source-ports" || o.name == "--ports") {
           m.kind = MatchKind::kMultiport;
@@ -587,7 +634,7 @@ class RuleParser {
             m.ranges.emplace_back(lo, hi);
           }
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -603,7 +650,7 @@ class RuleParser {
         if (o.name == "--limit-iface-in" || o.name == "--limit-iface-out") continue;
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m addrtype ", o.Text());
+        m.text = span;
         if (o.name == "--src-type" || o.name == "--dst-type") {
           bool ok;
           m.kind = o.name == "--src-type" ? MatchKind::kSrcType : MatchKind::kDstType;
@@ -611,7 +658,7 @@ class RuleParser {
           m.flags = limit;
           if (!ok) return bad(o);
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -629,12 +676,12 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m ", mod, " ", o.Text());
+        m.text = span;
         if (o.name == "--mark") {
           m.kind = mod == "mark" ? MatchKind::kMark : MatchKind::kConnmark;
           if (!ParseMarkMask(first(o), &m.a, &m.b, 0xffffffffu)) return bad(o);
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -644,14 +691,14 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m ", mod, " ", o.Text());
+        m.text = span;
         if (o.name == "--ctstate" || o.name == "--state") {
           bool ok;
           m.kind = MatchKind::kCtState;
           m.a = CtStateBits(first(o), &ok);
           if (!ok) return bad(o);
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -660,11 +707,10 @@ class RuleParser {
     if (mod == "statistic") {
       Match m;
       m.kind = MatchKind::kStatistic;
-      m.text = "-m statistic";
-      std::string mode;
+      m.text = span;
+      absl::string_view mode;
       uint32_t every = 0;
       for (const Opt& o : opts) {
-        absl::StrAppend(&m.text, " ", o.Text());
         if (o.name == "--mode") mode = first(o);
         if (o.name == "--probability") {
           if (!absl::SimpleAtod(first(o), &m.p) || m.p < 0 || m.p > 1) return bad(o);
@@ -683,9 +729,8 @@ class RuleParser {
     if (mod == "rpfilter") {
       Match m;
       m.kind = MatchKind::kRpfilter;
-      m.text = "-m rpfilter";
+      m.text = span;
       for (const Opt& o : opts) {
-        absl::StrAppend(&m.text, " ", o.Text());
         if (o.name == "--loose") m.flags |= 1;
         else if (o.name == "--validmark") m.flags |= 2;
         else if (o.name == "--accept-local") m.flags |= 4;
@@ -699,18 +744,18 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m iprange ", o.Text());
+        m.text = span;
         if (o.name == "--src-range" || o.name == "--dst-range") {
           m.kind = o.name == "--src-range" ? MatchKind::kSrcRange : MatchKind::kDstRange;
-          std::string v = first(o);
+          absl::string_view v = first(o);
           size_t dash = v.find('-');
-          auto lo = net::ParseIpv4(absl::string_view(v).substr(0, dash));
-          auto hi = dash == std::string::npos ? lo : net::ParseIpv4(absl::string_view(v).substr(dash + 1));
+          auto lo = net::ParseIpv4(v.substr(0, dash));
+          auto hi = dash == absl::string_view::npos ? lo : net::ParseIpv4(v.substr(dash + 1));
           if (!lo.ok() || !hi.ok()) return bad(o);
           m.a = lo->to_uint();
           m.b = hi->to_uint();
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -720,14 +765,14 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m icmp ", o.Text());
+        m.text = span;
         std::string v = absl::AsciiStrToLower(first(o));
         if (o.name == "--icmp-type" && (v == "any" || v == "echo-request" || v == "8" ||
                                         absl::StartsWith(v, "8/"))) {
           m.kind = MatchKind::kIcmpType;
           m.a = v == "any" ? 255 : 8;
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -737,13 +782,13 @@ class RuleParser {
       for (const Opt& o : opts) {
         Match m;
         m.invert = o.invert;
-        m.text = absl::StrCat("-m pkttype ", o.Text());
+        m.text = span;
         std::string v = absl::AsciiStrToLower(first(o));
         if (o.name == "--pkt-type" && (v == "unicast" || v == "broadcast" || v == "multicast")) {
           m.kind = MatchKind::kPktType;
           m.a = v == "unicast" ? 0 : v == "broadcast" ? 1 : 2;
         } else {
-          m = Unknown(mod, &o);
+          m = Unknown(span);
         }
         rule->matches.push_back(std::move(m));
       }
@@ -752,22 +797,15 @@ class RuleParser {
     // Not implemented: set, physdev, owner, socket, recent, u32, length, ttl, tos, dscp, policy,
     // string, time, bpf, cgroup, ... Each option becomes one unknown match (evaluated per
     // NfEvalOptions::unknown_match).
-    if (opts.empty()) {
-      rule->matches.push_back(Unknown(mod, nullptr));
-    } else {
-      Match m = Unknown(mod, nullptr);
-      for (const Opt& o : opts) absl::StrAppend(&m.text, " ", o.Text());
-      rule->matches.push_back(std::move(m));
-    }
+    rule->matches.push_back(Unknown(span));
     return absl::OkStatus();
   }
 
-  absl::Status SetTarget(const std::string& name, bool is_goto, const std::vector<Opt>& opts,
-                         IptRule* rule) {
+  absl::Status SetTarget(absl::string_view name, bool is_goto, const std::vector<Opt>& opts,
+                         IptRule* rule, absl::string_view span) {
     Target& t = rule->target;
     t.name = name;
-    t.text = absl::StrCat(is_goto ? "-g " : "-j ", name);
-    for (const Opt& o : opts) absl::StrAppend(&t.text, " ", o.Text());
+    t.text = span;
     auto opt = [&](absl::string_view n) -> const Opt* {
       for (const Opt& o : opts) {
         if (o.name == n) return &o;
@@ -805,7 +843,7 @@ class RuleParser {
       bool found = false;
       for (const Opt& o : opts) {
         uint32_t v = 0, m = 0;
-        std::string val = o.values.empty() ? "" : o.values[0];
+        absl::string_view val = o.values.empty() ? absl::string_view() : o.values[0];
         if (o.name == "--set-xmark") {
           if (!ParseMarkMask(val, &v, &m, 0xffffffffu)) return bad(o);
           t.mark_value = v;
@@ -854,8 +892,10 @@ class RuleParser {
     return absl::OkStatus();
   }
 
-  const std::vector<std::string>& t_;
+  const std::vector<absl::string_view>& t_;
   size_t i_;
+  absl::string_view line_;
+  std::deque<std::string>* store_;
 };
 
 }  // namespace
@@ -863,6 +903,8 @@ class RuleParser {
 // ---------------------------------------------------------------------------------------------
 
 struct Netfilter::Impl {
+  std::string text;                 // the whole iptables-save text; rules point into it
+  std::deque<std::string> strings;  // unescaped tokens and joined texts
   Table tables[kNumTables];
   size_t rule_count = 0;
 };
@@ -905,7 +947,10 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
   auto err = [&](absl::string_view cause) {
     return absl::InvalidArgumentError(absl::StrCat("parse ", file_name, ": line ", line_no, ": ", cause));
   };
-  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+  im.text = std::string(text);
+  std::vector<absl::string_view> toks;
+  toks.reserve(64);
+  for (absl::string_view raw : absl::StrSplit(im.text, '\n')) {
     ++line_no;
     absl::string_view line = absl::StripAsciiWhitespace(raw);
     if (line.empty() || line[0] == '#') continue;
@@ -958,10 +1003,10 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
     }
     if (absl::StartsWith(line, "-A ") || absl::StartsWith(line, "-I ")) {
       if (cur == nullptr) return err("rule outside a table (missing '*table' line)");
-      auto toks = Tokenize(line);
-      if (!toks.ok()) return err(toks.status().message());
-      if (toks->size() < 2) return err("rule without a chain");
-      const std::string& chain = (*toks)[1];
+      absl::Status tst = Tokenize(line, &toks, &im.strings);
+      if (!tst.ok()) return err(tst.message());
+      if (toks.size() < 2) return err("rule without a chain");
+      absl::string_view chain = toks[1];
       auto it = cur->by_name.find(chain);
       if (it == cur->by_name.end()) {
         return err(absl::StrCat("rule for undeclared chain '", chain, "' in table ",
@@ -969,8 +1014,8 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
       }
       IptRule rule;
       rule.line = line_no;
-      rule.text = std::string(line);
-      RuleParser rp(*toks, 2);
+      rule.text = line;
+      RuleParser rp(toks, 2, line, &im.strings);
       absl::Status st = rp.Parse(&rule);
       if (!st.ok()) return err(st.message());
       Chain& c = cur->chains[it->second];
@@ -986,7 +1031,14 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
                                                    ToString(cur_id), " has no COMMIT at end of input"));
   }
   for (Table& t : im.tables) {
-    for (Chain& c : t.chains) IndexChain(&c);
+    for (Chain& c : t.chains) {
+      IndexChain(&c);
+      for (IptRule& r : c.rules) {
+        if (r.target.kind != TargetKind::kJump && r.target.kind != TargetKind::kGoto) continue;
+        auto it = t.by_name.find(r.target.name);
+        r.target.chain = it == t.by_name.end() ? -1 : static_cast<int>(it->second);
+      }
+    }
   }
   return nf;
 }
@@ -1063,7 +1115,7 @@ class Evaluator {
     ref.chain = c.name;
     ref.rule_number = r.number;
     ref.line = r.line;
-    ref.text = r.text;
+    ref.text = std::string(r.text);
     return ref;
   }
   NfRuleRef PolicyRef(const Chain& c) const {
@@ -1292,9 +1344,9 @@ class Evaluator {
         UseFork();
         Branch other = br;
         other.idx = br.idx + 1;
-        other.out.assumptions.push_back({Ref(c, r), m.text, false});
+        other.out.assumptions.push_back({Ref(c, r), std::string(m.text), false});
         work->push_back(std::move(other));
-        br.out.assumptions.push_back({Ref(c, r), m.text, true});
+        br.out.assumptions.push_back({Ref(c, r), std::string(m.text), true});
       }
       if (matched && statistic != nullptr) {
         const Match& m = *statistic;
@@ -1331,7 +1383,7 @@ class Evaluator {
       NfStep step;
       step.hook = hook_;
       step.rule = Ref(c, r);
-      step.target = t.name;
+      step.target = std::string(t.name);
       step.branch_probability = branch_p;
       br.out.steps.push_back(step);
       Packet& p = br.out.packet;
@@ -1370,7 +1422,7 @@ class Evaluator {
           continue;
         case TargetKind::kJump:
         case TargetKind::kGoto: {
-          const Chain* target = table_.Find(t.name);
+          const Chain* target = t.chain >= 0 ? &table_.chains[t.chain] : nullptr;
           if (target == nullptr) {
             // Unknown target extension (or a missing chain): non-terminating, noted.
             bool looks_like_chain = t.kind == TargetKind::kGoto;

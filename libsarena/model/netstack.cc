@@ -607,7 +607,7 @@ absl::StatusOr<Nexthop> ParseNexthop(const JsonValue& o, absl::string_view file,
 }  // namespace
 
 absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   for (size_t i = 0; i < items->size(); ++i) {
@@ -633,7 +633,7 @@ absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file
 }
 
 absl::Status Netstack::ParseAddrs(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   for (size_t i = 0; i < items->size(); ++i) {
@@ -661,7 +661,7 @@ absl::Status Netstack::ParseAddrs(absl::string_view json, absl::string_view file
 }
 
 absl::Status Netstack::ParseRoutes(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   routes_.clear();
@@ -745,7 +745,7 @@ absl::Status Netstack::ParseRoutes(absl::string_view json, absl::string_view fil
 }
 
 absl::Status Netstack::ParseRules(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   rules_.clear();
@@ -856,7 +856,7 @@ absl::Status Netstack::ParseRules(absl::string_view json, absl::string_view file
 }
 
 absl::Status Netstack::ParseNeighbors(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   neighbors_.clear();
@@ -882,7 +882,7 @@ absl::Status Netstack::ParseNeighbors(absl::string_view json, absl::string_view 
 }
 
 absl::Status Netstack::ParseFdb(absl::string_view json, absl::string_view file_name) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file_name));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
   fdb_.clear();

@@ -56,7 +56,7 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_view json,
                                                                  absl::string_view file) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::Parse(json, file));
+  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file));
   const JsonValue& root = doc.root();
   const JsonValue* list = nullptr;
   std::string prefix;
