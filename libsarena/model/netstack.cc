@@ -355,6 +355,7 @@ std::string Route::ToString() const {
   if (scope != Scope::kUniverse) absl::StrAppend(&s, " scope ", sarena::model::ToString(scope));
   if (prefsrc) absl::StrAppend(&s, " src ", prefsrc->to_string());
   if (metric != 0) absl::StrAppend(&s, " metric ", metric);
+  if (mtu != 0) absl::StrAppend(&s, " mtu ", mtu);
   if (nexthops.size() == 1 && nexthops[0].onlink) absl::StrAppend(&s, " onlink");
   if (nexthops.size() > 1) {
     for (const Nexthop& nh : nexthops) {
@@ -724,6 +725,19 @@ absl::Status Netstack::ParseRoutes(absl::string_view json, absl::string_view fil
     SARENA_ASSIGN_OR_RETURN(auto prefsrc, JsonGetString(it, "prefsrc", file_name, p));
     if (prefsrc && IsIpv6Text(*prefsrc)) continue;
     SARENA_ASSIGN_OR_RETURN(r.prefsrc, JsonGetIpv4(it, "prefsrc", file_name, p));
+    if (const JsonValue* metrics = it.Find("metrics"); metrics != nullptr) {
+      // iproute2 prints [{"mtu": 1400, "advmss": 1360, ...}].
+      if (!metrics->is_array()) return JsonFieldError(file_name, p + ".metrics", "expected an array");
+      for (size_t j = 0; j < metrics->size(); ++j) {
+        const JsonValue& m = (*metrics)[j];
+        std::string mp = JsonIndexPath(p + ".metrics", j);
+        if (!m.is_object()) return JsonFieldError(file_name, mp, "expected an object");
+        SARENA_ASSIGN_OR_RETURN(auto mtu, JsonGetInt(m, "mtu", file_name, mp, 0, UINT32_MAX));
+        if (mtu) r.mtu = static_cast<uint32_t>(*mtu);
+        SARENA_ASSIGN_OR_RETURN(auto mss, JsonGetInt(m, "advmss", file_name, mp, 0, UINT32_MAX));
+        if (mss) r.advmss = static_cast<uint32_t>(*mss);
+      }
+    }
     bool ipv6 = false;
     if (const JsonValue* nhs = it.Find("nexthops"); nhs != nullptr && nhs->is_array()) {
       for (size_t j = 0; j < nhs->size(); ++j) {

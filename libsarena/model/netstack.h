@@ -188,6 +188,8 @@ struct Route {
   uint32_t metric = 0;                // "metric" (priority); lower wins among equal prefixes
   uint8_t tos = 0;
   std::optional<net::Ipv4> prefsrc;   // "prefsrc"
+  uint32_t mtu = 0;                   // metrics[].mtu (RTAX_MTU, bytes); 0 = the device's MTU
+  uint32_t advmss = 0;                // metrics[].advmss (bytes); 0 = unset
   std::vector<Nexthop> nexthops;      // one entry for single-path routes; empty for no device
   /// Index of this route in the order of the input file (stable id for reports).
   int index = -1;

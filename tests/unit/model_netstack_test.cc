@@ -694,6 +694,13 @@ TEST(NetstackParse, MalformedNamesFileAndField) {
   st = ns.ParseRules(R"([{"priority":1, "table": "main",}])", "ip-rule.json");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(std::string(st.message()), HasSubstr("ip-rule.json: JSON syntax error at byte 32"));
+  // Route metrics as `ip -j route` prints them (captured from `ip route add ... mtu 1400 advmss 1360`).
+  Netstack m;
+  ASSERT_TRUE(m.ParseRoutes(R"([{"dst": "10.2.0.0/16", "gateway": "10.1.1.2", "dev": "va", "flags": [],
+                                 "metrics": [{"mtu": 1400, "advmss": 1360}]}])").ok());
+  EXPECT_EQ(m.routes()[0].mtu, 1400u);
+  EXPECT_EQ(m.routes()[0].advmss, 1360u);
+  EXPECT_THAT(m.routes()[0].ToString(), HasSubstr("mtu 1400"));
   st = ns.ParseRoutes(R"([{"dst":"10.0.0.0/8","type":"weird"}])", "ip-route.json");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(std::string(st.message()), HasSubstr("[0].type"));
