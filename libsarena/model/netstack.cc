@@ -1075,7 +1075,7 @@ std::vector<const FdbEntry*> Netstack::FindFdb(absl::string_view dev, const net:
     if (e.dev == dev && e.mac == mac) out.push_back(&e);
   }
   static const net::Mac kZero{};
-  if (mac != kZero) {
+  if (out.empty() && mac != kZero) {
     for (const FdbEntry& e : fdb_) {
       if (e.dev == dev && e.mac == kZero) out.push_back(&e);
     }

@@ -416,7 +416,9 @@ class Netstack {
   bool IsLocalAddress(const net::Ipv4& ip) const;
   /// The neighbour entry for `ip` on `dev`, or nullptr.
   const Neighbor* FindNeighbor(const net::Ipv4& ip, absl::string_view dev) const;
-  /// FDB entries of `dev` for `mac` (exact), then the all-zero default entries of `dev`.
+  /// The FDB entries the kernel's vxlan_xmit would use for `mac` on `dev`: the exact entries
+  /// (several remotes = replicated), or when there is none the all-zero default entries
+  /// (flooding / head-end replication). Empty = unknown destination MAC with no default: dropped.
   std::vector<const FdbEntry*> FindFdb(absl::string_view dev, const net::Mac& mac) const;
   /// Routes of `table` in file order.
   std::vector<const Route*> TableRoutes(uint32_t table) const;

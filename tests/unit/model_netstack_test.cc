@@ -157,9 +157,12 @@ TEST(NetstackParse, NeighborsAndFdb) {
   EXPECT_TRUE(gw->Usable());
   net::Mac remote = *net::ParseMac("66:77:88:99:aa:bb");
   auto fdb = ns.FindFdb("vxlan.calico", remote);
-  ASSERT_EQ(fdb.size(), 2u);  // exact entry, then the all-zero default entry
+  ASSERT_EQ(fdb.size(), 1u);  // the exact entry wins
   EXPECT_EQ(fdb[0]->dst, Ip("192.168.10.20"));
-  EXPECT_EQ(fdb[1]->dst, Ip("192.168.10.21"));
+  fdb = ns.FindFdb("vxlan.calico", *net::ParseMac("66:77:88:99:aa:bc"));
+  ASSERT_EQ(fdb.size(), 1u);  // unknown MAC: the all-zero default entry
+  EXPECT_EQ(fdb[0]->dst, Ip("192.168.10.21"));
+  EXPECT_TRUE(ns.FindFdb("eth0", remote).empty());
 }
 
 // ---- Longest prefix match with types, scope, metric. ----
