@@ -89,6 +89,7 @@ enum class MatchKind : uint8_t {
   kSrcRange, kDstRange,    // a..b inclusive
   kIcmpType,               // a = type (255 any)
   kPktType,                // a: 0 unicast, 1 broadcast, 2 multicast
+  kSet,                    // name = set, a = dimensions, b = bit i set when dimension i is "src"
   kTrue,                   // comment, limit, ... (always matches)
   kUnknown,
 };
@@ -778,6 +779,30 @@ class RuleParser {
       }
       return absl::OkStatus();
     }
+    if (mod == "set") {
+      for (const Opt& o : opts) {
+        Match m;
+        m.invert = o.invert;
+        m.text = span;
+        if ((o.name == "--match-set" || o.name == "--set") && o.values.size() == 2) {
+          m.kind = MatchKind::kSet;
+          m.name = o.values[0];
+          std::vector<absl::string_view> dirs = absl::StrSplit(o.values[1], ',');
+          if (dirs.empty() || dirs.size() > 6) return bad(o);
+          m.a = static_cast<uint32_t>(dirs.size());
+          for (size_t d = 0; d < dirs.size(); ++d) {
+            if (dirs[d] == "src") m.b |= 1u << d;
+            else if (dirs[d] != "dst") return bad(o);
+          }
+        } else if (o.name == "--update-counters" || o.name == "--update-subcounters") {
+          continue;  // counters never change the verdict
+        } else {
+          m = Unknown(span);
+        }
+        rule->matches.push_back(std::move(m));
+      }
+      return absl::OkStatus();
+    }
     if (mod == "pkttype") {
       for (const Opt& o : opts) {
         Match m;
@@ -907,6 +932,7 @@ struct Netfilter::Impl {
   std::deque<std::string> strings;  // unescaped tokens and joined texts
   Table tables[kNumTables];
   size_t rule_count = 0;
+  std::unique_ptr<Ipsets> ipsets;
 };
 
 Netfilter::Netfilter() : impl_(std::make_unique<Impl>()) {}
@@ -1059,6 +1085,12 @@ std::vector<std::string> Netfilter::Chains(NfTable table) const {
 
 size_t Netfilter::rule_count() const { return impl_->rule_count; }
 
+void Netfilter::SetIpsets(Ipsets ipsets) {
+  impl_->ipsets = std::make_unique<Ipsets>(std::move(ipsets));
+}
+
+const Ipsets* Netfilter::ipsets() const { return impl_->ipsets.get(); }
+
 // ---------------------------------------------------------------------------------------------
 // Evaluation.
 
@@ -1089,8 +1121,9 @@ enum class Tri : uint8_t { kNo, kYes, kFork };
 class Evaluator {
  public:
   Evaluator(const Table& table, NfTable table_id, NfHook hook, const NfContext& ctx,
-            const NfEvalOptions& opt, size_t* budget)
-      : table_(table), table_id_(table_id), hook_(hook), ctx_(ctx), opt_(opt), budget_(budget) {}
+            const NfEvalOptions& opt, size_t* budget, const Ipsets* ipsets)
+      : table_(table), table_id_(table_id), hook_(hook), ctx_(ctx), opt_(opt), budget_(budget),
+        ipsets_(ipsets) {}
 
   // Runs `in` through `start`; appends terminal outcomes to `results`.
   void Run(NfOutcome in, const Chain* start, bool user_start, std::vector<NfOutcome>* results) {
@@ -1244,6 +1277,25 @@ class Evaluator {
           type = 1;
         }
         r = type == m.a;
+        break;
+      }
+      case MatchKind::kSet: {
+        const Ipsets* sets = ctx_.ipsets != nullptr ? ctx_.ipsets : ipsets_;
+        if (sets == nullptr) {
+          *why = "ipset contents unknown (no ipset-save.txt for this network namespace)";
+          *note_kind = NfNote::Kind::kUnknownMatch;
+          return Tri::kFork;
+        }
+        std::vector<bool> flags(m.a);
+        for (uint32_t d = 0; d < m.a; ++d) flags[d] = (m.b >> d) & 1;
+        std::optional<bool> t = sets->Test(m.name, flags, p);
+        if (!t.has_value()) {
+          *why = absl::StrCat("set '", m.name, "' is not in ipset-save.txt or its type (",
+                              sets->Type(m.name), ") is not modelled");
+          *note_kind = NfNote::Kind::kUnknownMatch;
+          return Tri::kFork;
+        }
+        r = *t;
         break;
       }
       case MatchKind::kUnknown:
@@ -1535,6 +1587,7 @@ class Evaluator {
   const NfContext& ctx_;
   const NfEvalOptions& opt_;
   size_t* budget_;
+  const Ipsets* ipsets_;
   bool user_start_ = false;
   bool cap_noted_ = false;
 };
@@ -1568,7 +1621,7 @@ std::vector<NfOutcome> Netfilter::EvaluateTable(NfTable table, NfHook hook, cons
     return results;
   }
   size_t budget = options.max_outcomes > 0 ? options.max_outcomes - 1 : 0;
-  Evaluator ev(t, table, hook, ctx, options, &budget);
+  Evaluator ev(t, table, hook, ctx, options, &budget, impl_->ipsets.get());
   ev.Run(std::move(start), c, user, &results);
   return results;
 }
@@ -1596,7 +1649,7 @@ std::vector<NfOutcome> Netfilter::EvaluateHook(NfHook hook, const Packet& packet
         next.push_back(std::move(o));
         continue;
       }
-      Evaluator ev(t, tid, hook, ctx, options, &budget);
+      Evaluator ev(t, tid, hook, ctx, options, &budget, impl_->ipsets.get());
       ev.Run(std::move(o), base, false, &next);
     }
     current = std::move(next);

@@ -6,7 +6,9 @@
 // Randomness is enumerated, not sampled: every `-m statistic` branch yields its own outcome with
 // its probability (kube-proxy's KUBE-SVC-* chains with N endpoints give N outcomes).
 //
-// Unknown matches (`-m set`, `-m physdev`, `-m owner`, ...) and unknown targets are never
+// `-m set` is evaluated against the namespace's IP sets when `ipset save` output is available
+// (Netfilter::SetIpsets / NfContext::ipsets); otherwise it is an unknown match.
+// Unknown matches (`-m physdev`, `-m owner`, `-m socket`, ...) and unknown targets are never
 // silently ignored: each produces an NfNote. How an unknown MATCH is evaluated is chosen by
 // NfEvalOptions::unknown_match; the default kFork evaluates both possibilities (matches / does not
 // match) as separate outcomes, each carrying the assumption it made — conservative in the sense
@@ -23,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "libsarena/model/ipset.h"
 #include "libsarena/model/packet.h"
 #include "libsarena/net/ip.h"
 
@@ -138,6 +141,9 @@ struct NfContext {
   /// Node/pod netstack for -m addrtype, -m rpfilter, MASQUERADE and REDIRECT. When null those
   /// produce kNeedsNetstack notes (addrtype/rpfilter then follow unknown_match).
   const Netstack* netstack = nullptr;
+  /// IP sets for `-m set --match-set`; when null the sets attached with Netfilter::SetIpsets()
+  /// are used; with neither, set matches are unknown matches.
+  const Ipsets* ipsets = nullptr;
 };
 
 /// A parsed iptables-save dump. Immutable after Parse; Evaluate is const and thread-safe.
@@ -166,6 +172,11 @@ class Netfilter {
   std::vector<std::string> Chains(NfTable table) const;
   /// Number of rules in total (all tables).
   size_t rule_count() const;
+
+  /// Attaches the namespace's IP sets (`ipset save`), used by `-m set` matches. Snapshot does
+  /// this when nodes/<node>/ipset-save.txt exists.
+  void SetIpsets(Ipsets ipsets);
+  const Ipsets* ipsets() const;  // nullptr when none attached
 
   /// Runs `packet` through every table registered at `hook` in priority order
   /// (PREROUTING: raw, mangle, nat; INPUT: mangle, filter, security, nat; FORWARD: mangle,

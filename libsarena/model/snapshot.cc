@@ -176,6 +176,12 @@ absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir
                                                  &state->missing_files));
   if (ipt) {
     SARENA_ASSIGN_OR_RETURN(Netfilter nf, Netfilter::Parse(*ipt, rel(kIptablesFile)));
+    SARENA_ASSIGN_OR_RETURN(auto sets, ReadOptional(abs_dir, rel_dir, kIpsetFile, false,
+                                                    &state->missing_files));
+    if (sets) {
+      SARENA_ASSIGN_OR_RETURN(Ipsets parsed, Ipsets::Parse(*sets, rel(kIpsetFile)));
+      nf.SetIpsets(std::move(parsed));
+    }
     state->netfilter = std::move(nf);
   }
   return absl::OkStatus();

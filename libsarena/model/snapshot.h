@@ -2,7 +2,7 @@
 //
 //   <dir>/cluster/{pods,nodes,services,endpointslices|endpoints,ippools}.json   (kubectl -o json)
 //   <dir>/nodes/<node>/{ip-link,ip-addr,ip-route,ip-rule,ip-neigh,bridge-fdb}.json  (ip -j / bridge -j)
-//   <dir>/nodes/<node>/sysctl.txt  iptables-save.txt  sarena-endpoints.json
+//   <dir>/nodes/<node>/sysctl.txt  iptables-save.txt  sarena-endpoints.json  ipset-save.txt
 //   <dir>/nodes/<node>/pods/<namespace>/<pod>/{ip-link,ip-addr,ip-route,ip-neigh}.json sysctl.txt
 //
 // Every file is optional. A missing file is recorded (relative path) so the diagnoser can raise an
@@ -38,6 +38,8 @@ inline constexpr absl::string_view kBridgeFdbFile = "bridge-fdb.json";
 inline constexpr absl::string_view kSysctlFile = "sysctl.txt";
 inline constexpr absl::string_view kIptablesFile = "iptables-save.txt";
 inline constexpr absl::string_view kSarenaEndpointsFile = "sarena-endpoints.json";
+/// Optional (`ipset save`): contents of the sets `-m set` rules refer to. Not recorded as missing.
+inline constexpr absl::string_view kIpsetFile = "ipset-save.txt";
 
 /// One endpoint of the sarena datapath as `sarena endpoint list -o json` prints it (the daemon's
 /// Endpoint message in protobuf JSON: {"endpoints":[{...}]} or a bare array; camelCase or

@@ -53,6 +53,7 @@ class SnapshotTest : public ::testing::Test {
       Copy(std::string("iproute2/") + f, std::string("nodes/node-a/") + f);
     }
     Copy("iptables/kube-proxy.iptables-save.txt", "nodes/node-a/iptables-save.txt");
+    Copy("ipset/ipset-save.txt", "nodes/node-a/ipset-save.txt");
     Write("nodes/node-a/sarena-endpoints.json",
           R"({"endpoints":[{"ref":{"containerId":"abc123","ifname":"eth0"},"netns":"/run/netns/x",
               "ip":"10.244.1.5","prefixLen":32,"gateway":"10.244.1.1","podMac":"02:00:00:00:00:05",
@@ -83,6 +84,8 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_TRUE((*a)->missing_files.empty()) << (*a)->missing_files[0];
   EXPECT_TRUE((*a)->netfilter.has_value());
   EXPECT_TRUE((*a)->netfilter->HasChain(NfTable::kNat, "KUBE-SERVICES"));
+  ASSERT_NE((*a)->netfilter->ipsets(), nullptr);  // ipset-save.txt attached to the rules
+  EXPECT_TRUE((*a)->netfilter->ipsets()->Has("KUBE-CLUSTER-IP"));
   EXPECT_TRUE((*a)->netstack.Lookup(Flow{.dst = net::Ipv4::from_string("10.65.1.3")}).ok());
   ASSERT_TRUE((*a)->sarena_endpoints.has_value());
   ASSERT_EQ((*a)->sarena_endpoints->size(), 1u);
@@ -105,6 +108,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
     EXPECT_THAT(missing, Contains(f));
   }
   EXPECT_FALSE((*b)->netfilter.has_value());
+  for (const auto& f : missing) EXPECT_EQ(f.find("ipset"), std::string::npos) << f;  // optional
   EXPECT_FALSE((*b)->sarena_endpoints.has_value());
   EXPECT_TRUE((*b)->netstack.Has(NetstackSource::kRoutes));
   EXPECT_FALSE((*b)->netstack.Has(NetstackSource::kSysctls));
