@@ -55,6 +55,8 @@ sn_check "client -> $VIP:80 answers: $(sn_connect "$(sn_pod_ns client)" $VIP 80)
 bold "6. BPF counters (sarena endpoint list) and drop reasons (sarena drops)"
 "$SN_BIN/sarena" --socket "$(sn_sock $NODE)" endpoint list | sed 's/^/   /'
 "$SN_BIN/sarena" --bpffs "$(sn_bpffs $NODE)" drops | sed 's/^/   /'
+echo "   the same maps read by examples/list_endpoints.cc (a small program linking libsarena):"
+"$SN_BUILD/examples/example_list_endpoints" "$(sn_bpffs $NODE)" | sed 's/^/   /'
 
 bold "7. sarena-diag: collect this node, then explain paths"
 SNAP="$SN_DIR/snapshot"
