@@ -131,6 +131,13 @@ class CalicoPlugin : public Plugin {
       return PluginAction::Continue();
     }
     const model::Netstack& ns = w.node->netstack;
+    if (route.rule && route.rule->table != model::kTableMain &&
+        route.rule->table != model::kTableLocal && route.oif != kWgDev) {
+      // Calico (outside WireGuard's table) routes pods from the main table only.
+      ctx.Suspect(hop, Level::kWarning, "policy_route_unexpected",
+                  absl::StrCat("pod traffic to ", dst.to_string(), " is routed by policy rule '",
+                               route.rule->ToString(), "' instead of Calico's main-table routes"));
+    }
     if (pod->node_name == w.node_name) {
       // Local workload: "<pod ip> dev cali<hash> scope link".
       std::string veth = CalicoVethName(pod->namespace_, pod->name);

@@ -148,7 +148,22 @@ class SarenaPlugin : public Plugin {
                                " instead of sarena_host"));
       return PluginAction::Continue();
     }
-    if (!d.endpoints) return PluginAction::Continue();
+    if (!d.endpoints) {
+      // No map in the snapshot: model from_container from the cluster's pods, unchecked.
+      const model::Pod* pod = ctx.cluster->FindPodByIp(p.packet.dst);
+      if (pod && !pod->host_network && pod->node_name == w.node_name) {
+        PluginAction a;
+        a.kind = PluginAction::Kind::kDeliverToPod;
+        a.pod = pod;
+        a.decrement_ttl = true;
+        a.label = "from_container: local_delivery (endpoint map not in snapshot)";
+        return a;
+      }
+      PluginAction a;
+      a.kind = PluginAction::Kind::kReenterHost;
+      a.iif = std::string(kHostDev);
+      return a;
+    }
     const Interface* in = ns.FindInterface(iif);
     const SarenaEndpoint* src = Find(d, p.packet.src);
     if (!src) {

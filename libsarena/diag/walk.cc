@@ -168,7 +168,10 @@ class Walker {
   void SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br);
 
   // ---- routing ----
-  void ReportRouteError(Vertex v, const RouteResult& r, const Packet& p, absl::string_view what);
+  void ReportRouteError(Vertex v, const RouteResult& r, const Packet& p, absl::string_view what,
+                        const Where* w = nullptr);
+  const Interface* DownDeviceFor(const Where& w, const net::Ipv4& dst);
+  void NotePolicyRoute(Vertex v, const RouteResult& r);
   void CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
                      const std::optional<net::Ipv4>& gateway);
   struct Owner {
@@ -432,8 +435,81 @@ void Walker::UnDnat(const Where& w, Packet* p, const Branch& br) {
 // ------------------------------------------------------------------------------------------
 // Routing helpers.
 
+// A device that is down and would carry `dst`: the kernel flushes the routes of a device that
+// goes down, so the lookup fails (or falls to a wider route) and the real cause is the link.
+const Interface* Walker::DownDeviceFor(const Where& w, const net::Ipv4& dst) {
+  if (w.ns == nullptr) return nullptr;
+  const Netstack& ns = w.ns->netstack;
+  auto down = [](const Interface* i) {
+    return i && !i->loopback && (!i->admin_up || !i->CanTransmit());
+  };
+  for (const Interface& i : ns.interfaces()) {
+    if (!down(&i)) continue;
+    for (const auto& a : i.addresses) {
+      if (a.prefixlen < 32 && net::Contains(a.Subnet(), dst)) return &i;
+    }
+  }
+  // Routes still listed through a down device (no carrier keeps them, flagged linkdown): the
+  // most specific one covering dst.
+  const Interface* best = nullptr;
+  int best_len = -1;
+  for (const model::Route& r : ns.routes()) {
+    if (r.type != RouteType::kUnicast || !net::Contains(r.dst, dst)) continue;
+    for (const model::Nexthop& nh : r.nexthops) {
+      const Interface* i = ns.FindInterface(nh.dev);
+      if (down(i) && r.dst.prefix_length() > best_len) {
+        best = i;
+        best_len = r.dst.prefix_length();
+      }
+    }
+  }
+  if (best) return best;
+  if (w.in_pod()) {
+    for (const Interface& i : ns.interfaces()) {
+      if (down(&i) && i.kind == "veth") return &i;
+    }
+    return nullptr;
+  }
+  const model::Pod* pod = cluster_.FindPodByIp(dst);
+  if (pod && !pod->host_network && pod->node_name == w.node_name) {
+    auto pn = snap_.PodNetns(pod->namespace_, pod->name, pod->node_name);
+    if (pn.ok()) {
+      for (const Interface& pi : (*pn)->netstack.interfaces()) {
+        if (pi.kind != "veth" || !pi.link_index) continue;
+        const Interface* host = ns.FindInterfaceByIndex(*pi.link_index);
+        if (down(host)) return host;
+        if (down(&pi)) return &pi;  // the pod side is down: no carrier on the host side either
+      }
+    }
+  }
+  return nullptr;
+}
+
+void Walker::NotePolicyRoute(Vertex v, const RouteResult& r) {
+  const model::Rule* rule = r.rule;
+  if (rule == nullptr) return;
+  bool selector = rule->src || rule->dst || !rule->iif.empty() || !rule->oif.empty() ||
+                  rule->fwmark || rule->tos || rule->ipproto || rule->sport_start ||
+                  rule->dport_start || rule->invert || rule->l3mdev;
+  bool standard_table = rule->table == model::kTableLocal || rule->table == model::kTableMain ||
+                        rule->table == model::kTableDefault;
+  if (!selector && standard_table) return;
+  Suspect(v, Level::kInfo, "policy_route_unexpected",
+          absl::StrCat("the route was chosen by policy rule '", rule->ToString(), "' (table ",
+                       model::TableName(r.table), "): ", r.ToString()));
+}
+
 void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
-                              absl::string_view what) {
+                              absl::string_view what, const Where* w) {
+  if (w) {
+    if (const Interface* d = DownDeviceFor(*w, p.dst)) {
+      Drop(v, "link_down",
+           absl::StrCat(d->name, " is down (", d->operstate.empty() ? "no carrier" : d->operstate,
+                        "): the kernel dropped its routes, so ", what, " ", p.dst.to_string(),
+                        " fails (", r.ok() ? r.ToString() : std::string("no route"), ")"));
+      return;
+    }
+  }
   std::string how;
   switch (r.type) {
     case RouteType::kBlackhole:
@@ -644,9 +720,10 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
                         ": the kernel refuses to send from it"));
       return;
     }
-    ReportRouteError(v, r, f.pkt, "output route to");
+    ReportRouteError(v, r, f.pkt, "output route to", &w);
     return;
   }
+  NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
       Drop(v, "no_route", absl::StrCat("no source address for ", f.pkt.dst.to_string(),
@@ -919,7 +996,7 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
       case InputDrop::kUnreachable:
       case InputDrop::kBlackhole:
       case InputDrop::kProhibit:
-        ReportRouteError(v, in.route, pkt, "no usable route to");
+        ReportRouteError(v, in.route, pkt, "no usable route to", &w);
         return;
       case InputDrop::kForwardingDisabled:
         if (!sysctls) break;  // unknown: reported below as "cannot check", walked on
@@ -977,6 +1054,7 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
     return;
   }
   // Forward.
+  NotePolicyRoute(v, in.route);
   if (pkt.ttl <= 1) {
     Drop(v, "ttl_exceeded", absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id,
                                          " (forwarding decrements it)"));

@@ -101,13 +101,16 @@ class Scratch {
                      const std::function<bool(const google::protobuf::Struct&)>& match) {
     int removed = 0;
     EditJson(rel, [&](google::protobuf::Value* v) {
-      google::protobuf::ListValue* list = v->mutable_list_value();
+      google::protobuf::ListValue* list = nullptr;
       if (v->has_struct_value()) {
         auto& f = *v->mutable_struct_value()->mutable_fields();
         for (const char* key : {"items", "endpoints", "programs"}) {
           if (f.count(key)) list = f[key].mutable_list_value();
         }
+      } else {
+        list = v->mutable_list_value();
       }
+      ASSERT_NE(list, nullptr) << rel << ": no list";
       google::protobuf::ListValue kept;
       for (const auto& e : list->values()) {
         if (e.has_struct_value() && match(e.struct_value())) {

@@ -1,0 +1,376 @@
+// The Calico plugin, one behaviour per test, on snapshot fixtures generated from real network
+// namespaces (tests/data/cases/_gen/calico-*.py) and mutated one fault at a time.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/unit/diag_testing.h"
+
+namespace sarena::diag {
+namespace {
+
+using testing::CaseDir;
+using testing::FindHop;
+using testing::FindSuspicion;
+using testing::HopOf;
+using testing::Scratch;
+using testing::Str;
+using testing::TraceLib;
+
+#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
+
+const char* kClientToFiles[] = {"pod:default/client", "10.65.2.8:8080/tcp"};
+
+TEST(DiagCalico, AutoDetectAndIpipHealthy) {
+  auto t = TraceLib(CaseDir("calico-ipip"), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.plugin, "calico");
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+  EXPECT_TRUE(testing::OnlyInfo(t.report)) << t.text;
+  const v1::Hop* a = FindHop(t.report, "node-a");
+  ASSERT_NE(a, nullptr) << t.text;
+  EXPECT_EQ(a->iif(), CalicoVethName("default", "client"));
+  EXPECT_EQ(a->oif(), "tunl0");  // ipipMode Always: encapsulated
+  const v1::Hop* b = FindHop(t.report, "node-b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->iif(), "tunl0");  // decapsulated on tunl0
+  EXPECT_EQ(b->oif(), CalicoVethName("default", "files"));
+  ASSERT_NE(FindHop(t.report, "default/files@reply"), nullptr) << "reply walked";
+}
+
+TEST(DiagCalico, CrossSubnetUsesBgpInsideTheSubnetAndIpipAcross) {
+  auto near = TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client",
+                       "pod:default/near:8080/tcp");
+  ASSERT_TRACED(near);
+  EXPECT_EQ(near.report.verdict(), "reachable") << near.text;
+  EXPECT_EQ(FindHop(near.report, "node-a")->oif(), "eth0") << near.text;
+  auto far = TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client",
+                      "pod:default/far:8080/tcp");
+  ASSERT_TRACED(far);
+  EXPECT_EQ(far.report.verdict(), "reachable") << far.text;
+  EXPECT_EQ(FindHop(far.report, "node-a")->oif(), "tunl0") << far.text;
+}
+
+TEST(DiagCalico, CrossSubnetRouteThroughTheTunnelInsideTheSubnetIsFlagged) {
+  Scratch s("calico-crosssubnet");
+  s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
+    for (auto& r : *v->mutable_list_value()->mutable_values()) {
+      auto& f = *r.mutable_struct_value()->mutable_fields();
+      if (f["dst"].string_value() == "10.67.2.0/26") {
+        f["dev"].set_string_value("tunl0");
+        f["flags"].mutable_list_value()->add_values()->set_string_value("onlink");
+      }
+    }
+  });
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/near:8080/tcp");
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "route_mismatch", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("BGP"), std::string::npos) << m->message();
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+}
+
+TEST(DiagCalico, MissingRemoteBlockRouteIsFatal) {
+  Scratch s("calico-ipip");
+  int n = s.RemoveFromList("nodes/node-a/ip-route.json", [](const google::protobuf::Struct& r) {
+    return Str(r, "dst") == "10.65.2.0/26";
+  });
+  ASSERT_EQ(n, 1);
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "route_mismatch", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+  EXPECT_NE(m->message().find("10.65.2.0/26"), std::string::npos) << m->message();
+  EXPECT_NE(m->message().find("tunl0"), std::string::npos) << m->message();
+}
+
+TEST(DiagCalico, MissingTunnelDeviceIsTunnelMissing) {
+  Scratch s("calico-ipip");
+  for (const char* f : {"nodes/node-a/ip-link.json", "nodes/node-a/ip-addr.json"}) {
+    s.RemoveFromList(f, [](const google::protobuf::Struct& l) {
+      return Str(l, "ifname") == "tunl0";
+    });
+  }
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  ASSERT_NE(FindSuspicion(t.report, "tunnel_missing", "FATAL"), nullptr) << t.text;
+}
+
+TEST(DiagCalico, LocalPodRouteMustUseItsCaliVeth) {
+  auto ok = TraceLib(CaseDir("calico-ipip"), "pod:default/client", "pod:default/web-1:8080/tcp");
+  ASSERT_TRACED(ok);
+  EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
+  EXPECT_EQ(FindHop(ok.report, "node-a")->oif(), CalicoVethName("default", "web-1"));
+
+  Scratch s("calico-ipip");
+  s.Replace("nodes/node-a/ip-route.json",
+            absl::StrCat("\"dev\": \"", CalicoVethName("default", "web-1"), "\""),
+            absl::StrCat("\"dev\": \"", CalicoVethName("default", "client"), "\""));
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/web-1:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "route_mismatch", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find(CalicoVethName("default", "web-1")), std::string::npos);
+}
+
+TEST(DiagCalico, RemoteNodeWithoutIpv4AddressAnnotation) {
+  Scratch s("calico-ipip");
+  s.EditJson("cluster/nodes.json", [](google::protobuf::Value* v) {
+    for (auto& n : *v->mutable_struct_value()->mutable_fields()->at("items")
+                        .mutable_list_value()->mutable_values()) {
+      auto& meta = *n.mutable_struct_value()->mutable_fields()->at("metadata")
+                        .mutable_struct_value()->mutable_fields();
+      if (meta["name"].string_value() == "node-b") {
+        meta["annotations"].mutable_struct_value()->mutable_fields()->clear();
+      }
+    }
+  });
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "node_address_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("node-b"), std::string::npos);
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+}
+
+TEST(DiagCalico, PodOutsideEveryPool) {
+  Scratch s("calico-ipip");
+  s.Replace("cluster/ippools.json", "\"cidr\": \"10.65.0.0/16\"", "\"cidr\": \"10.99.0.0/16\"");
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "ippool_not_found", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("10.65.1.3"), std::string::npos) << m->message();
+}
+
+TEST(DiagCalico, NatOutgoing) {
+  const char* ext = "198.51.100.7:443/tcp";
+  auto ok = TraceLib(CaseDir("calico-ipip"), "pod:default/client", ext);
+  ASSERT_TRACED(ok);
+  EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
+  const v1::Hop* a = FindHop(ok.report, "node-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->packet().src(), "10.128.0.4") << "masqueraded\n" << ok.text;
+
+  // Felix's MASQUERADE rule gone while the pool still says natOutgoing.
+  Scratch s("calico-ipip");
+  s.Replace("nodes/node-a/iptables-save.txt",
+            "--comment \"cali:flqWnvo8yq4ULQLa\" -j MASQUERADE --random-fully",
+            "--comment \"cali:flqWnvo8yq4ULQLa\" -j RETURN");
+  auto t = TraceLib(s.dir(), "pod:default/client", ext);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "nat_outgoing_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+
+  // Pod to pod and pod to node are never masqueraded, with or without the rule.
+  auto pod = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  EXPECT_EQ(FindSuspicion(pod.report, "nat_outgoing_missing"), nullptr) << pod.text;
+  auto node = TraceLib(s.dir(), "pod:default/client", "10.128.0.5:22/tcp");
+  EXPECT_EQ(FindSuspicion(node.report, "nat_outgoing_missing"), nullptr) << node.text;
+
+  // natOutgoing false: no masquerade is expected.
+  s.Replace("cluster/ippools.json", "\"natOutgoing\": true", "\"natOutgoing\": false");
+  auto off = TraceLib(s.dir(), "pod:default/client", ext);
+  EXPECT_EQ(FindSuspicion(off.report, "nat_outgoing_missing"), nullptr) << off.text;
+}
+
+TEST(DiagCalico, NatOutgoingModelledWithoutIptables) {
+  Scratch s("calico-ipip");
+  s.Remove("nodes/node-a/iptables-save.txt");
+  auto t = TraceLib(s.dir(), "pod:default/client", "198.51.100.7:443/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_NE(FindSuspicion(t.report, "file_missing", "INFO"), nullptr) << t.text;
+  EXPECT_NE(FindSuspicion(t.report, "nat_outgoing", "INFO"), nullptr) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a")->packet().src(), "10.128.0.4") << t.text;
+}
+
+TEST(DiagCalico, ServiceBackendsOnBothNodes) {
+  auto t = TraceLib(CaseDir("calico-ipip"), "pod:default/client", "svc:default/web:80/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+  ASSERT_NE(FindHop(t.report, "node-a/svc:default/web@10.65.1.7:8080"), nullptr) << t.text;
+  ASSERT_NE(FindHop(t.report, "node-a/svc:default/web@10.65.2.9:8080"), nullptr) << t.text;
+  ASSERT_NE(FindHop(t.report, "default/web-1"), nullptr);
+  ASSERT_NE(FindHop(t.report, "default/web-2"), nullptr);
+}
+
+TEST(DiagCalico, ServiceOneBrokenBackendIsCritical) {
+  Scratch s("calico-ipip");
+  ASSERT_EQ(s.RemoveFromList("nodes/node-b/ip-route.json",
+                             [](const google::protobuf::Struct& r) {
+                               return Str(r, "dst") == "10.65.2.9";
+                             }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:default/client", "svc:default/web:80/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "no_route", "CRITICAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-b");
+  EXPECT_NE(m->message().find("blackhole"), std::string::npos) << m->message();
+}
+
+TEST(DiagCalico, ServiceWithoutReadyEndpoints) {
+  Scratch s("calico-ipip");
+  s.Replace("cluster/endpointslices.json", "\"ready\": true", "\"ready\": false");
+  auto t = TraceLib(s.dir(), "pod:default/client", "svc:default/web:80/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "service_no_endpoints", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->kind(), "service");
+}
+
+TEST(DiagCalico, LoadBalancerSourceRanges) {
+  auto denied = TraceLib(CaseDir("calico-ipip"), "192.0.2.1", "203.0.113.10:80/tcp");
+  ASSERT_TRACED(denied);
+  EXPECT_EQ(denied.report.verdict(), "unreachable") << denied.text;
+  const v1::Suspicion* m = FindSuspicion(denied.report, "source_range_denied", "FATAL");
+  ASSERT_NE(m, nullptr) << denied.text;
+  EXPECT_NE(m->message().find("198.51.100.0/24"), std::string::npos);
+  auto allowed = TraceLib(CaseDir("calico-ipip"), "198.51.100.7", "203.0.113.10:80/tcp");
+  ASSERT_TRACED(allowed);
+  EXPECT_EQ(FindSuspicion(allowed.report, "source_range_denied"), nullptr) << allowed.text;
+  EXPECT_EQ(allowed.report.verdict(), "reachable") << allowed.text;
+}
+
+TEST(DiagCalico, ExternalTrafficPolicyLocal) {
+  auto drop = TraceLib(CaseDir("calico-ipip"), "192.0.2.50", "10.128.0.4:30090/tcp");
+  ASSERT_TRACED(drop);
+  EXPECT_EQ(drop.report.verdict(), "unreachable") << drop.text;
+  const v1::Suspicion* m = FindSuspicion(drop.report, "external_traffic_policy_local_drop");
+  ASSERT_NE(m, nullptr) << drop.text;
+  EXPECT_EQ(m->level(), "FATAL");
+  EXPECT_EQ(HopOf(drop.report, m)->node(), "node-a");
+  auto ok = TraceLib(CaseDir("calico-ipip"), "192.0.2.50", "10.128.0.5:30090/tcp");
+  ASSERT_TRACED(ok);
+  EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
+}
+
+TEST(DiagCalico, IpForwardOffOnTheRemoteNode) {
+  Scratch s("calico-ipip");
+  std::string f = "nodes/node-b/sysctl.txt";
+  std::string text = testing::ReadAll(s.Path(f));
+  s.Write(f, absl::StrReplaceAll(text, {{"forwarding = 1", "forwarding = 0"},
+                                        {"net.ipv4.ip_forward = 1", "net.ipv4.ip_forward = 0"}}));
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "ip_forward_disabled", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-b");
+}
+
+TEST(DiagCalico, TunnelIngressForwardingOff) {
+  Scratch s("calico-ipip");
+  s.SetSysctl("nodes/node-b/sysctl.txt", "net.ipv4.conf.tunl0.forwarding", "0");
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "iface_forwarding_disabled", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  const v1::Hop* h = HopOf(t.report, m);
+  EXPECT_EQ(h->node(), "node-b");
+  EXPECT_EQ(h->iif(), "tunl0");
+}
+
+TEST(DiagCalico, PolicyRouteIsUnexpected) {
+  Scratch s("calico-ipip");
+  s.EditJson("nodes/node-a/ip-rule.json", [](google::protobuf::Value* v) {
+    google::protobuf::Value rule;
+    auto& f = *rule.mutable_struct_value()->mutable_fields();
+    f["priority"].set_number_value(100);
+    f["src"].set_string_value("10.65.1.0");
+    f["srclen"].set_number_value(26);
+    f["table"].set_string_value("100");
+    auto* list = v->mutable_list_value()->mutable_values();
+    list->Add()->CopyFrom(rule);
+    std::rotate(list->rbegin(), list->rbegin() + 1, list->rend());
+  });
+  s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
+    google::protobuf::Value r;
+    auto& f = *r.mutable_struct_value()->mutable_fields();
+    f["dst"].set_string_value("10.65.2.0/26");
+    f["gateway"].set_string_value("10.128.0.5");
+    f["dev"].set_string_value("tunl0");
+    f["table"].set_string_value("100");
+    f["protocol"].set_string_value("static");
+    f["flags"].mutable_list_value()->add_values()->set_string_value("onlink");
+    v->mutable_list_value()->add_values()->CopyFrom(r);
+  });
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "policy_route_unexpected", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+}
+
+TEST(DiagCalico, VxlanHealthy) {
+  auto t = TraceLib(CaseDir("calico-vxlan"), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.plugin, "calico");
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+  EXPECT_TRUE(testing::OnlyInfo(t.report)) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a")->oif(), "vxlan.calico");
+  EXPECT_EQ(FindHop(t.report, "node-b")->iif(), "vxlan.calico");
+}
+
+TEST(DiagCalico, VxlanFdbEntryMissing) {
+  Scratch s("calico-vxlan");
+  ASSERT_EQ(s.RemoveFromList("nodes/node-a/bridge-fdb.json",
+                             [](const google::protobuf::Struct& e) {
+                               return Str(e, "ifname") == "vxlan.calico" && !Str(e, "dst").empty();
+                             }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "vxlan_fdb_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+}
+
+TEST(DiagCalico, VxlanNeighbourMissing) {
+  Scratch s("calico-vxlan");
+  ASSERT_EQ(s.RemoveFromList("nodes/node-a/ip-neigh.json",
+                             [](const google::protobuf::Struct& n) {
+                               return Str(n, "dev") == "vxlan.calico";
+                             }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  ASSERT_NE(FindSuspicion(t.report, "neighbor_missing", "FATAL"), nullptr) << t.text;
+}
+
+TEST(DiagCalico, VxlanTunnelAddressAnnotationMissing) {
+  Scratch s("calico-vxlan");
+  s.Replace("cluster/nodes.json", "\"projectcalico.org/IPv4VXLANTunnelAddr\": \"10.66.2.192\"",
+            "\"projectcalico.org/IPv4VXLANTunnelAddr\": \"\"");
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "node_address_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("IPv4VXLANTunnelAddr"), std::string::npos) << m->message();
+}
+
+TEST(DiagCalico, VxlanPodMtuTooLarge) {
+  Scratch s("calico-vxlan");
+  s.Replace("nodes/node-a/pods/default/client/ip-link.json", "\"mtu\": 1450", "\"mtu\": 1500");
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("1450"), std::string::npos) << m->message();
+}
+
+}  // namespace
+}  // namespace sarena::diag

@@ -1,0 +1,157 @@
+// sarena-diag's command line: exit 0 when the walk ran, 2 for bad input with the file and field
+// named; -o text|json|dot and --svg.
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/lib/test_util.h"
+#include "tests/unit/diag_testing.h"
+
+namespace sarena::diag {
+namespace {
+
+using testing::CaseDir;
+using testing::Scratch;
+
+sarena::testing::CommandResult Diag(absl::string_view args) {
+  return sarena::testing::Run(absl::StrCat(testing::DiagBinary(), " ", args));
+}
+
+std::string TraceArgs(absl::string_view dir, absl::string_view src, absl::string_view dst,
+                      absl::string_view extra = "") {
+  return absl::StrCat("trace --snapshot '", dir, "' --src '", src, "' --dst '", dst, "' ", extra);
+}
+
+void ExpectBadInput(const sarena::testing::CommandResult& r,
+                    std::initializer_list<const char*> mentions) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << "no report on bad input: " << r.out;
+  for (const char* m : mentions) {
+    EXPECT_NE(r.err.find(m), std::string::npos) << "stderr should name '" << m << "': " << r.err;
+  }
+}
+
+TEST(DiagCli, TextJsonDot) {
+  auto text = Diag(TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp"));
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("verdict: unreachable"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rp_filter_drop"), std::string::npos) << text.out;
+
+  auto json = Diag(TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp", "-o json"));
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"verdict\": \"unreachable\""), std::string::npos) << json.out;
+
+  auto dot = Diag(TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp", "-o dot"));
+  EXPECT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_EQ(dot.out.rfind("digraph G {", 0), 0u) << dot.out;
+  EXPECT_NE(dot.out.find("fillcolor=tomato"), std::string::npos);
+}
+
+TEST(DiagCli, SvgFile) {
+  char tmpl[] = "/tmp/sarena-diag-cli-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string svg = absl::StrCat(tmpl, "/path.svg");
+  auto r = Diag(TraceArgs(CaseDir("CAL-MTU-01"), "pod:default/client", "10.65.2.8:8080/tcp",
+                          absl::StrCat("-o json --svg ", svg)));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string body = testing::ReadAll(svg);
+  EXPECT_NE(body.find("<svg"), std::string::npos);
+  EXPECT_NE(body.find("mtu_mismatch"), std::string::npos);
+  sarena::testing::Run(absl::StrCat("rm -rf ", tmpl));
+}
+
+TEST(DiagCli, UnknownObjects) {
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "pod:web/nope", "10.96.120.40:80/tcp")),
+                 {"web/nope"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "pod:web/client", "svc:web/nope:80/tcp")),
+                 {"web/nope"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "pod:web/client", "svc:web/www:81/tcp")),
+                 {"web/www", "81/tcp"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-zz", "10.96.120.40:80/tcp")),
+                 {"node-zz"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "pod:web/client", "pod:web/ghost:80/tcp")),
+                 {"web/ghost"});
+  // An outside address towards an outside address: nothing in the snapshot to walk.
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "192.0.2.1", "198.51.100.1:80/tcp")),
+                 {"192.0.2.1"});
+}
+
+TEST(DiagCli, BadFlagsAndQueries) {
+  ExpectBadInput(Diag("trace --src node:a --dst 10.0.0.1:80/tcp"), {"--snapshot"});
+  ExpectBadInput(Diag(TraceArgs("/nonexistent/snap", "node:a", "10.0.0.1:80/tcp")),
+                 {"/nonexistent/snap"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "svc:web/www", "10.0.0.1:80/tcp")),
+                 {"--src"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1")), {"--dst"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "-o yaml")),
+                 {"yaml"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp",
+                                "--cni flannel")),
+                 {"flannel"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "--bogus 1")),
+                 {"--bogus"});
+  ExpectBadInput(Diag("frobnicate"), {"frobnicate"});
+  auto help = Diag("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("sarena-diag trace"), std::string::npos);
+}
+
+TEST(DiagCli, MalformedFilesAreNamed) {
+  {
+    Scratch s("KP-01");
+    s.Write("cluster/pods.json", "{\"items\": [ {\"metadata\": ");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "pod:web/client", "10.96.120.40:80/tcp")),
+                   {"pods.json"});
+  }
+  {
+    Scratch s("KP-01");
+    s.Replace("cluster/pods.json", "\"podIP\": \"10.244.2.8\"", "\"podIP\": \"banana\"");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "pod:web/client", "10.96.120.40:80/tcp")),
+                   {"pods.json", "podIP", "banana"});
+  }
+  {
+    Scratch s("KP-01");
+    s.Write("nodes/node-a/ip-route.json", "[{\"dst\": \"10.0.0.0/33\", \"dev\": \"eth0\"}]");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "pod:web/client", "10.96.120.40:80/tcp")),
+                   {"ip-route.json", "dst"});
+  }
+  {
+    Scratch s("KP-01");
+    s.Write("nodes/node-a/iptables-save.txt", "*nat\n-A NOSUCH -j ACCEPT\nCOMMIT\n");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "pod:web/client", "10.96.120.40:80/tcp")),
+                   {"iptables-save.txt", "line 2"});
+  }
+  {
+    Scratch s("sarena-node");
+    s.Replace("nodes/node-a/sarena-programs.json", "\"direction\": \"egress\"",
+              "\"direction\": \"sideways\"");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "node:node-a", "pod:default/pod-a:8080/tcp")),
+                   {"sarena-programs.json", "direction", "sideways"});
+  }
+  {
+    Scratch s("sarena-node");
+    s.Replace("nodes/node-a/sarena-endpoints.json", "\"ip\": \"10.20.0.10\"",
+              "\"ip\": \"10.20.0.999\"");
+    ExpectBadInput(Diag(TraceArgs(s.dir(), "node:node-a", "pod:default/pod-a:8080/tcp")),
+                   {"sarena-endpoints.json", "ip"});
+  }
+}
+
+TEST(DiagCli, SourceNodeWithoutDirectoryIsUnanswerable) {
+  Scratch s("RPF-05");
+  sarena::testing::Run(absl::StrCat("rm -rf '", s.Path("nodes/node-a"), "'"));
+  ExpectBadInput(Diag(TraceArgs(s.dir(), "node:node-a", "10.32.2.7:8080/tcp")),
+                 {"node-a", "nodes/node-a"});
+  // A missing node further along is a finding, not an error: never a silent "reachable".
+  Scratch t("RPF-05");
+  sarena::testing::Run(absl::StrCat("rm -rf '", t.Path("nodes/node-b"), "'"));
+  auto r = Diag(TraceArgs(t.dir(), "node:node-a", "10.32.2.7:8080/tcp", "-o json"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("snapshot_incomplete"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"verdict\": \"reachable\""), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sarena::diag

@@ -1,0 +1,76 @@
+// --src / --dst parsing (DESIGN.md: pod:NS/NAME | node:NAME | svc:NS/NAME (dst only) | IPv4,
+// DST:PORT/PROTO) and the Calico workload veth name.
+#include "gtest/gtest.h"
+#include "libsarena/diag/plugin.h"
+#include "libsarena/diag/query.h"
+
+namespace sarena::diag {
+namespace {
+
+TEST(DiagQuery, Forms) {
+  auto q = ParseQuery("pod:default/client", "pod:web/api-0:8080/tcp");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kPod);
+  EXPECT_EQ(q->src.namespace_, "default");
+  EXPECT_EQ(q->src.name, "client");
+  EXPECT_EQ(q->dst.kind, EndpointSpec::Kind::kPod);
+  EXPECT_EQ(q->dst.name, "api-0");
+  EXPECT_EQ(q->dport, 8080);
+  EXPECT_EQ(q->proto, 6);
+
+  q = ParseQuery("node:node-a", "svc:kube-system/kube-dns:53/udp");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kNode);
+  EXPECT_EQ(q->src.name, "node-a");
+  EXPECT_EQ(q->dst.kind, EndpointSpec::Kind::kService);
+  EXPECT_EQ(q->dst.ToString(), "svc:kube-system/kube-dns");
+  EXPECT_EQ(q->proto, 17);
+  EXPECT_EQ(q->dport, 53);
+
+  q = ParseQuery("10.0.0.1", "203.0.113.4:443");  // protocol defaults to tcp
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kIp);
+  EXPECT_EQ(q->src.ip.to_string(), "10.0.0.1");
+  EXPECT_EQ(q->dst.ip.to_string(), "203.0.113.4");
+  EXPECT_EQ(q->proto, 6);
+
+  q = ParseQuery("10.0.0.1", "10.0.0.2:0/icmp");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->proto, 1);
+  EXPECT_EQ(q->dport, 0);
+}
+
+TEST(DiagQuery, ErrorsNameTheFlag) {
+  struct Bad {
+    const char* src;
+    const char* dst;
+    const char* flag;
+  };
+  for (const Bad& b : {Bad{"svc:a/b", "10.0.0.1:80/tcp", "--src"},
+                       Bad{"pod:nonamespace", "10.0.0.1:80/tcp", "--src"},
+                       Bad{"pod:/x", "10.0.0.1:80/tcp", "--src"},
+                       Bad{"host:a", "10.0.0.1:80/tcp", "--src"},
+                       Bad{"10.0.0.256", "10.0.0.1:80/tcp", "--src"},
+                       Bad{"node:a", "10.0.0.1", "--dst"},
+                       Bad{"node:a", "10.0.0.1:99999/tcp", "--dst"},
+                       Bad{"node:a", "10.0.0.1:0/tcp", "--dst"},
+                       Bad{"node:a", "10.0.0.1:80/bogus", "--dst"},
+                       Bad{"node:a", "pod:x:80/tcp", "--dst"},
+                       Bad{"node:a", "node::80/tcp", "--dst"}}) {
+    auto q = ParseQuery(b.src, b.dst);
+    ASSERT_FALSE(q.ok()) << b.src << " " << b.dst;
+    EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+    EXPECT_NE(q.status().message().find(b.flag), absl::string_view::npos) << q.status();
+  }
+}
+
+TEST(DiagQuery, CalicoVethName) {
+  // "cali" + sha1("<namespace>.<name>")[:11], checked against Python's hashlib.
+  EXPECT_EQ(CalicoVethName("default", "client"), "calia7a3e029a7b");
+  EXPECT_EQ(CalicoVethName("data", "db-0"), "cali407af4d7387");
+  EXPECT_EQ(CalicoVethName("data", "app"), "cali570d70de567");
+  EXPECT_EQ(CalicoVethName("default", "files").size(), 15u);  // IFNAMSIZ - 1
+}
+
+}  // namespace
+}  // namespace sarena::diag
