@@ -1,7 +1,10 @@
 #include "libsarena/diag/walk.h"
 
 #include <algorithm>
+#include <dirent.h>
+
 #include <cerrno>
+#include <deque>
 #include <functional>
 #include <utility>
 
@@ -180,6 +183,10 @@ class Walker {
   };
   std::optional<Owner> OwnerOf(const net::Ipv4& ip);
   std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
+  // Pods of `node`: the cluster's, plus pod directories of the snapshot that pods.json lacks
+  // (a collect without kubectl data), synthesized from their netns.
+  const std::vector<const model::Pod*>& PodsOn(const std::string& node);
+  const model::Pod* FindPodAnywhere(const std::string& ns, const std::string& name);
   const Interface* PrimaryInterface(const Where& node);
 
   // ---- fan-out ----
@@ -198,6 +205,8 @@ class Walker {
   std::vector<std::vector<Vertex>*> collectors_;
   // The request as the client sent it (after source selection), for reply verification.
   std::optional<Packet> client_packet_;
+  std::deque<model::Pod> synthetic_pods_;
+  absl::flat_hash_map<std::string, std::vector<const model::Pod*>> pods_on_;
   Where client_where_;
   bool client_external_ = false;
 };
@@ -617,9 +626,62 @@ std::optional<Walker::Owner> Walker::OwnerOf(const net::Ipv4& ip) {
   return std::nullopt;
 }
 
+const std::vector<const model::Pod*>& Walker::PodsOn(const std::string& node) {
+  auto it = pods_on_.find(node);
+  if (it != pods_on_.end()) return it->second;
+  std::vector<const model::Pod*> pods = cluster_.PodsOnNode(node);
+  std::string base = absl::StrCat(snap_.dir(), "/nodes/", node, "/pods");
+  auto list = [](const std::string& dir) {
+    std::vector<std::string> out;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") out.push_back(n);
+      }
+      closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (const std::string& ns : list(base)) {
+    for (const std::string& name : list(absl::StrCat(base, "/", ns))) {
+      if (cluster_.FindPod(ns, name)) continue;
+      auto st = snap_.PodNetns(ns, name, node);
+      if (!st.ok()) continue;
+      model::Pod p;
+      p.namespace_ = ns;
+      p.name = name;
+      p.node_name = node;
+      p.phase = "Running";
+      p.ready = true;
+      for (const Interface& i : (*st)->netstack.interfaces()) {
+        if (i.loopback) continue;
+        if (const auto* a = i.PrimaryAddress()) {
+          p.pod_ip = a->local;
+          p.pod_ips.push_back(a->local);
+          break;
+        }
+      }
+      synthetic_pods_.push_back(std::move(p));
+      pods.push_back(&synthetic_pods_.back());
+    }
+  }
+  return pods_on_.emplace(node, std::move(pods)).first->second;
+}
+
+const model::Pod* Walker::FindPodAnywhere(const std::string& ns, const std::string& name) {
+  if (const model::Pod* p = cluster_.FindPod(ns, name)) return p;
+  for (const std::string& node : snap_.node_names()) {
+    for (const model::Pod* p : PodsOn(node)) {
+      if (p->namespace_ == ns && p->name == name) return p;
+    }
+  }
+  return nullptr;
+}
+
 std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex,
                                                   int peer_ifindex) {
-  for (const model::Pod* pod : cluster_.PodsOnNode(node.node_name)) {
+  for (const model::Pod* pod : PodsOn(node.node_name)) {
     if (pod->host_network) continue;
     auto st = snap_.PodNetns(pod->namespace_, pod->name, pod->node_name);
     if (!st.ok()) {
@@ -1534,10 +1596,14 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
             Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
     return;
   }
-  Drop(v, "link_missing",
-       absl::StrCat("veth ", oif.name, " leads to no known pod or netns (peer ifindex ",
-                    oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"),
-                    "); ", f.pkt.dst.to_string(), " is not a pod on ", w.node_name));
+  // A veth's peer always exists (the pair dies together): what is missing is its netns in the
+  // snapshot.
+  Suspect(v, Level::kWarning, "snapshot_incomplete",
+          absl::StrCat("veth ", oif.name, " leads to a network namespace the snapshot does not "
+                                          "hold (peer ifindex ",
+                       oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"),
+                       "), and ", f.pkt.dst.to_string(), " is not a known pod on ",
+                       w.node_name, ": the path beyond cannot be checked"));
 }
 
 std::optional<Walker::PortTarget> Walker::FindBridgePort(const Where& w,
@@ -2102,7 +2168,7 @@ absl::Status Walker::Run() {
   uint16_t dport = q.dport;
   switch (q.dst.kind) {
     case EndpointSpec::Kind::kPod: {
-      const model::Pod* p = cluster_.FindPod(q.dst.namespace_, q.dst.name);
+      const model::Pod* p = FindPodAnywhere(q.dst.namespace_, q.dst.name);
       if (!p) {
         return absl::NotFoundError(absl::StrCat("unknown destination pod ", q.dst.namespace_, "/",
                                                 q.dst.name, " (not in cluster/pods.json)"));
@@ -2181,7 +2247,7 @@ absl::Status Walker::Run() {
   };
   switch (q.src.kind) {
     case EndpointSpec::Kind::kPod: {
-      const model::Pod* p = cluster_.FindPod(q.src.namespace_, q.src.name);
+      const model::Pod* p = FindPodAnywhere(q.src.namespace_, q.src.name);
       if (!p) {
         return absl::NotFoundError(absl::StrCat("unknown source pod ", q.src.namespace_, "/",
                                                 q.src.name, " (not in cluster/pods.json)"));
