@@ -81,6 +81,7 @@ class CalicoPlugin : public Plugin {
       return;
     }
     if (!checked_pods_.insert(w.pod->Key()).second) return;
+    CheckGatewayArp(ctx, w, hop);
     const Interface* eth = w.ns->netstack.FindInterface("eth0");
     const Interface* host = HostInterface(ctx, w.node_name, *w.node);
     if (!eth || !host || host->mtu == 0) return;
@@ -288,6 +289,37 @@ class CalicoPlugin : public Plugin {
   }
 
  private:
+  // Calico pods route through 169.254.1.1, which nothing owns: the host-side cali veth answers
+  // ARP for it by proxy_arp (IN_DEV_PROXY_ARP = all OR dev). Without it the pod cannot resolve
+  // its gateway once the cached entry expires.
+  void CheckGatewayArp(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop) {
+    const model::Netstack& pod = w.ns->netstack;
+    const model::Netstack& node = w.node->netstack;
+    if (!node.Has(model::NetstackSource::kSysctls)) return;
+    model::Flow fl;
+    fl.dst = net::Ipv4(0x08080808);
+    model::RouteResult r = pod.Lookup(fl);
+    if (!r.ok() || !r.gateway) return;
+    const Interface* eth = pod.FindInterface(r.oif);
+    if (!eth || !eth->link_index) return;
+    const Interface* host = node.FindInterfaceByIndex(*eth->link_index);
+    if (!host) return;
+    auto flag = [&](absl::string_view dev) {
+      return node.sysctls().GetInt(model::Sysctls::ConfKey(dev, "proxy_arp")).value_or(0) != 0;
+    };
+    if (flag("all") || flag(host->name)) return;
+    const model::Neighbor* n = pod.FindNeighbor(*r.gateway, r.oif);
+    bool permanent = n && std::find(n->state.begin(), n->state.end(), "PERMANENT") != n->state.end();
+    if (permanent) return;
+    bool cached = n && n->Usable();
+    ctx.Suspect(hop, cached ? Level::kCritical : Level::kFatal, "neighbor_missing",
+                absl::StrCat("proxy_arp is off on ", host->name, " (net.ipv4.conf.", host->name,
+                             ".proxy_arp = 0): nothing answers pod ", w.pod->Key(),
+                             "'s ARP for its gateway ", r.gateway->to_string(),
+                             cached ? "; it works only until the cached entry expires"
+                                    : "; the pod cannot send off its veth"));
+  }
+
   // The node's host interface: the one holding its Calico address, else its InternalIP.
   const Interface* HostInterface(const PluginContext& ctx, const std::string& node_name,
                                  const model::NodeState& node) {

@@ -1577,6 +1577,25 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
   }
   // Node -> pod.
   if (oif.link_index) {
+    // Fast path: the pod owning the address, when its eth0 is this veth's peer.
+    for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
+      const model::Pod* p = cluster_.FindPodByIp(ip);
+      if (!p || p->host_network || p->node_name != w.node_name) continue;
+      auto pn = snap_.PodNetns(p->namespace_, p->name, p->node_name);
+      if (!pn.ok()) continue;
+      const Interface* pi = (*pn)->netstack.FindInterfaceByIndex(*oif.link_index);
+      if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
+        continue;
+      }
+      auto pw = PodWhere(*p);
+      if (!pw.ok()) {
+        error_ = pw.status();
+        return;
+      }
+      Receive(*pw, pi->name, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
+      return;
+    }
     if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
       Receive(o->where, o->ifname, std::move(f), std::move(br),
               Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});

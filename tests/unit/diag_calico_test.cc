@@ -100,6 +100,47 @@ TEST(DiagCalico, MissingTunnelDeviceIsTunnelMissing) {
   ASSERT_NE(FindSuspicion(t.report, "tunnel_missing", "FATAL"), nullptr) << t.text;
 }
 
+TEST(DiagCalico, DecapsulationNeedsTunl0OnTheRemoteNode) {
+  Scratch s("calico-ipip");
+  for (const char* f : {"nodes/node-b/ip-link.json", "nodes/node-b/ip-addr.json"}) {
+    s.RemoveFromList(f, [](const google::protobuf::Struct& l) {
+      return Str(l, "ifname") == "tunl0";
+    });
+  }
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "tunnel_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-b");
+}
+
+TEST(DiagCalico, ProxyArpAnswersThePodGateway) {
+  Scratch s("calico-ipip");
+  std::string veth = CalicoVethName("default", "client");
+  s.SetSysctl("nodes/node-a/sysctl.txt", absl::StrCat("net.ipv4.conf.", veth, ".proxy_arp"), "0");
+  auto cached = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(cached);
+  EXPECT_EQ(cached.report.verdict(), "degraded") << cached.text;
+  const v1::Suspicion* m = FindSuspicion(cached.report, "neighbor_missing", "CRITICAL");
+  ASSERT_NE(m, nullptr) << cached.text;
+  EXPECT_EQ(HopOf(cached.report, m)->id(), "default/client");
+  s.RemoveFromList("nodes/node-a/pods/default/client/ip-neigh.json",
+                   [](const google::protobuf::Struct&) { return true; });
+  auto gone = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(gone);
+  EXPECT_EQ(gone.report.verdict(), "unreachable") << gone.text;
+  EXPECT_NE(FindSuspicion(gone.report, "neighbor_missing", "FATAL"), nullptr) << gone.text;
+}
+
+TEST(DiagCalico, VxlanWalksWithoutThePluginToo) {
+  auto t = TraceLib(CaseDir("calico-vxlan"), "pod:default/client", "pod:default/server:8080/tcp",
+                    "generic");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.plugin, "generic");
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+}
+
 TEST(DiagCalico, LocalPodRouteMustUseItsCaliVeth) {
   auto ok = TraceLib(CaseDir("calico-ipip"), "pod:default/client", "pod:default/web-1:8080/tcp");
   ASSERT_TRACED(ok);
