@@ -98,7 +98,7 @@ std::map<std::string, std::string> AddEnv() {
           {"CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0"}};
 }
 
-class BadInput : public ::testing::Test {
+class CniBadInput : public ::testing::Test {
  protected:
   // A valid plugin config whose daemon socket does not exist and whose log is in scratch.
   std::string Config(absl::string_view extra = "", absl::string_view version = "1.0.0") const {
@@ -126,7 +126,7 @@ class BadInput : public ::testing::Test {
   PluginRun last_run_;
 };
 
-TEST_F(BadInput, MalformedConfigIsCode6WithTheParserMessage) {
+TEST_F(CniBadInput, MalformedConfigIsCode6WithTheParserMessage) {
   for (const std::string& config :
        {std::string(R"({"cniVersion":"1.0.0","name":"sarena","type":"sarena-cni")"),  // no }
         std::string(R"({"cniVersion":"1.0.0",,"name":"sarena"})"),
@@ -141,7 +141,7 @@ TEST_F(BadInput, MalformedConfigIsCode6WithTheParserMessage) {
   EXPECT_THAT(last_run_.err, HasSubstr("error code 6"));  // logged to stderr instead
 }
 
-TEST_F(BadInput, IncompleteConfigNamesTheMissingField) {
+TEST_F(CniBadInput, IncompleteConfigNamesTheMissingField) {
   ExpectError(AddEnv(), R"({"name":"sarena","type":"sarena-cni"})", 7,
               {"missing field 'cniVersion'"});
   ExpectError(AddEnv(), R"({"cniVersion":"1.0.0","type":"sarena-cni"})", 7,
@@ -155,7 +155,7 @@ TEST_F(BadInput, IncompleteConfigNamesTheMissingField) {
               {"'plugins'", "conflist"});
 }
 
-TEST_F(BadInput, InvalidFieldValuesAreNamedWithTheValue) {
+TEST_F(CniBadInput, InvalidFieldValuesAreNamedWithTheValue) {
   ExpectError(AddEnv(), Config(R"("mtu":20)"), 7, {"mtu 20", "68..65535"});
   ExpectError(AddEnv(), Config(R"("mtu":"9000")"), 7, {"'mtu'", "\"9000\""});
   ExpectError(AddEnv(),
@@ -166,7 +166,7 @@ TEST_F(BadInput, InvalidFieldValuesAreNamedWithTheValue) {
               7, {"network name 'a/b'"});
 }
 
-TEST_F(BadInput, UnsupportedCniVersionIsCode1) {
+TEST_F(CniBadInput, UnsupportedCniVersionIsCode1) {
   Error e = ExpectError(AddEnv(), Config("", "0.2.0"), 1, {"'0.2.0'"});
   EXPECT_EQ(e.cni_version, "1.1.0");
   ExpectError(AddEnv(), Config("", "7.0.0"), 1, {"'7.0.0'"});
@@ -179,7 +179,7 @@ TEST_F(BadInput, UnsupportedCniVersionIsCode1) {
   ExpectError(env, Config(R"("prevResult":{})", "0.3.1"), 1, {"'CHECK'", "0.4.0", "'0.3.1'"});
 }
 
-TEST_F(BadInput, BadContainerIdIsCode4NamingVariableAndValue) {
+TEST_F(CniBadInput, BadContainerIdIsCode4NamingVariableAndValue) {
   for (const char* id : {"-leading-dash", "has space", "semi;colon", "slash/id", "_x"}) {
     auto env = AddEnv();
     env["CNI_CONTAINERID"] = id;
@@ -190,7 +190,7 @@ TEST_F(BadInput, BadContainerIdIsCode4NamingVariableAndValue) {
   ExpectError(env, Config(), 4, {"CNI_CONTAINERID is not set"});
 }
 
-TEST_F(BadInput, BadIfnameIsCode4NamingVariableAndValue) {
+TEST_F(CniBadInput, BadIfnameIsCode4NamingVariableAndValue) {
   for (const char* ifname : {"eth0123456789abc", "eth/0", "eth:0", "eth 0", ".", ".."}) {
     auto env = AddEnv();
     env["CNI_IFNAME"] = ifname;
@@ -204,7 +204,7 @@ TEST_F(BadInput, BadIfnameIsCode4NamingVariableAndValue) {
   }
 }
 
-TEST_F(BadInput, MissingNecessaryVariablesAreAllNamed) {
+TEST_F(CniBadInput, MissingNecessaryVariablesAreAllNamed) {
   auto env = AddEnv();
   env.erase("CNI_NETNS");
   env["CNI_IFNAME"] = "";
@@ -214,7 +214,7 @@ TEST_F(BadInput, MissingNecessaryVariablesAreAllNamed) {
   ExpectError(env, Config(), 4, {"CNI_ARGS", "'Unknown'"});
 }
 
-TEST_F(BadInput, UnknownCommandIsCode4) {
+TEST_F(CniBadInput, UnknownCommandIsCode4) {
   auto env = AddEnv();
   env["CNI_COMMAND"] = "RESTART";
   ExpectError(env, Config(), 4, {"unknown CNI_COMMAND 'RESTART'"});
@@ -224,7 +224,7 @@ TEST_F(BadInput, UnknownCommandIsCode4) {
   ExpectError(env, Config(), 4, {"CNI_COMMAND is not set"});
 }
 
-TEST_F(BadInput, UnreachableDaemonIsTryAgainLater) {
+TEST_F(CniBadInput, UnreachableDaemonIsTryAgainLater) {
   const std::string socket = scratch_.path() + "/sarenad.sock";
   Error e = ExpectError(AddEnv(), Config(), 11, {"'" + socket + "'", "errno 2"});
   EXPECT_EQ(e.cni_version, "1.0.0");
@@ -254,7 +254,7 @@ TEST_F(BadInput, UnreachableDaemonIsTryAgainLater) {
   ExpectError({{"CNI_COMMAND", "STATUS"}}, Config("", "1.1.0"), 50, {socket});
 }
 
-TEST_F(BadInput, UnopenableLogFileFallsBackToStderr) {
+TEST_F(CniBadInput, UnopenableLogFileFallsBackToStderr) {
   std::string config = absl::StrReplaceAll(
       Config(), {{scratch_.log(), scratch_.path() + "/no/such/dir/sarena-cni.log"}});
   PluginRun run = RunPlugin(AddEnv(), config, scratch_.path());
@@ -265,7 +265,7 @@ TEST_F(BadInput, UnopenableLogFileFallsBackToStderr) {
   EXPECT_TRUE(scratch_.Entries().empty());  // no directory created for it
 }
 
-TEST_F(BadInput, VersionNeedsNothingButTheCommand) {
+TEST_F(CniBadInput, VersionNeedsNothingButTheCommand) {
   for (auto [stdin_text, reported] : std::vector<std::pair<std::string, std::string>>{
            {R"({"cniVersion":"0.4.0"})", "0.4.0"},
            {"", "1.1.0"},

@@ -63,7 +63,7 @@ v1::Request AddRequest() {
   return r;
 }
 
-TEST(Framing, HeaderIsBigEndianLength) {
+TEST(DaemonFraming, HeaderIsBigEndianLength) {
   auto h = EncodeFrameHeader(0x01020304);
   EXPECT_EQ(h[0], 0x01);
   EXPECT_EQ(h[1], 0x02);
@@ -80,7 +80,7 @@ TEST(Framing, HeaderIsBigEndianLength) {
   EXPECT_EQ(frame->substr(4), r.SerializeAsString());
 }
 
-TEST(Framing, LimitIsFourMiB) {
+TEST(DaemonFraming, LimitIsFourMiB) {
   EXPECT_EQ(kMaxFrameBytes, 4u * 1024 * 1024);
   EXPECT_TRUE(DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes)).ok());
   absl::StatusOr<uint32_t> over = DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes + 1));
@@ -88,7 +88,7 @@ TEST(Framing, LimitIsFourMiB) {
   EXPECT_THAT(over.status().message(), HasSubstr("4194305"));
 }
 
-TEST(Framing, RoundTripOverSocketPair) {
+TEST(DaemonFraming, RoundTripOverSocketPair) {
   Pair p = SocketPair();
   v1::Request sent = AddRequest();
   ASSERT_TRUE(WriteFrame(p.a.get(), sent, absl::Seconds(5)).ok());
@@ -108,7 +108,7 @@ TEST(Framing, RoundTripOverSocketPair) {
   EXPECT_FALSE(Readable(p.b.get()));  // exactly two frames, nothing more
 }
 
-TEST(Framing, EmptyMessageIsAZeroLengthFrame) {
+TEST(DaemonFraming, EmptyMessageIsAZeroLengthFrame) {
   Pair p = SocketPair();
   v1::Request empty;
   ASSERT_TRUE(WriteFrame(p.a.get(), empty, absl::Seconds(1)).ok());
@@ -121,7 +121,7 @@ TEST(Framing, EmptyMessageIsAZeroLengthFrame) {
   EXPECT_EQ(got.kind_case(), v1::Request::KIND_NOT_SET);
 }
 
-TEST(Framing, LargeFrameNeedsManyReadsAndWrites) {
+TEST(DaemonFraming, LargeFrameNeedsManyReadsAndWrites) {
   Pair p = SocketPair();
   v1::Response big;
   for (int i = 0; i < 20000; ++i) {
@@ -142,7 +142,7 @@ TEST(Framing, LargeFrameNeedsManyReadsAndWrites) {
   EXPECT_EQ(got.endpoint_list().endpoints(19999).ref().container_id(), "container-19999");
 }
 
-TEST(Framing, OversizeIsRefusedOnBothSides) {
+TEST(DaemonFraming, OversizeIsRefusedOnBothSides) {
   Pair p = SocketPair();
   v1::Response huge;
   huge.mutable_error()->set_message(std::string(kMaxFrameBytes, 'x'));
@@ -159,7 +159,7 @@ TEST(Framing, OversizeIsRefusedOnBothSides) {
   EXPECT_THAT(s.message(), HasSubstr("exceeds the limit"));
 }
 
-TEST(Framing, TruncatedHeaderBodyAndCleanClose) {
+TEST(DaemonFraming, TruncatedHeaderBodyAndCleanClose) {
   {
     Pair p = SocketPair();
     p.a.Reset();  // closed between frames
@@ -188,7 +188,7 @@ TEST(Framing, TruncatedHeaderBodyAndCleanClose) {
   }
 }
 
-TEST(Framing, GarbageBodyIsDataLoss) {
+TEST(DaemonFraming, GarbageBodyIsDataLoss) {
   Pair p = SocketPair();
   WriteRaw(p.a.get(), Header(3) + "\xff\xff\xff");
   v1::Response r;
@@ -197,7 +197,7 @@ TEST(Framing, GarbageBodyIsDataLoss) {
   EXPECT_THAT(s.message(), HasSubstr("sarena.daemon.v1.Response"));
 }
 
-TEST(Framing, ReadTimesOut) {
+TEST(DaemonFraming, ReadTimesOut) {
   Pair p = SocketPair();
   WriteRaw(p.a.get(), Header(10) + "abc");  // a partial frame, then silence
   v1::Request r;
@@ -210,7 +210,7 @@ TEST(Framing, ReadTimesOut) {
   EXPECT_LT(took, absl::Seconds(5));
 }
 
-TEST(Framing, WriteTimesOutWhenNobodyReads) {
+TEST(DaemonFraming, WriteTimesOutWhenNobodyReads) {
   Pair p = SocketPair();
   v1::Response big;
   big.mutable_error()->set_message(std::string(3 * 1024 * 1024, 'x'));
@@ -219,14 +219,14 @@ TEST(Framing, WriteTimesOutWhenNobodyReads) {
   EXPECT_THAT(s.message(), HasSubstr("bytes written"));
 }
 
-TEST(Framing, WriteToClosedPeerIsUnavailableNotSigpipe) {
+TEST(DaemonFraming, WriteToClosedPeerIsUnavailableNotSigpipe) {
   Pair p = SocketPair();
   p.b.Reset();
   absl::Status s = WriteFrame(p.a.get(), AddRequest(), absl::Seconds(1));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;  // and the process is still alive
 }
 
-TEST(Framing, WorksOverPipes) {
+TEST(DaemonFraming, WorksOverPipes) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd r(fds[0]), w(fds[1]);
@@ -280,7 +280,7 @@ class ScriptedPeer {
   std::thread thread_;
 };
 
-TEST(Client, UnreachableSocketIsUnavailableWithPathAndErrno) {
+TEST(DaemonClient, UnreachableSocketIsUnavailableWithPathAndErrno) {
   absl::StatusOr<Client> c = Client::Connect("/nonexistent/sarenad.sock", absl::Seconds(1));
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
@@ -309,7 +309,7 @@ TEST(Client, UnreachableSocketIsUnavailableWithPathAndErrno) {
   EXPECT_TRUE(absl::IsInvalidArgument(Client::Connect("", absl::Seconds(1)).status()));
 }
 
-TEST(Client, CallsInOrderOnOneConnection) {
+TEST(DaemonClient, CallsInOrderOnOneConnection) {
   ScriptedPeer peer([](int fd) {
     for (int i = 0; i < 3; ++i) {
       v1::Request req;
@@ -333,7 +333,7 @@ TEST(Client, CallsInOrderOnOneConnection) {
   }
 }
 
-TEST(Client, DaemonErrorsKeepTheirCniCode) {
+TEST(DaemonClient, DaemonErrorsKeepTheirCniCode) {
   ScriptedPeer peer([](int fd) {
     v1::Request req;
     if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
@@ -367,7 +367,7 @@ TEST(Client, DaemonErrorsKeepTheirCniCode) {
   EXPECT_THAT(mismatched.status().message(), HasSubstr("gc to endpoint_add"));
 }
 
-TEST(Client, PeerDyingMidRequestBreaksTheClient) {
+TEST(DaemonClient, PeerDyingMidRequestBreaksTheClient) {
   ScriptedPeer peer([](int fd) {
     v1::Request req;
     (void)ReadFrame(fd, &req, absl::Seconds(5));
@@ -382,7 +382,7 @@ TEST(Client, PeerDyingMidRequestBreaksTheClient) {
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
 }
 
-TEST(Client, SilentDaemonTimesOut) {
+TEST(DaemonClient, SilentDaemonTimesOut) {
   ScriptedPeer peer([](int fd) {
     v1::Request req;
     (void)ReadFrame(fd, &req, absl::Seconds(5));
@@ -395,7 +395,7 @@ TEST(Client, SilentDaemonTimesOut) {
   EXPECT_EQ(cni::CniCodeOf(r.status()), 11u);
 }
 
-TEST(Client, ProtoErrorConversion) {
+TEST(DaemonClient, ProtoErrorConversion) {
   v1::Error e = ProtoErrorFromStatus(absl::NotFoundError("endpoint 'x/eth0' not found"));
   EXPECT_EQ(e.code(), static_cast<int>(absl::StatusCode::kNotFound));
   EXPECT_EQ(e.cni_code(), 3u);
