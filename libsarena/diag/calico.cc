@@ -101,9 +101,9 @@ class CalicoPlugin : public Plugin {
     if (eth->mtu + overhead > host->mtu) {
       ctx.Suspect(hop, Level::kWarning, "mtu_mismatch",
                   absl::StrCat("pod ", w.pod->Key(), " eth0 MTU ", eth->mtu, " leaves no room for ",
-                               why.empty() ? std::string("") : absl::StrCat(why, " ("),
-                               overhead, why.empty() ? " bytes" : " bytes)", " on ", host->name,
-                               " (MTU ", host->mtu, "): expected <= ", host->mtu - overhead));
+                               why.empty() ? std::string("") : absl::StrCat(why, " ("), overhead,
+                               why.empty() ? " bytes" : " bytes)", " on ", host->name, " (MTU ",
+                               host->mtu, "): expected <= ", host->mtu - overhead));
     }
   }
 
@@ -146,23 +146,24 @@ class CalicoPlugin : public Plugin {
         if (route.route && route.route->scope != model::Scope::kLink) {
           ctx.Suspect(hop, Level::kInfo, "route_mismatch",
                       absl::StrCat("route to pod ", pod->Key(), " via ", veth, " has scope ",
-                                   model::ToString(route.route->scope), ", Calico installs "
-                                                                        "scope link"));
+                                   model::ToString(route.route->scope),
+                                   ", Calico installs "
+                                   "scope link"));
         }
         return PluginAction::Continue();
       }
       if (!ns.FindInterface(veth) && ns.Has(model::NetstackSource::kLinks)) {
-        ctx.Suspect(hop, Level::kFatal, "link_missing",
-                    absl::StrCat("workload interface ", veth, " of pod ", pod->Key(),
-                                 " does not exist on ", w.node_name,
-                                 " (Calico names it cali + sha1(\"", pod->namespace_, ".",
-                                 pod->name, "\")[:11])"));
+        ctx.Suspect(
+            hop, Level::kFatal, "link_missing",
+            absl::StrCat("workload interface ", veth, " of pod ", pod->Key(), " does not exist on ",
+                         w.node_name, " (Calico names it cali + sha1(\"", pod->namespace_, ".",
+                         pod->name, "\")[:11])"));
         return PluginAction::Stop();
       }
       ctx.Suspect(hop, Level::kFatal, "route_mismatch",
                   absl::StrCat("route to local pod ", pod->Key(), " (", dst.to_string(),
-                               ") goes via '", route.ToString(), "', expected '",
-                               dst.to_string(), " dev ", veth, " scope link'"));
+                               ") goes via '", route.ToString(), "', expected '", dst.to_string(),
+                               " dev ", veth, " scope link'"));
       return PluginAction::Stop();
     }
     // Remote workload.
@@ -191,12 +192,12 @@ class CalicoPlugin : public Plugin {
         exp_dev = std::string(kVxlanDev);
         exp_gw = remote->calico_vxlan_tunnel_addr;
         if (!remote->calico_vxlan_tunnel_addr) {
-          ctx.Suspect(hop, Level::kFatal, "node_address_missing",
-                      absl::StrCat("node ", remote->name,
-                                   " has no projectcalico.org/IPv4VXLANTunnelAddr: no VXLAN next "
-                                   "hop exists for its blocks (pool ",
-                                   pool->name, " vxlanMode ", model::ToString(pool->vxlan_mode),
-                                   ")"));
+          ctx.Suspect(
+              hop, Level::kFatal, "node_address_missing",
+              absl::StrCat("node ", remote->name,
+                           " has no projectcalico.org/IPv4VXLANTunnelAddr: no VXLAN next "
+                           "hop exists for its blocks (pool ",
+                           pool->name, " vxlanMode ", model::ToString(pool->vxlan_mode), ")"));
           fatal = true;
         }
         break;
@@ -207,42 +208,41 @@ class CalicoPlugin : public Plugin {
     if ((mode == Mode::kIpip || mode == Mode::kVxlan) && ns.Has(model::NetstackSource::kLinks)) {
       const Interface* t = ns.FindInterface(exp_dev);
       if (!t) {
-        ctx.Suspect(hop, Level::kFatal, "tunnel_missing",
-                    absl::StrCat("pool ", pool->name, " needs ", ModeName(mode), " towards ",
-                                 remote->name, " but ", w.node_name, " has no ", exp_dev,
-                                 " device"));
+        ctx.Suspect(
+            hop, Level::kFatal, "tunnel_missing",
+            absl::StrCat("pool ", pool->name, " needs ", ModeName(mode), " towards ", remote->name,
+                         " but ", w.node_name, " has no ", exp_dev, " device"));
         return PluginAction::Stop();
       }
     }
     bool dev_ok = exp_dev.empty() || route.oif == exp_dev;
     bool gw_ok = !exp_gw || (route.gateway && *route.gateway == *exp_gw);
     net::Ipv4Prefix block(dst, std::max<uint8_t>(pool->block_size, pool->cidr.prefix_length()));
-    std::string expected = absl::StrCat(
-        block.canonical().to_string(), " (block of ", remote->name, ") via ",
-        exp_gw ? exp_gw->to_string() : std::string("<node address>"), " dev ",
-        exp_dev.empty() ? std::string("<host interface>") : exp_dev,
-        mode == Mode::kVxlan ? " onlink" : " proto bird", " (", ModeName(mode), ", pool ",
-        pool->name, ")");
+    std::string expected =
+        absl::StrCat(block.canonical().to_string(), " (block of ", remote->name, ") via ",
+                     exp_gw ? exp_gw->to_string() : std::string("<node address>"), " dev ",
+                     exp_dev.empty() ? std::string("<host interface>") : exp_dev,
+                     mode == Mode::kVxlan ? " onlink" : " proto bird", " (", ModeName(mode),
+                     ", pool ", pool->name, ")");
     if (!dev_ok || !gw_ok) {
       bool gw_is_node = route.gateway && c.FindNodeByIp(*route.gateway) != nullptr;
       bool to_tunnel = IsCalicoDevice(route.oif) && !absl::StartsWith(route.oif, "cali");
       if (!gw_is_node && !to_tunnel) {
-        ctx.Suspect(hop, Level::kFatal, "route_mismatch",
-                    absl::StrCat("no Calico route for ", dst.to_string(), " (pod ", pod->Key(),
-                                 " on ", remote->name, "): the lookup falls to '",
-                                 route.route ? route.route->ToString() : route.ToString(),
-                                 "', which hands pod traffic to ",
-                                 route.gateway ? route.gateway->to_string()
-                                               : std::string("the link"),
-                                 ", not a node; expected ", expected));
+        ctx.Suspect(
+            hop, Level::kFatal, "route_mismatch",
+            absl::StrCat("no Calico route for ", dst.to_string(), " (pod ", pod->Key(), " on ",
+                         remote->name, "): the lookup falls to '",
+                         route.route ? route.route->ToString() : route.ToString(),
+                         "', which hands pod traffic to ",
+                         route.gateway ? route.gateway->to_string() : std::string("the link"),
+                         ", not a node; expected ", expected));
         return PluginAction::Stop();
       }
       ctx.Suspect(hop, Level::kWarning, "route_mismatch",
                   absl::StrCat("route for ", dst.to_string(), " is '",
                                route.route ? route.route->ToString() : route.ToString(),
                                "', expected ", expected));
-    } else if (route.route && mode != Mode::kVxlan &&
-               route.route->protocol != model::kProtoBird) {
+    } else if (route.route && mode != Mode::kVxlan && route.route->protocol != model::kProtoBird) {
       ctx.Suspect(hop, Level::kInfo, "route_mismatch",
                   absl::StrCat("route for ", dst.to_string(), " has proto ",
                                model::RouteProtocolName(route.route->protocol),
@@ -252,10 +252,9 @@ class CalicoPlugin : public Plugin {
     return PluginAction::Continue();
   }
 
-  PluginAction AfterPostrouting(const PluginContext& ctx, const Where& w,
-                                PathGraph::Vertex hop, const HookPacket& before, Packet* after,
-                                bool snat_done, bool netfilter_known,
-                                const model::RouteResult& route) override {
+  PluginAction AfterPostrouting(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
+                                const HookPacket& before, Packet* after, bool snat_done,
+                                bool netfilter_known, const model::RouteResult& route) override {
     if (before.reply || !w.node) return PluginAction::Continue();
     const model::Cluster& c = *ctx.cluster;
     const IpPool* src_pool = c.FindIpPool(before.packet.src);
@@ -281,8 +280,8 @@ class CalicoPlugin : public Plugin {
     ctx.Suspect(hop, Level::kFatal, "nat_outgoing_missing",
                 absl::StrCat("pool ", src_pool->name, " (", src_pool->cidr.to_string(),
                              ") has natOutgoing but no MASQUERADE applies to ",
-                             before.packet.src.to_string(), " -> ",
-                             before.packet.dst.to_string(), " leaving via ", route.oif,
+                             before.packet.src.to_string(), " -> ", before.packet.dst.to_string(),
+                             " leaving via ", route.oif,
                              ": it leaves with the pod address and replies cannot return "
                              "(Felix's cali-nat-outgoing rule is missing)"));
     return PluginAction::Stop();
@@ -309,7 +308,8 @@ class CalicoPlugin : public Plugin {
     };
     if (flag("all") || flag(host->name)) return;
     const model::Neighbor* n = pod.FindNeighbor(*r.gateway, r.oif);
-    bool permanent = n && std::find(n->state.begin(), n->state.end(), "PERMANENT") != n->state.end();
+    bool permanent =
+        n && std::find(n->state.begin(), n->state.end(), "PERMANENT") != n->state.end();
     if (permanent) return;
     bool cached = n && n->Usable();
     ctx.Suspect(hop, cached ? Level::kCritical : Level::kFatal, "neighbor_missing",
@@ -354,7 +354,8 @@ class CalicoPlugin : public Plugin {
       return mine && theirs && net::Contains(*mine, *theirs);
     };
     if (pool.vxlan_mode == EncapMode::kAlways) return Mode::kVxlan;
-    if (pool.vxlan_mode == EncapMode::kCrossSubnet) return same_subnet() ? Mode::kBgp : Mode::kVxlan;
+    if (pool.vxlan_mode == EncapMode::kCrossSubnet)
+      return same_subnet() ? Mode::kBgp : Mode::kVxlan;
     if (pool.ipip_mode == EncapMode::kAlways) return Mode::kIpip;
     if (pool.ipip_mode == EncapMode::kCrossSubnet) return same_subnet() ? Mode::kBgp : Mode::kIpip;
     return Mode::kBgp;

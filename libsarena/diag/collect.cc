@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <sys/select.h>
 #include <sched.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,7 +81,8 @@ void Drain(int out_fd, int err_fd, std::string* out, std::string* err) {
 // (or execs).
 absl::StatusOr<Output> RunChild(const std::string& netns, const std::function<int()>& fn) {
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  if (pipe2(out, O_CLOEXEC) != 0)
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
   if (pipe2(err, O_CLOEXEC) != 0) {
     int e = errno;
     close(out[0]);
@@ -238,17 +239,15 @@ int ProgramsJson() {
       for (const bpf::AttachedProgram& p : *progs) {
         entries.push_back(absl::StrCat(
             "    {\"ifname\": ", JsonString(i->if_name), ", \"ifindex\": ", i->if_index,
-            ", \"direction\": \"", bpf::ToString(dir), "\", \"mode\": \"",
-            bpf::ToString(p.mode), "\", \"prog\": ", JsonString(p.name), ", \"id\": ", p.prog_id,
-            "}"));
+            ", \"direction\": \"", bpf::ToString(dir), "\", \"mode\": \"", bpf::ToString(p.mode),
+            "\", \"prog\": ", JsonString(p.name), ", \"id\": ", p.prog_id, "}"));
       }
     }
   }
   if_freenameindex(ifs);
   std::string out = absl::StrCat("{\n  \"programs\": [\n", absl::StrJoin(entries, ",\n"),
                                  entries.empty() ? "" : "\n", "  ]\n}\n");
-  return write(STDOUT_FILENO, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0
-                                                                                          : 1;
+  return write(STDOUT_FILENO, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1;
 }
 
 struct Job {
@@ -275,8 +274,8 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
     SARENA_ASSIGN_OR_RETURN(Output o, RunTool(netns, j.argv));
     std::string rel = absl::StrCat(rel_dir, "/", j.file);
     if (o.exit_code == 125) {
-      return absl::NotFoundError(absl::StrCat("collect ", rel, ": ",
-                                              absl::StripTrailingAsciiWhitespace(o.err)));
+      return absl::NotFoundError(
+          absl::StrCat("collect ", rel, ": ", absl::StripTrailingAsciiWhitespace(o.err)));
     }
     if (o.exit_code != 0) {
       std::string why = absl::StrCat("'", absl::StrJoin(j.argv, " "), "' exited ", o.exit_code,
@@ -329,8 +328,8 @@ absl::StatusOr<PodNetnsSpec> ParsePodNetnsSpec(absl::string_view text) {
 absl::StatusOr<std::string> ReadIpv4Sysctls(const std::string& proc_sys_net_ipv4) {
   struct stat st;
   if (stat(proc_sys_net_ipv4.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("read sysctls '", proc_sys_net_ipv4, "': ",
-                                            strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("read sysctls '", proc_sys_net_ipv4, "': ", strerror(errno)));
   }
   std::map<std::string, std::string> values;
   ReadTree(proc_sys_net_ipv4, "net.ipv4", &values);
@@ -372,9 +371,9 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   std::vector<PodNetnsSpec> pods = options.pods;
   std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
   if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
-    SARENA_ASSIGN_OR_RETURN(Output o, RunTool("", {options.sarena_cli, "--socket",
-                                                   options.sarena_socket, "endpoint", "list",
-                                                   "-o", "json"}));
+    SARENA_ASSIGN_OR_RETURN(
+        Output o, RunTool("", {options.sarena_cli, "--socket", options.sarena_socket, "endpoint",
+                               "list", "-o", "json"}));
     if (o.exit_code == 0) {
       SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), o.out));
       report.written.push_back(ep_rel);
@@ -413,8 +412,8 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
                                             absl::StripTrailingAsciiWhitespace(o.err)));
     }
   } else {
-    report.skipped.push_back(absl::StrCat(ep_rel, ": no sarenad socket at ",
-                                          options.sarena_socket));
+    report.skipped.push_back(
+        absl::StrCat(ep_rel, ": no sarenad socket at ", options.sarena_socket));
   }
 
   if (options.programs) {
@@ -435,8 +434,8 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
       report.skipped.push_back(absl::StrCat(rel, ": netns '", p.netns, "': ", strerror(errno)));
       continue;
     }
-    absl::Status st = CollectNetns(path, absl::StrCat(options.out_dir, "/", rel), rel, false,
-                                   &report);
+    absl::Status st =
+        CollectNetns(path, absl::StrCat(options.out_dir, "/", rel), rel, false, &report);
     if (!st.ok()) report.skipped.push_back(absl::StrCat(rel, ": ", st.message()));
   }
   return report;

@@ -7,9 +7,10 @@
 //   nodes/<node>/pods/<ns>/<pod>/ip-link.json ip-addr.json ip-route.json ip-neigh.json sysctl.txt
 // The iproute2 files come from running `ip -j ...` / `bridge -j fdb show` / `iptables-save`
 // (the documented formats, byte for byte); sysctl.txt is read from /proc/sys/net/ipv4 and
-// /proc/sys/net/bridge in the netns (the `sysctl -a` format, net.ipv4.* and net.bridge.* keys); programs come from BPF_PROG_QUERY (TCX) and
-// tc cls_bpf filters through libsarena/bpf. Each command runs inside the node or pod network
-// namespace (setns in a child process), never changing the caller's namespace.
+// /proc/sys/net/bridge in the netns (the `sysctl -a` format, net.ipv4.* and net.bridge.* keys);
+// programs come from BPF_PROG_QUERY (TCX) and tc cls_bpf filters through libsarena/bpf. Each
+// command runs inside the node or pod network namespace (setns in a child process), never changing
+// the caller's namespace.
 #ifndef LIBSARENA_DIAG_COLLECT_H_
 #define LIBSARENA_DIAG_COLLECT_H_
 
@@ -69,8 +70,8 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options);
 /// as '/') of every readable file under `proc_sys_net_ipv4` (normally /proc/sys/net/ipv4) and
 /// its sibling bridge/ (br_netfilter's net.bridge.* switches, when loaded) for the calling
 /// thread's netns, sorted by key.
-absl::StatusOr<std::string> ReadIpv4Sysctls(const std::string& proc_sys_net_ipv4 =
-                                                "/proc/sys/net/ipv4");
+absl::StatusOr<std::string> ReadIpv4Sysctls(
+    const std::string& proc_sys_net_ipv4 = "/proc/sys/net/ipv4");
 
 }  // namespace sarena::diag
 

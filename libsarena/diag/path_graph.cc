@@ -89,12 +89,10 @@ void PathGraph::Link(Vertex from, Vertex to, absl::string_view label) {
 void PathGraph::AddSuspicion(Vertex v, Level level, absl::string_view code,
                              absl::string_view message) {
   Hop& h = graph_[v];
-  h.suspicions.push_back(
-      Suspicion{level, std::string(code), h.id, std::string(message)});
+  h.suspicions.push_back(Suspicion{level, std::string(code), h.id, std::string(message)});
 }
 
-void PathGraph::AddGlobalSuspicion(Level level, absl::string_view code,
-                                   absl::string_view message) {
+void PathGraph::AddGlobalSuspicion(Level level, absl::string_view code, absl::string_view message) {
   global_.push_back(Suspicion{level, std::string(code), "", std::string(message)});
 }
 

@@ -4,12 +4,11 @@
 #ifndef LIBSARENA_DIAG_PATH_GRAPH_H_
 #define LIBSARENA_DIAG_PATH_GRAPH_H_
 
+#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
@@ -24,7 +23,8 @@ enum class HopKind { kPod, kNode, kService, kExternal };
 absl::string_view ToString(HopKind kind);
 
 /// What the hop does with the packet (JSON "action"): originates it (send), routes it on
-/// (forward), translates it for a Service (service), delivers it to a listener (serve), or drops it.
+/// (forward), translates it for a Service (service), delivers it to a listener (serve), or drops
+/// it.
 enum class HopAction { kSend, kForward, kService, kServe, kDrop };
 /// "send" | "forward" | "service" | "serve" | "drop".
 absl::string_view ToString(HopAction action);
@@ -56,7 +56,7 @@ struct Hop {
   std::string iif;   // ingress interface name in the hop's netns, "" when originating
   std::string oif;   // egress interface, "" when delivered or dropped here
   HopAction action = HopAction::kForward;
-  Packet packet;     // as the hop emits it (after NAT); as received for serve/drop
+  Packet packet;       // as the hop emits it (after NAT); as received for serve/drop
   bool reply = false;  // true on the reply direction
   std::vector<Suspicion> suspicions;
 
@@ -74,8 +74,8 @@ struct LinkInfo {
 /// hops first, then the reply); reports list hops in that order.
 class PathGraph {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Hop,
-                                      LinkInfo>;
+  using Graph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Hop, LinkInfo>;
   using Vertex = Graph::vertex_descriptor;
 
   /// Adds a hop. When `hop.id` is already taken, "#2", "#3"... is appended so ids stay unique.

@@ -1,8 +1,7 @@
 #include "libsarena/diag/plugin.h"
 
-#include <cstdio>
-
 #include <boost/uuid/detail/sha1.hpp>
+#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

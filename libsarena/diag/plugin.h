@@ -38,14 +38,15 @@ struct PluginAction {
   enum class Kind {
     kContinue,      // the kernel's path applies (the generic walk goes on)
     kStop,          // the packet is dropped here (the plugin added the FATAL suspicion)
-    kDeliverToPod,  // a datapath program hands the packet straight to `pod` (its netns, `pod_ifname`)
+    kDeliverToPod,  // a datapath program hands the packet straight to `pod` (its netns,
+                    // `pod_ifname`)
     kReenterHost,   // a program re-injects the packet into the same netns, arriving on `iif`
   };
   Kind kind = Kind::kContinue;
   const model::Pod* pod = nullptr;
   std::string pod_ifname = "eth0";
   std::string iif;
-  std::string label;          // link label for the graph ("bpf redirect_peer", ...)
+  std::string label;           // link label for the graph ("bpf redirect_peer", ...)
   bool decrement_ttl = false;  // the program decrements the TTL (local_delivery does)
   /// Findings that belong to the hop the packet reaches (e.g. a MAC the pod rejects); with
   /// `drop_at_target` the packet ends there.
@@ -78,8 +79,8 @@ struct PluginContext {
 
 /// Per-packet facts at a hook.
 struct HookPacket {
-  Packet packet;              // the (inner) packet at this point
-  bool reply = false;         // on the reply direction
+  Packet packet;       // the (inner) packet at this point
+  bool reply = false;  // on the reply direction
   /// The 5-tuples of request flows that reached a pod through the host stack (sarena's
   /// host-flow map); a reply whose reversed tuple is listed must return through the host.
   const std::vector<Packet>* host_flows = nullptr;
@@ -131,9 +132,8 @@ class Plugin {
   }
 
   /// The packet is about to be transmitted on `oif` (TC egress). eBPF datapaths decide here.
-  virtual PluginAction OnEgress(const PluginContext& ctx, const Where& where,
-                                absl::string_view oif, PathGraph::Vertex hop,
-                                const HookPacket& p) {
+  virtual PluginAction OnEgress(const PluginContext& ctx, const Where& where, absl::string_view oif,
+                                PathGraph::Vertex hop, const HookPacket& p) {
     return PluginAction::Continue();
   }
 };

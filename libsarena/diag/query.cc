@@ -100,8 +100,8 @@ absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
   if (!absl::SimpleAtoi(port_text, &port) || port > 65535) {
     return Bad("--dst", dst, absl::StrCat("invalid port '", port_text, "'"));
   }
-  bool has_ports = q.proto == model::kProtoTcp || q.proto == model::kProtoUdp ||
-                   q.proto == model::kProtoSctp;
+  bool has_ports =
+      q.proto == model::kProtoTcp || q.proto == model::kProtoUdp || q.proto == model::kProtoSctp;
   if (has_ports && port == 0) return Bad("--dst", dst, "port 0 is not a destination port");
   q.dport = has_ports ? static_cast<uint16_t>(port) : 0;
   SARENA_ASSIGN_OR_RETURN(q.dst, ParseEndpointSpec(target, "--dst", /*allow_service=*/true));

@@ -34,11 +34,11 @@ absl::StatusOr<EndpointSpec> ParseEndpointSpec(absl::string_view text, absl::str
 struct Query {
   EndpointSpec src;
   EndpointSpec dst;
-  uint16_t dport = 0;     // host byte order
-  uint8_t proto = 6;      // IP protocol number
-  uint16_t sport = 0;     // 0 = an ephemeral port, unknown
-  uint8_t ttl = 64;       // initial IP TTL
-  uint32_t size = 0;      // packet size in bytes (0 = full-size: the source device MTU)
+  uint16_t dport = 0;  // host byte order
+  uint8_t proto = 6;   // IP protocol number
+  uint16_t sport = 0;  // 0 = an ephemeral port, unknown
+  uint8_t ttl = 64;    // initial IP TTL
+  uint32_t size = 0;   // packet size in bytes (0 = full-size: the source device MTU)
 };
 
 /// Parses `--src` and `--dst` ("DST:PORT/PROTO"; "/PROTO" optional, default tcp; PORT may be 0

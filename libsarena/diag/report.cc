@@ -5,11 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/graph/graphviz.hpp>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
-
-#include <boost/graph/graphviz.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

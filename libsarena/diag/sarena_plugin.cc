@@ -106,8 +106,7 @@ class SarenaPlugin : public Plugin {
     if (d.programs && ns.FindInterface(kHostDev) &&
         IsAttached(d, ns, kHostDev, "egress", "from_host") == Attached::kNo) {
       ctx.Suspect(hop, Level::kWarning, "program_not_attached",
-                  absl::StrCat("from_host is not attached to sarena_host egress on ",
-                               w.node_name));
+                  absl::StrCat("from_host is not attached to sarena_host egress on ", w.node_name));
     }
     // The blog seed's bug: strict rp_filter on the lxc veths. Harmless while from_container
     // hands host-bound pod traffic to sarena_host; reported for context.
@@ -169,16 +168,16 @@ class SarenaPlugin : public Plugin {
     if (!src) {
       ctx.Suspect(hop, Level::kFatal, "endpoint_map_missing",
                   absl::StrCat("no endpoint-map entry for source ", p.packet.src.to_string(),
-                               " on ", w.node_name, ": from_container drops the packet as "
-                                                    "spoofed (SPOOFED_SOURCE)"));
+                               " on ", w.node_name,
+                               ": from_container drops the packet as "
+                               "spoofed (SPOOFED_SOURCE)"));
       return PluginAction::Stop();
     }
     if (in && src->host_ifindex != 0 && static_cast<int>(src->host_ifindex) != in->ifindex) {
       ctx.Suspect(hop, Level::kFatal, "endpoint_ifindex_mismatch",
                   absl::StrCat("endpoint-map entry for ", p.packet.src.to_string(),
-                               " records ifindex ", src->host_ifindex, " but it arrives on ",
-                               iif, " (ifindex ", in->ifindex,
-                               "): from_container drops it as spoofed"));
+                               " records ifindex ", src->host_ifindex, " but it arrives on ", iif,
+                               " (ifindex ", in->ifindex, "): from_container drops it as spoofed"));
       return PluginAction::Stop();
     }
     const SarenaEndpoint* dst = Find(d, p.packet.dst);
@@ -252,11 +251,11 @@ class SarenaPlugin : public Plugin {
     }
     const model::Pod* pod = ctx.cluster->FindPodByIp(p.packet.dst);
     if (in_cidr || (pod && pod->node_name == w.node_name && !pod->host_network)) {
-      ctx.Suspect(hop, Level::kFatal, "endpoint_map_missing",
-                  absl::StrCat("no endpoint-map entry for ", p.packet.dst.to_string(),
-                               pod ? absl::StrCat(" (pod ", pod->Key(), ")") : std::string(),
-                               " on ", w.node_name,
-                               ": from_host drops it (NO_ENDPOINT) instead of delivering it"));
+      ctx.Suspect(
+          hop, Level::kFatal, "endpoint_map_missing",
+          absl::StrCat("no endpoint-map entry for ", p.packet.dst.to_string(),
+                       pod ? absl::StrCat(" (pod ", pod->Key(), ")") : std::string(), " on ",
+                       w.node_name, ": from_host drops it (NO_ENDPOINT) instead of delivering it"));
       return PluginAction::Stop();
     }
     return PluginAction::Continue();
@@ -314,9 +313,9 @@ class SarenaPlugin : public Plugin {
       if (!dir.ok()) return dir.status();
       p.direction = std::string(dir->value_or("ingress"));
       if (p.direction != "ingress" && p.direction != "egress") {
-        return model::JsonFieldError(file, absl::StrCat(path, ".direction"),
-                                     absl::StrCat("'", p.direction,
-                                                  "': expected ingress or egress"));
+        return model::JsonFieldError(
+            file, absl::StrCat(path, ".direction"),
+            absl::StrCat("'", p.direction, "': expected ingress or egress"));
       }
       auto mode = model::JsonGetString(e, "mode", file, path);
       if (!mode.ok()) return mode.status();
@@ -339,9 +338,8 @@ class SarenaPlugin : public Plugin {
     return out;
   }
 
-  static Attached IsAttached(const NodeData& d, const model::Netstack& ns,
-                             absl::string_view ifname, absl::string_view direction,
-                             absl::string_view prog) {
+  static Attached IsAttached(const NodeData& d, const model::Netstack& ns, absl::string_view ifname,
+                             absl::string_view direction, absl::string_view prog) {
     if (!d.programs) return Attached::kUnknown;
     const Interface* i = ns.FindInterface(ifname);
     for (const Program& p : *d.programs) {
@@ -394,8 +392,9 @@ class SarenaPlugin : public Plugin {
       }
       if (!target->admin_up || !target->CanTransmit()) {
         ctx.Suspect(hop, Level::kFatal, "link_down",
-                    absl::StrCat(target->name, " (endpoint ", ip, ") is down: the redirect "
-                                                                 "fails"));
+                    absl::StrCat(target->name, " (endpoint ", ip,
+                                 ") is down: the redirect "
+                                 "fails"));
         return PluginAction::Stop();
       }
     }
@@ -435,8 +434,7 @@ class SarenaPlugin : public Plugin {
     if (lxc && lxc->mac && e.host_mac && *lxc->mac != *e.host_mac) {
       ctx.Suspect(hop, Level::kInfo, "endpoint_mac_mismatch",
                   absl::StrCat("recorded host-side MAC ", net::FormatMac(*e.host_mac), " of ",
-                               lxc->name, " differs from its live MAC ",
-                               net::FormatMac(*lxc->mac),
+                               lxc->name, " differs from its live MAC ", net::FormatMac(*lxc->mac),
                                " (used only as the frame's source MAC)"));
     }
     return a;

@@ -1,8 +1,8 @@
 #include "libsarena/diag/walk.h"
 
-#include <algorithm>
 #include <dirent.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <functional>
@@ -87,8 +87,7 @@ struct NfPass {
 
 class Walker {
  public:
-  Walker(const model::Snapshot& snap, const Query& query, Plugin& plugin,
-         const TraceOptions& opts)
+  Walker(const model::Snapshot& snap, const Query& query, Plugin& plugin, const TraceOptions& opts)
       : snap_(snap), cluster_(snap.cluster()), query_(query), plugin_(plugin), opts_(opts) {
     pctx_.snapshot = &snap_;
     pctx_.cluster = &cluster_;
@@ -126,14 +125,14 @@ class Walker {
   void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
   void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
-  void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
-                Flight f, Branch br);
+  void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
+                Branch br);
   void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
                    Flight f, Branch br);
-  void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                Flight f, Branch br, const std::string& label);
-  void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                Flight f, Branch br);
+  void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
+                Branch br, const std::string& label);
+  void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
+                Branch br);
   void BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
                   Flight f, Branch br, const std::string& label);
   void BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
@@ -151,8 +150,8 @@ class Walker {
   void External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
   void ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
   void StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
-  bool HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f,
-                          Branch& br, std::string* iif);
+  bool HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f, Branch& br,
+                          std::string* iif);
 
   // ---- services ----
   // Returns true when the packet matched a Service (the branches were walked from here).
@@ -163,9 +162,8 @@ class Walker {
                           bool originated);
 
   // ---- netfilter / NAT ----
-  NfPass RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt,
-                 absl::string_view iif, absl::string_view oif,
-                 std::optional<net::Ipv4> nexthop);
+  NfPass RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt, absl::string_view iif,
+                 absl::string_view oif, std::optional<net::Ipv4> nexthop);
   void UnSnat(const Where& w, Packet* p, const Branch& br);
   void UnDnat(const Where& w, Packet* p, const Branch& br);
   void SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br);
@@ -390,8 +388,9 @@ NfPass Walker::RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt,
       pass.dropped = true;
       Drop(v, "netfilter_drop",
            absl::StrCat("netfilter ", model::ToString(hook), " drops ", Tuple(pkt), ": ",
-                        describe(*first_assumed_drop), " (depends on a match the model cannot "
-                                                       "evaluate; see the INFO notes)"));
+                        describe(*first_assumed_drop),
+                        " (depends on a match the model cannot "
+                        "evaluate; see the INFO notes)"));
     } else {
       std::vector<std::string> what;
       for (const auto& a : first_assumed_drop->assumptions) {
@@ -552,15 +551,15 @@ void Walker::CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
   if (n == nullptr) {
     if (w.in_pod()) return;  // a pod's gateway is resolved by ARP / proxy ARP on first use
     Suspect(v, Level::kInfo, "neighbor_missing",
-            absl::StrCat("no neighbour entry for gateway ", gateway->to_string(), " on ",
-                         dev.name, " (not cached: resolved by ARP on first use)"));
+            absl::StrCat("no neighbour entry for gateway ", gateway->to_string(), " on ", dev.name,
+                         " (not cached: resolved by ARP on first use)"));
     return;
   }
   if (!n->Usable()) {
-    Suspect(v, Level::kWarning, "neighbor_missing",
-            absl::StrCat("neighbour entry for gateway ", gateway->to_string(), " on ", dev.name,
-                         " is ", absl::StrJoin(n->state, ","),
-                         ": ARP resolution of the gateway failed"));
+    Suspect(
+        v, Level::kWarning, "neighbor_missing",
+        absl::StrCat("neighbour entry for gateway ", gateway->to_string(), " on ", dev.name, " is ",
+                     absl::StrJoin(n->state, ","), ": ARP resolution of the gateway failed"));
   }
 }
 
@@ -724,8 +723,9 @@ void Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
   if (w.ns == nullptr) {
     if (!w.in_pod()) {
       Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("node ", w.node_name, " has no directory in the snapshot: the path "
-                                                 "from it cannot be checked"));
+              absl::StrCat("node ", w.node_name,
+                           " has no directory in the snapshot: the path "
+                           "from it cannot be checked"));
       return;
     }
     // A pod without its netns files: assume the usual default route to the node.
@@ -788,8 +788,8 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
   NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
-      Drop(v, "no_route", absl::StrCat("no source address for ", f.pkt.dst.to_string(),
-                                       " via ", r.oif));
+      Drop(v, "no_route",
+           absl::StrCat("no source address for ", f.pkt.dst.to_string(), " via ", r.oif));
       return;
     }
     f.pkt.src = *r.prefsrc;
@@ -849,9 +849,10 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
   h.reply = f.reply;
   Vertex v = AddHop(std::move(h), prev);
   if (++br.hops > opts_.max_hops) {
-    Drop(v, "ttl_exceeded", absl::StrCat("more than ", opts_.max_hops,
-                                         " hops: the path loops or is longer than any real "
-                                         "path; stopped"));
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("more than ", opts_.max_hops,
+                      " hops: the path loops or is longer than any real "
+                      "path; stopped"));
     return;
   }
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
@@ -864,8 +865,7 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
     if (w.in_pod()) {
       Suspect(v, Level::kInfo, "file_missing",
               absl::StrCat("cannot check inside pod ", w.pod->Key(), ": directory nodes/",
-                           w.node_name, "/pods/", w.pod->namespace_, "/", w.pod->name,
-                           " missing"));
+                           w.node_name, "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
       graph_.hop(v).iif = iif.empty() ? "eth0" : iif;
       if (w.pod->pod_ip && f.pkt.dst == *w.pod->pod_ip) {
         Serve(w, v, std::move(f), std::move(br));
@@ -877,8 +877,9 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
       return;
     }
     Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat("node ", w.node_name, " has no directory in the snapshot: the path "
-                                               "beyond it cannot be checked"));
+            absl::StrCat("node ", w.node_name,
+                         " has no directory in the snapshot: the path "
+                         "beyond it cannot be checked"));
     return;
   }
   Ingress(w, v, iif, std::move(f), std::move(br));
@@ -890,22 +891,24 @@ void Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch
   if (Need(w, v, NetstackSource::kLinks, "links")) {
     const Interface* in = ns.FindInterface(iif);
     if (in == nullptr) {
-      Drop(v, "link_missing", absl::StrCat("ingress device '", iif, "' does not exist in ",
-                                           w.ns->id));
+      Drop(v, "link_missing",
+           absl::StrCat("ingress device '", iif, "' does not exist in ", w.ns->id));
       return;
     }
     if (!in->admin_up || !in->CanTransmit()) {
-      Drop(v, "link_down", absl::StrCat("ingress device ", iif, " is down (", in->operstate,
-                                        "): nothing is received on it"));
+      Drop(v, "link_down",
+           absl::StrCat("ingress device ", iif, " is down (", in->operstate,
+                        "): nothing is received on it"));
       return;
     }
   }
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(seen), "|", f.reply);
   if (!br.visited.insert(key).second) {
-    Drop(v, "ttl_exceeded", absl::StrCat("routing loop: ", Tuple(seen), " enters ", w.ns->id,
-                                         " on ", iif, " again; it circulates until its TTL "
-                                                      "expires"));
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(seen), " enters ", w.ns->id, " on ", iif,
+                      " again; it circulates until its TTL "
+                      "expires"));
     return;
   }
   if (!f.reply) br.request_netns.insert(w.ns->id);
@@ -933,8 +936,8 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
     case PluginAction::Kind::kDeliverToPod: {
       if (a.decrement_ttl) {
         if (f.pkt.ttl <= 1) {
-          Drop(v, "ttl_exceeded", absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name,
-                                               " (", a.label, ")"));
+          Drop(v, "ttl_exceeded",
+               absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name, " (", a.label, ")"));
           return false;
         }
         --f.pkt.ttl;
@@ -951,7 +954,8 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
         if (pw->ns) {
           // The host-side device for the hop's oif: the veth whose peer is the pod's ifname.
           const Interface* pi = pw->ns->netstack.FindInterface(a.pod_ifname);
-          if (pi && pi->link_index && w.ns) host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
+          if (pi && pi->link_index && w.ns)
+            host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
         }
         if (host) graph_.hop(v).oif = host->name;
       }
@@ -962,8 +966,8 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
   return true;
 }
 
-void Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f,
-                          Branch br, const Prev& prev, const PluginAction& action) {
+void Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
+                          const Prev& prev, const PluginAction& action) {
   auto pw = PodWhere(pod);
   if (!pw.ok()) {
     error_ = pw.status();
@@ -994,8 +998,7 @@ void Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flig
   Ingress(*pw, v, ifname, std::move(f), std::move(br));
 }
 
-void Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                          Branch br) {
+void Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   SetCtState(w, &pkt, f, br);
   if (f.reply && !f.outer) UnSnat(w, &pkt, br);
@@ -1019,8 +1022,7 @@ void Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flig
   ContinueInput(w, v, iif, std::move(f), std::move(br));
 }
 
-void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                           Branch br) {
+void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
@@ -1028,9 +1030,9 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
       Serve(w, v, std::move(f), std::move(br));
       return;
     }
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id,
-                         ": no routes in the snapshot"));
+    Suspect(
+        v, Level::kWarning, "snapshot_incomplete",
+        absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id, ": no routes in the snapshot"));
     return;
   }
   bool sysctls = ns.Has(NetstackSource::kSysctls);
@@ -1044,8 +1046,8 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   fl.sport = pkt.sport;
   fl.dport = pkt.dport;
   model::InputResult in = ns.RouteInput(fl);
-  bool forward_unknown = in.decision == InputDecision::kDrop &&
-                         in.drop == InputDrop::kForwardingDisabled && !sysctls;
+  bool forward_unknown =
+      in.decision == InputDecision::kDrop && in.drop == InputDrop::kForwardingDisabled && !sysctls;
   if (in.decision == InputDecision::kDrop && !forward_unknown) {
     switch (in.drop) {
       case InputDrop::kIngressMissing:
@@ -1068,30 +1070,28 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
                             " entering on ", iif, " is not forwarded to ", in.route.oif));
         } else {
           Drop(v, "iface_forwarding_disabled",
-               absl::StrCat("net.ipv4.conf.", iif, ".forwarding = 0: ", Tuple(pkt),
-                            " entering on ", iif,
-                            " is not forwarded (the kernel checks the INGRESS device) to ",
+               absl::StrCat("net.ipv4.conf.", iif, ".forwarding = 0: ", Tuple(pkt), " entering on ",
+                            iif, " is not forwarded (the kernel checks the INGRESS device) to ",
                             in.route.oif));
         }
         return;
       case InputDrop::kRpFilter: {
         std::string mode = in.rpf.mode == 1 ? "strict (1)" : "loose (2)";
         Drop(v, "rp_filter_drop",
-             absl::StrCat("reverse-path filter ", mode, " on ", iif,
-                          " (effective max(all, ", iif, ")) drops ", Tuple(pkt), ": ",
-                          model::ToString(in.rpf.failure), "; reverse route: ",
-                          in.rpf.reverse.ok() ? in.rpf.reverse.ToString()
-                                              : std::string("none"),
+             absl::StrCat("reverse-path filter ", mode, " on ", iif, " (effective max(all, ", iif,
+                          ")) drops ", Tuple(pkt), ": ", model::ToString(in.rpf.failure),
+                          "; reverse route: ",
+                          in.rpf.reverse.ok() ? in.rpf.reverse.ToString() : std::string("none"),
                           in.rpf.detail.empty() ? "" : absl::StrCat(" (", in.rpf.detail, ")")));
         return;
       }
       case InputDrop::kMartianSource:
-        Drop(v, "martian_packet", absl::StrCat("martian source: ", Tuple(pkt), " on ", iif,
-                                               " (", in.detail, ")"));
+        Drop(v, "martian_packet",
+             absl::StrCat("martian source: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
         return;
       case InputDrop::kMartianDestination:
-        Drop(v, "martian_packet", absl::StrCat("martian destination: ", Tuple(pkt), " on ",
-                                               iif, " (", in.detail, ")"));
+        Drop(v, "martian_packet",
+             absl::StrCat("martian destination: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
         return;
       case InputDrop::kNone:
         Drop(v, "no_route", absl::StrCat("input routing drops ", Tuple(pkt), ": ", in.detail));
@@ -1118,8 +1118,8 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   // Forward.
   NotePolicyRoute(v, in.route);
   if (pkt.ttl <= 1) {
-    Drop(v, "ttl_exceeded", absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id,
-                                         " (forwarding decrements it)"));
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id, " (forwarding decrements it)"));
     return;
   }
   --pkt.ttl;
@@ -1177,22 +1177,22 @@ void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
     return;
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
-    Drop(v, "link_down", absl::StrCat("tunnel device ", tun->name, " is down: ",
-                                      f.encap_kind, " packets from ",
-                                      outer.src.to_string(), " are dropped"));
+    Drop(v, "link_down",
+         absl::StrCat("tunnel device ", tun->name, " is down: ", f.encap_kind, " packets from ",
+                      outer.src.to_string(), " are dropped"));
     return;
   }
-  Suspect(v, Level::kInfo, "decap",
-          absl::StrCat(f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer),
-                       ")"));
+  Suspect(
+      v, Level::kInfo, "decap",
+      absl::StrCat(f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer), ")"));
   f.outer.reset();
   std::string iif = tun->name;
   graph_.hop(v).iif = iif;
   // The inner packet enters the stack again, on the tunnel device.
   std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(f.pkt), "|", f.reply);
   if (!br.visited.insert(key).second) {
-    Drop(v, "ttl_exceeded", absl::StrCat("routing loop: ", Tuple(f.pkt), " decapsulated on ",
-                                         iif, " again"));
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(f.pkt), " decapsulated on ", iif, " again"));
     return;
   }
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
@@ -1204,26 +1204,27 @@ void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
 // ------------------------------------------------------------------------------------------
 // Egress.
 
-void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
-                      Branch br) {
+void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(route.oif);
   if (oif == nullptr) {
     if (ns.Has(NetstackSource::kLinks)) {
-      Drop(v, "link_missing", absl::StrCat("route '", route.ToString(), "' uses device '",
-                                           route.oif, "' which does not exist"));
+      Drop(v, "link_missing",
+           absl::StrCat("route '", route.ToString(), "' uses device '", route.oif,
+                        "' which does not exist"));
     } else {
       Need(w, v, NetstackSource::kLinks, "links");
-      Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("cannot follow ", Tuple(f.pkt), " out of ", route.oif,
-                           ": no link data"));
+      Suspect(
+          v, Level::kWarning, "snapshot_incomplete",
+          absl::StrCat("cannot follow ", Tuple(f.pkt), " out of ", route.oif, ": no link data"));
     }
     return;
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
-    Drop(v, "link_down", absl::StrCat("egress device ", oif->name, " is down (",
-                                      oif->operstate.empty() ? "no carrier" : oif->operstate,
-                                      "): ", Tuple(f.pkt), " cannot leave"));
+    Drop(v, "link_down",
+         absl::StrCat("egress device ", oif->name, " is down (",
+                      oif->operstate.empty() ? "no carrier" : oif->operstate, "): ", Tuple(f.pkt),
+                      " cannot leave"));
     return;
   }
   // POSTROUTING: SNAT / MASQUERADE (and the reply's un-DNAT).
@@ -1307,8 +1308,8 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
                                                 : std::string()));
 }
 
-void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
-                         const RouteResult& route, Flight f, Branch br) {
+void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
+                         Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   Packet outer;
   outer.ttl = 64;
@@ -1355,8 +1356,7 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
     }
     if (!vtep) {
       Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("cannot tell which VTEP ", tun.name, " sends ", nh.to_string(),
-                           " to"));
+              absl::StrCat("cannot tell which VTEP ", tun.name, " sends ", nh.to_string(), " to"));
       return;
     }
     outer.dst = *vtep;
@@ -1412,19 +1412,19 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);
   if (under == nullptr) {
-    Drop(v, "link_missing", absl::StrCat("the ", kind, " outer route uses device '", r.oif,
-                                         "' which does not exist"));
+    Drop(v, "link_missing",
+         absl::StrCat("the ", kind, " outer route uses device '", r.oif, "' which does not exist"));
     return;
   }
   if (under->kind == "ipip" || under->kind == "vxlan" || under->kind == "wireguard") {
-    Drop(v, "route_mismatch", absl::StrCat("the ", kind, " outer packet to ",
-                                           outer.dst.to_string(), " is routed into tunnel ",
-                                           under->name, " again (recursive encapsulation)"));
+    Drop(v, "route_mismatch",
+         absl::StrCat("the ", kind, " outer packet to ", outer.dst.to_string(),
+                      " is routed into tunnel ", under->name, " again (recursive encapsulation)"));
     return;
   }
   if (!under->admin_up || !under->CanTransmit()) {
-    Drop(v, "link_down", absl::StrCat("underlay device ", under->name, " of ", tun.name,
-                                      " is down"));
+    Drop(v, "link_down",
+         absl::StrCat("underlay device ", under->name, " of ", tun.name, " is down"));
     return;
   }
   if (tun.mtu && f.size > tun.mtu) f.size = tun.mtu;  // PMTU discovery against the tunnel MTU
@@ -1433,11 +1433,11 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
     bool forced = query_.size != 0;
     Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
             absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
-                         "-byte packet becomes ", outer_size, " bytes (+", overhead,
-                         ") but ", under->name, " has MTU ", under->mtu,
+                         "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
+                         under->name, " has MTU ", under->mtu,
                          ": full-size packets are dropped after encapsulation (no PMTU signal "
-                         "reaches the sender); ", tun.name, " MTU should be <= ",
-                         under->mtu - overhead));
+                         "reaches the sender); ",
+                         tun.name, " MTU should be <= ", under->mtu - overhead));
     if (forced) {
       graph_.hop(v).action = HopAction::kDrop;
       return;
@@ -1477,12 +1477,12 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
       // Pod traffic handed to a router that is not a node: works only if the underlay routes
       // pod addresses (cloud VPC routes, BGP to the fabric).
       Suspect(v, Level::kWarning, "route_mismatch",
-              absl::StrCat(target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name,
-                           ") leaves ", w.node_name, " via ", oif.name,
-                           via_router ? absl::StrCat(" to router ", nexthop.to_string())
-                                      : std::string(),
-                           ", which is not a node: reachable only if the network routes pod "
-                           "addresses"));
+              absl::StrCat(
+                  target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name, ") leaves ",
+                  w.node_name, " via ", oif.name,
+                  via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
+                  ", which is not a node: reachable only if the network routes pod "
+                  "addresses"));
       auto pw = NodeWhere(pod->node_name);
       if (!pw.ok()) {
         error_ = pw.status();
@@ -1496,9 +1496,8 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
     if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
       Suspect(v, Level::kFatal, "route_mismatch",
               absl::StrCat("Service address ", Ep(target, seen.dport), " (", svc->Key(),
-                           ") was not translated on ", w.node_name, " and leaves via ",
-                           oif.name, " to ", nexthop.to_string(),
-                           ", where nothing answers for it"));
+                           ") was not translated on ", w.node_name, " and leaves via ", oif.name,
+                           " to ", nexthop.to_string(), ", where nothing answers for it"));
       Hop h;
       h.kind = HopKind::kExternal;
       h.id = absl::StrCat("external:", nexthop.to_string());
@@ -1568,8 +1567,10 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
       RouteResult r = node->ns->netstack.Lookup(fl);
       if (r.ok()) iif = r.oif;
       Suspect(v, Level::kInfo, "file_missing",
-              absl::StrCat("cannot match ", oif.name, " to its node-side peer by ifindex; "
-                                                      "assuming ", iif.empty() ? "?" : iif));
+              absl::StrCat("cannot match ", oif.name,
+                           " to its node-side peer by ifindex; "
+                           "assuming ",
+                           iif.empty() ? "?" : iif));
     }
     Receive(*node, iif, std::move(f), std::move(br),
             Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
@@ -1618,16 +1619,16 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
   Suspect(v, Level::kWarning, "snapshot_incomplete",
-          absl::StrCat("veth ", oif.name, " leads to a network namespace the snapshot does not "
-                                          "hold (peer ifindex ",
-                       oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"),
-                       "), and ", f.pkt.dst.to_string(), " is not a known pod on ",
-                       w.node_name, ": the path beyond cannot be checked"));
+          absl::StrCat("veth ", oif.name,
+                       " leads to a network namespace the snapshot does not "
+                       "hold (peer ifindex ",
+                       oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"), "), and ",
+                       f.pkt.dst.to_string(), " is not a known pod on ", w.node_name,
+                       ": the path beyond cannot be checked"));
 }
 
-std::optional<Walker::PortTarget> Walker::FindBridgePort(const Where& w,
-                                                        const Interface& bridge,
-                                                        const net::Ipv4& nexthop) {
+std::optional<Walker::PortTarget> Walker::FindBridgePort(const Where& w, const Interface& bridge,
+                                                         const net::Ipv4& nexthop) {
   const Netstack& ns = w.ns->netstack;
   for (const Interface& port : ns.interfaces()) {
     if (port.master != bridge.name || port.kind != "veth" || !port.link_index) continue;
@@ -1649,9 +1650,8 @@ std::optional<Walker::PortTarget> Walker::FindBridgePort(const Where& w,
   return std::nullopt;
 }
 
-void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
-                        const net::Ipv4& nexthop, Flight f, Branch br,
-                        const std::string& label) {
+void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
+                        Flight f, Branch br, const std::string& label) {
   std::optional<PortTarget> t = FindBridgePort(w, bridge, nexthop);
   if (!error_.ok()) return;
   if (!t) {
@@ -1664,8 +1664,9 @@ void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
   if (t->port) {
     absl::StrAppend(&l, " -> ", t->port->name);
     if (!t->port->admin_up || !t->port->CanTransmit()) {
-      Drop(v, "link_down", absl::StrCat("bridge port ", t->port->name, " towards ",
-                                        t->where->pod->Key(), " is down"));
+      Drop(v, "link_down",
+           absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
+                        " is down"));
       return;
     }
   } else {
@@ -1678,9 +1679,8 @@ void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
 // br_netfilter (net.bridge.bridge-nf-call-iptables=1, which kube-proxy requires) it still passes
 // iptables and conntrack — that is what reverses a Service DNAT for a reply between two pods of
 // one bridge; without it the reply keeps the backend's address.
-void Walker::BridgeForward(const Where& node, const std::string& in_port,
-                           const Interface& bridge, const net::Ipv4& nexthop, Flight f,
-                           Branch br, const Prev& prev) {
+void Walker::BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
+                           const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev) {
   Hop h;
   h.kind = HopKind::kNode;
   h.id = HopId(node, f.reply);
@@ -1697,8 +1697,9 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port,
   if (checked_.insert(node.node_name).second) plugin_.CheckNode(pctx_, node, v);
   std::string key = absl::StrCat(node.ns->id, "|", in_port, "|", Tuple(f.pkt), "|", f.reply);
   if (!br.visited.insert(key).second) {
-    Drop(v, "ttl_exceeded", absl::StrCat("bridging loop: ", Tuple(f.pkt), " enters ",
-                                         bridge.name, " on ", in_port, " again"));
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("bridging loop: ", Tuple(f.pkt), " enters ", bridge.name, " on ", in_port,
+                      " again"));
     return;
   }
   if (!f.reply) br.request_netns.insert(node.ns->id);
@@ -1721,9 +1722,9 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port,
   }
   if (!nf_on) {
     Suspect(v, Level::kInfo, "bridge_netfilter",
-            absl::StrCat("net.bridge.bridge-nf-call-iptables = 0: traffic bridged on ",
-                         bridge.name, " bypasses iptables and conntrack (no Service NAT "
-                                      "reversal, no filter rules)"));
+            absl::StrCat("net.bridge.bridge-nf-call-iptables = 0: traffic bridged on ", bridge.name,
+                         " bypasses iptables and conntrack (no Service NAT "
+                         "reversal, no filter rules)"));
   } else if (node.ns->netfilter) {
     SetCtState(node, &f.pkt, f, br);
     if (f.reply) UnSnat(node, &f.pkt, br);
@@ -1740,8 +1741,9 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port,
   if (t->port) {
     absl::StrAppend(&l, " -> ", t->port->name);
     if (!t->port->admin_up || !t->port->CanTransmit()) {
-      Drop(v, "link_down", absl::StrCat("bridge port ", t->port->name, " towards ",
-                                        t->where->pod->Key(), " is down"));
+      Drop(v, "link_down",
+           absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
+                        " is down"));
       return;
     }
   }
@@ -1782,8 +1784,9 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
         f.pkt.proto == model::kProtoSctp) {
       if (pod.ports.empty()) {
         Suspect(v, Level::kInfo, "not_listening",
-                absl::StrCat("pod ", pod.Key(), " declares no containerPorts: cannot check that "
-                                                "something listens on ",
+                absl::StrCat("pod ", pod.Key(),
+                             " declares no containerPorts: cannot check that "
+                             "something listens on ",
                              f.pkt.dport, "/", model::ProtoName(f.pkt.proto)));
       } else {
         bool found = false;
@@ -1806,8 +1809,7 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
   } else if (w.ns) {
     // Local delivery on a node: a hostNetwork pod or a node service. A Service node port that
     // reaches here was not translated.
-    if (const model::Service* svc =
-            cluster_.FindServiceByNodePort(f.pkt.dport, f.pkt.proto)) {
+    if (const model::Service* svc = cluster_.FindServiceByNodePort(f.pkt.dport, f.pkt.proto)) {
       (void)svc;
     }
   }
@@ -1858,9 +1860,9 @@ void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev
   }
   if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
     Suspect(rv, Level::kWarning, "route_mismatch",
-            absl::StrCat("the reply is addressed to pod ", pod->Key(), " (",
-                         rf.pkt.dst.to_string(), "): the network outside the cluster must route "
-                                                 "pod addresses back (no SNAT was applied)"));
+            absl::StrCat("the reply is addressed to pod ", pod->Key(), " (", rf.pkt.dst.to_string(),
+                         "): the network outside the cluster must route "
+                         "pod addresses back (no SNAT was applied)"));
   }
   std::string iif = br.egress_iface;
   Receive(*node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"});
@@ -1888,16 +1890,15 @@ void Walker::ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev&
 // ------------------------------------------------------------------------------------------
 // Services.
 
-bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f,
-                          Branch br, bool originated) {
+bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
+                          bool originated) {
   const Packet& pkt = f.pkt;
   const model::Service* svc = cluster_.FindServiceByIp(pkt.dst);
   const model::ServicePort* port = nullptr;
   enum class Via { kClusterIp, kExternal, kNodePort } via = Via::kClusterIp;
   if (svc) {
-    bool is_cluster_ip =
-        std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), pkt.dst) !=
-        svc->cluster_ips.end();
+    bool is_cluster_ip = std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), pkt.dst) !=
+                         svc->cluster_ips.end();
     via = is_cluster_ip ? Via::kClusterIp : Via::kExternal;
     port = svc->FindPort(pkt.dport, pkt.proto);
   } else if (w.ns && w.ns->netstack.IsLocalAddress(pkt.dst)) {
@@ -1936,8 +1937,8 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
     if (b.ready) ready.push_back(b);
   }
   bool src_is_pod = cluster_.FindPodByIp(pkt.src) != nullptr;
-  bool src_is_node = cluster_.FindNodeByIp(pkt.src) != nullptr ||
-                     (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
+  bool src_is_node =
+      cluster_.FindNodeByIp(pkt.src) != nullptr || (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
   bool external_src = !src_is_pod && !src_is_node && !originated;
   if (ready.empty()) {
     std::string why;
@@ -1960,8 +1961,7 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
         }
       }
       why = absl::StrCat("selector ", absl::StrJoin(sel, ","), " matches ", matching,
-                         " pod(s) in namespace ", svc->namespace_, ", ", matching_ready,
-                         " ready");
+                         " pod(s) in namespace ", svc->namespace_, ", ", matching_ready, " ready");
     }
     Drop(s, "service_no_endpoints",
          absl::StrCat("Service ", svc->Key(), " port ", port->port, "/",
@@ -1987,8 +1987,8 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
       for (const auto& r : svc->load_balancer_source_ranges) rs.push_back(r.to_string());
       Drop(s, "source_range_denied",
            absl::StrCat("Service ", svc->Key(), " loadBalancerSourceRanges [",
-                        absl::StrJoin(rs, ", "), "] do not allow source ",
-                        pkt.src.to_string(), ": kube-proxy drops it"));
+                        absl::StrJoin(rs, ", "), "] do not allow source ", pkt.src.to_string(),
+                        ": kube-proxy drops it"));
       return true;
     }
   }
@@ -2001,8 +2001,9 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
     }
     if (local.empty()) {
       Drop(s, "external_traffic_policy_local_drop",
-           absl::StrCat("Service ", svc->Key(), " has externalTrafficPolicy Local and no ready "
-                                                "endpoint on node ",
+           absl::StrCat("Service ", svc->Key(),
+                        " has externalTrafficPolicy Local and no ready "
+                        "endpoint on node ",
                         w.node_name, " (", ready.size(),
                         " elsewhere): external traffic arriving here is dropped"));
       return true;
@@ -2015,8 +2016,9 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
     }
     if (local.empty()) {
       Drop(s, "service_no_endpoints",
-           absl::StrCat("Service ", svc->Key(), " has internalTrafficPolicy Local and no ready "
-                                                "endpoint on node ",
+           absl::StrCat("Service ", svc->Key(),
+                        " has internalTrafficPolicy Local and no ready "
+                        "endpoint on node ",
                         w.node_name));
       return true;
     }
@@ -2045,8 +2047,8 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
         }
       }
       if (!dup) {
-        targets.push_back(Target{o.packet, o.probability,
-                                 o.decided_by ? o.decided_by->ToString() : "netfilter"});
+        targets.push_back(
+            Target{o.packet, o.probability, o.decided_by ? o.decided_by->ToString() : "netfilter"});
       }
     }
     from_rules = !targets.empty();
@@ -2078,8 +2080,7 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
         if (!known) {
           Suspect(s, Level::kWarning, "service_backend_mismatch",
                   absl::StrCat("kube-proxy translates to ", Ep(t.pkt.dst, t.pkt.dport),
-                               " which is not a ready endpoint of ", svc->Key(),
-                               " (stale rules)"));
+                               " which is not a ready endpoint of ", svc->Key(), " (stale rules)"));
         }
       }
     }
@@ -2135,8 +2136,8 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
   return true;
 }
 
-void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif,
-                                const Packet& pkt, bool originated) {
+void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
+                                bool originated) {
   const model::Netfilter& nf = *w.ns->netfilter;
   model::NfContext ctx;
   ctx.netstack = &w.ns->netstack;
@@ -2232,8 +2233,7 @@ absl::Status Walker::Run() {
         }
         return absl::InvalidArgumentError(
             absl::StrCat("Service ", s->Key(), " has no port ", q.dport, "/",
-                         model::ProtoName(q.proto), " (ports: ", absl::StrJoin(ports, ", "),
-                         ")"));
+                         model::ProtoName(q.proto), " (ports: ", absl::StrJoin(ports, ", "), ")"));
       }
       dst = s->cluster_ips.front();
       break;
@@ -2255,9 +2255,8 @@ absl::Status Walker::Run() {
   // Source.
   auto from_node = [&](absl::string_view name) -> absl::Status {
     if (!snap_.HasNodeDir(name)) {
-      return absl::NotFoundError(absl::StrCat("source node ", name,
-                                              " has no directory nodes/", name,
-                                              " in the snapshot: nothing to trace from"));
+      return absl::NotFoundError(absl::StrCat("source node ", name, " has no directory nodes/",
+                                              name, " in the snapshot: nothing to trace from"));
     }
     SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
     client_where_ = w;
@@ -2280,13 +2279,13 @@ absl::Status Walker::Run() {
         return from_node(p->node_name);
       }
       if (!p->pod_ip) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "source pod ", p->Key(), " has no IP (status.podIP empty: not running?)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("source pod ", p->Key(), " has no IP (status.podIP empty: not running?)"));
       }
       if (!snap_.HasNodeDir(p->node_name)) {
-        return absl::NotFoundError(absl::StrCat("node ", p->node_name, " of source pod ",
-                                                p->Key(), " has no directory nodes/",
-                                                p->node_name, " in the snapshot"));
+        return absl::NotFoundError(absl::StrCat("node ", p->node_name, " of source pod ", p->Key(),
+                                                " has no directory nodes/", p->node_name,
+                                                " in the snapshot"));
       }
       f.pkt.src = *p->pod_ip;
       client_packet_ = f.pkt;
@@ -2345,8 +2344,20 @@ absl::Status Walker::Run() {
           entry = Owner{w, i ? i->name : ""};
           note = absl::StrCat("assumed: the network routes pod ", p->Key(), " to its node ",
                               p->node_name);
-        } else if (cluster_.FindServiceByIp(dst)) {
-          for (const std::string& n : snap_.node_names()) {
+        } else if (const model::Service* svc = cluster_.FindServiceByIp(dst)) {
+          // A load balancer sends to any node, or (externalTrafficPolicy Local) only to nodes
+          // whose health check reports a local endpoint.
+          std::vector<std::string> candidates;
+          if (svc->external_traffic_policy_local) {
+            if (const model::ServicePort* sp = svc->FindPort(dport, q.proto)) {
+              for (const auto& b : cluster_.BackendsFor(*svc, *sp)) {
+                if (b.ready && !b.node_name.empty()) candidates.push_back(b.node_name);
+              }
+            }
+          }
+          for (const std::string& n : snap_.node_names()) candidates.push_back(n);
+          for (const std::string& n : candidates) {
+            if (!snap_.HasNodeDir(n)) continue;
             SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(n));
             if (!w.ns) continue;
             const Interface* i = PrimaryInterface(w);
@@ -2355,12 +2366,20 @@ absl::Status Walker::Run() {
                                 " arrives on node ", n);
             break;
           }
+          bool cluster_ip = std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), dst) !=
+                            svc->cluster_ips.end();
+          if (cluster_ip) {
+            absl::StrAppend(&note,
+                            "; a cluster IP is normally not routed from outside the "
+                            "cluster");
+          }
         }
       }
       if (!entry || !entry->where.ns) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cannot place source ", ip.to_string(), ": it is neither a pod nor a node, and the "
-            "destination ", dst.to_string(), " is not in the cluster"));
+        return absl::InvalidArgumentError(absl::StrCat("cannot place source ", ip.to_string(),
+                                                       ": it is neither a pod nor a node, and the "
+                                                       "destination ",
+                                                       dst.to_string(), " is not in the cluster"));
       }
       Hop h;
       h.kind = HopKind::kExternal;

@@ -39,13 +39,13 @@ TEST(DiagCalico, AutoDetectAndIpipHealthy) {
 }
 
 TEST(DiagCalico, CrossSubnetUsesBgpInsideTheSubnetAndIpipAcross) {
-  auto near = TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client",
-                       "pod:default/near:8080/tcp");
+  auto near =
+      TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client", "pod:default/near:8080/tcp");
   ASSERT_TRACED(near);
   EXPECT_EQ(near.report.verdict(), "reachable") << near.text;
   EXPECT_EQ(FindHop(near.report, "node-a")->oif(), "eth0") << near.text;
-  auto far = TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client",
-                      "pod:default/far:8080/tcp");
+  auto far =
+      TraceLib(CaseDir("calico-crosssubnet"), "pod:default/client", "pod:default/far:8080/tcp");
   ASSERT_TRACED(far);
   EXPECT_EQ(far.report.verdict(), "reachable") << far.text;
   EXPECT_EQ(FindHop(far.report, "node-a")->oif(), "tunl0") << far.text;
@@ -90,9 +90,8 @@ TEST(DiagCalico, MissingRemoteBlockRouteIsFatal) {
 TEST(DiagCalico, MissingTunnelDeviceIsTunnelMissing) {
   Scratch s("calico-ipip");
   for (const char* f : {"nodes/node-a/ip-link.json", "nodes/node-a/ip-addr.json"}) {
-    s.RemoveFromList(f, [](const google::protobuf::Struct& l) {
-      return Str(l, "ifname") == "tunl0";
-    });
+    s.RemoveFromList(f,
+                     [](const google::protobuf::Struct& l) { return Str(l, "ifname") == "tunl0"; });
   }
   auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
   ASSERT_TRACED(t);
@@ -103,9 +102,8 @@ TEST(DiagCalico, MissingTunnelDeviceIsTunnelMissing) {
 TEST(DiagCalico, DecapsulationNeedsTunl0OnTheRemoteNode) {
   Scratch s("calico-ipip");
   for (const char* f : {"nodes/node-b/ip-link.json", "nodes/node-b/ip-addr.json"}) {
-    s.RemoveFromList(f, [](const google::protobuf::Struct& l) {
-      return Str(l, "ifname") == "tunl0";
-    });
+    s.RemoveFromList(f,
+                     [](const google::protobuf::Struct& l) { return Str(l, "ifname") == "tunl0"; });
   }
   auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
   ASSERT_TRACED(t);
@@ -162,10 +160,16 @@ TEST(DiagCalico, LocalPodRouteMustUseItsCaliVeth) {
 TEST(DiagCalico, RemoteNodeWithoutIpv4AddressAnnotation) {
   Scratch s("calico-ipip");
   s.EditJson("cluster/nodes.json", [](google::protobuf::Value* v) {
-    for (auto& n : *v->mutable_struct_value()->mutable_fields()->at("items")
-                        .mutable_list_value()->mutable_values()) {
-      auto& meta = *n.mutable_struct_value()->mutable_fields()->at("metadata")
-                        .mutable_struct_value()->mutable_fields();
+    for (auto& n : *v->mutable_struct_value()
+                        ->mutable_fields()
+                        ->at("items")
+                        .mutable_list_value()
+                        ->mutable_values()) {
+      auto& meta = *n.mutable_struct_value()
+                        ->mutable_fields()
+                        ->at("metadata")
+                        .mutable_struct_value()
+                        ->mutable_fields();
       if (meta["name"].string_value() == "node-b") {
         meta["annotations"].mutable_struct_value()->mutable_fields()->clear();
       }
@@ -245,10 +249,9 @@ TEST(DiagCalico, ServiceBackendsOnBothNodes) {
 
 TEST(DiagCalico, ServiceOneBrokenBackendIsCritical) {
   Scratch s("calico-ipip");
-  ASSERT_EQ(s.RemoveFromList("nodes/node-b/ip-route.json",
-                             [](const google::protobuf::Struct& r) {
-                               return Str(r, "dst") == "10.65.2.9";
-                             }),
+  ASSERT_EQ(s.RemoveFromList(
+                "nodes/node-b/ip-route.json",
+                [](const google::protobuf::Struct& r) { return Str(r, "dst") == "10.65.2.9"; }),
             1);
   auto t = TraceLib(s.dir(), "pod:default/client", "svc:default/web:80/tcp");
   ASSERT_TRACED(t);
@@ -380,10 +383,9 @@ TEST(DiagCalico, VxlanFdbEntryMissing) {
 
 TEST(DiagCalico, VxlanNeighbourMissing) {
   Scratch s("calico-vxlan");
-  ASSERT_EQ(s.RemoveFromList("nodes/node-a/ip-neigh.json",
-                             [](const google::protobuf::Struct& n) {
-                               return Str(n, "dev") == "vxlan.calico";
-                             }),
+  ASSERT_EQ(s.RemoveFromList(
+                "nodes/node-a/ip-neigh.json",
+                [](const google::protobuf::Struct& n) { return Str(n, "dev") == "vxlan.calico"; }),
             1);
   auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
   ASSERT_TRACED(t);

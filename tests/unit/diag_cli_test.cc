@@ -82,14 +82,13 @@ TEST(DiagCli, BadFlagsAndQueries) {
   ExpectBadInput(Diag("trace --src node:a --dst 10.0.0.1:80/tcp"), {"--snapshot"});
   ExpectBadInput(Diag(TraceArgs("/nonexistent/snap", "node:a", "10.0.0.1:80/tcp")),
                  {"/nonexistent/snap"});
-  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "svc:web/www", "10.0.0.1:80/tcp")),
-                 {"--src"});
+  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "svc:web/www", "10.0.0.1:80/tcp")), {"--src"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1")), {"--dst"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "-o yaml")),
                  {"yaml"});
-  ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp",
-                                "--cni flannel")),
-                 {"flannel"});
+  ExpectBadInput(
+      Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "--cni flannel")),
+      {"flannel"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "--bogus 1")),
                  {"--bogus"});
   ExpectBadInput(Diag("frobnicate"), {"frobnicate"});

@@ -46,17 +46,14 @@ TEST(DiagQuery, ErrorsNameTheFlag) {
     const char* dst;
     const char* flag;
   };
-  for (const Bad& b : {Bad{"svc:a/b", "10.0.0.1:80/tcp", "--src"},
-                       Bad{"pod:nonamespace", "10.0.0.1:80/tcp", "--src"},
-                       Bad{"pod:/x", "10.0.0.1:80/tcp", "--src"},
-                       Bad{"host:a", "10.0.0.1:80/tcp", "--src"},
-                       Bad{"10.0.0.256", "10.0.0.1:80/tcp", "--src"},
-                       Bad{"node:a", "10.0.0.1", "--dst"},
-                       Bad{"node:a", "10.0.0.1:99999/tcp", "--dst"},
-                       Bad{"node:a", "10.0.0.1:0/tcp", "--dst"},
-                       Bad{"node:a", "10.0.0.1:80/bogus", "--dst"},
-                       Bad{"node:a", "pod:x:80/tcp", "--dst"},
-                       Bad{"node:a", "node::80/tcp", "--dst"}}) {
+  for (const Bad& b :
+       {Bad{"svc:a/b", "10.0.0.1:80/tcp", "--src"},
+        Bad{"pod:nonamespace", "10.0.0.1:80/tcp", "--src"},
+        Bad{"pod:/x", "10.0.0.1:80/tcp", "--src"}, Bad{"host:a", "10.0.0.1:80/tcp", "--src"},
+        Bad{"10.0.0.256", "10.0.0.1:80/tcp", "--src"}, Bad{"node:a", "10.0.0.1", "--dst"},
+        Bad{"node:a", "10.0.0.1:99999/tcp", "--dst"}, Bad{"node:a", "10.0.0.1:0/tcp", "--dst"},
+        Bad{"node:a", "10.0.0.1:80/bogus", "--dst"}, Bad{"node:a", "pod:x:80/tcp", "--dst"},
+        Bad{"node:a", "node::80/tcp", "--dst"}}) {
     auto q = ParseQuery(b.src, b.dst);
     ASSERT_FALSE(q.ok()) << b.src << " " << b.dst;
     EXPECT_TRUE(absl::IsInvalidArgument(q.status()));

@@ -93,8 +93,8 @@ TEST(DiagReport, JsonContractKeysExactly) {
   const auto& hops = root.fields().at("hops").list_value();
   ASSERT_EQ(hops.values_size(), 2);
   for (const auto& h : hops.values()) {
-    EXPECT_EQ(Keys(h.struct_value()), (std::set<std::string>{"id", "kind", "node", "iif", "oif",
-                                                              "action", "packet"}));
+    EXPECT_EQ(Keys(h.struct_value()),
+              (std::set<std::string>{"id", "kind", "node", "iif", "oif", "action", "packet"}));
     EXPECT_EQ(Keys(h.struct_value().fields().at("packet").struct_value()),
               (std::set<std::string>{"src", "dst", "sport", "dport", "proto"}));
   }

@@ -76,9 +76,9 @@ TEST(DiagSarena, ServiceReplyReturnsThroughTheHost) {
 
 TEST(DiagSarena, DestinationEndpointMissing) {
   Scratch s("sarena-node");
-  ASSERT_EQ(s.RemoveFromList(kEndpoints, [](const google::protobuf::Struct& e) {
-              return Str(e, "pod_name") == "pod-b";
-            }),
+  ASSERT_EQ(s.RemoveFromList(
+                kEndpoints,
+                [](const google::protobuf::Struct& e) { return Str(e, "pod_name") == "pod-b"; }),
             1);
   auto t = TraceLib(s.dir(), "pod:default/pod-a", "pod:default/pod-b:8080/tcp");
   ASSERT_TRACED(t);
@@ -91,9 +91,9 @@ TEST(DiagSarena, DestinationEndpointMissing) {
 
 TEST(DiagSarena, SourceEndpointMissingIsSpoofed) {
   Scratch s("sarena-node");
-  ASSERT_EQ(s.RemoveFromList(kEndpoints, [](const google::protobuf::Struct& e) {
-              return Str(e, "pod_name") == "pod-a";
-            }),
+  ASSERT_EQ(s.RemoveFromList(
+                kEndpoints,
+                [](const google::protobuf::Struct& e) { return Str(e, "pod_name") == "pod-a"; }),
             1);
   auto t = TraceLib(s.dir(), "pod:default/pod-a", "pod:default/pod-b:8080/tcp");
   ASSERT_TRACED(t);
@@ -106,10 +106,14 @@ TEST(DiagSarena, SourceEndpointMissingIsSpoofed) {
 TEST(DiagSarena, StalePodMac) {
   Scratch s("sarena-node");
   s.EditJson(kEndpoints, [](google::protobuf::Value* v) {
-    for (auto& e : *v->mutable_struct_value()->mutable_fields()->at("endpoints")
-                        .mutable_list_value()->mutable_values()) {
+    for (auto& e : *v->mutable_struct_value()
+                        ->mutable_fields()
+                        ->at("endpoints")
+                        .mutable_list_value()
+                        ->mutable_values()) {
       auto& f = *e.mutable_struct_value()->mutable_fields();
-      if (f["pod_name"].string_value() == "pod-b") f["pod_mac"].set_string_value("02:00:00:00:00:99");
+      if (f["pod_name"].string_value() == "pod-b")
+        f["pod_mac"].set_string_value("02:00:00:00:00:99");
     }
   });
   auto t = TraceLib(s.dir(), "pod:default/pod-a", "pod:default/pod-b:8080/tcp");
@@ -126,8 +130,11 @@ TEST(DiagSarena, StalePodMac) {
 TEST(DiagSarena, StaleIfindex) {
   Scratch s("sarena-node");
   s.EditJson(kEndpoints, [](google::protobuf::Value* v) {
-    for (auto& e : *v->mutable_struct_value()->mutable_fields()->at("endpoints")
-                        .mutable_list_value()->mutable_values()) {
+    for (auto& e : *v->mutable_struct_value()
+                        ->mutable_fields()
+                        ->at("endpoints")
+                        .mutable_list_value()
+                        ->mutable_values()) {
       auto& f = *e.mutable_struct_value()->mutable_fields();
       if (f["pod_name"].string_value() == "pod-b") f["host_ifindex"].set_number_value(99);
     }
@@ -140,9 +147,10 @@ TEST(DiagSarena, StaleIfindex) {
 
 TEST(DiagSarena, FromHostNotAttached) {
   Scratch s("sarena-node");
-  ASSERT_EQ(s.RemoveFromList(kPrograms, [](const google::protobuf::Struct& p) {
-              return Str(p, "ifname") == "sarena_host";
-            }),
+  ASSERT_EQ(s.RemoveFromList(kPrograms,
+                             [](const google::protobuf::Struct& p) {
+                               return Str(p, "ifname") == "sarena_host";
+                             }),
             1);
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/pod-a:8080/tcp");
   ASSERT_TRACED(t);
@@ -159,10 +167,10 @@ TEST(DiagSarena, FromHostNotAttached) {
 TEST(DiagSarena, FromContainerNotAttachedWithStrictRpFilter) {
   Scratch s("sarena-node");
   std::string lxc = LxcOf(s.dir(), "pod-a");
-  ASSERT_EQ(s.RemoveFromList(kPrograms, [&](const google::protobuf::Struct& p) {
-              return Str(p, "ifname") == lxc;
-            }),
-            1);
+  ASSERT_EQ(
+      s.RemoveFromList(kPrograms,
+                       [&](const google::protobuf::Struct& p) { return Str(p, "ifname") == lxc; }),
+      1);
   auto t = TraceLib(s.dir(), "pod:default/pod-a", "node:node-a:22/tcp");
   ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
@@ -173,8 +181,9 @@ TEST(DiagSarena, FromContainerNotAttachedWithStrictRpFilter) {
 
   // rp_filter off everywhere: the kernel path works, the missing program is still reported.
   std::string text = testing::ReadAll(s.Path("nodes/node-a/sysctl.txt"));
-  s.Write("nodes/node-a/sysctl.txt", absl::StrReplaceAll(text, {{"rp_filter = 1", "rp_filter = 0"},
-                                                               {"rp_filter = 2", "rp_filter = 0"}}));
+  s.Write("nodes/node-a/sysctl.txt",
+          absl::StrReplaceAll(
+              text, {{"rp_filter = 1", "rp_filter = 0"}, {"rp_filter = 2", "rp_filter = 0"}}));
   auto loose = TraceLib(s.dir(), "pod:default/pod-a", "node:node-a:22/tcp");
   ASSERT_TRACED(loose);
   EXPECT_EQ(loose.report.verdict(), "degraded") << loose.text;

@@ -65,8 +65,9 @@ TEST(DiagWalk, BridgeNodePaths) {
 TEST(DiagWalk, RouteTypesAreFatal) {
   for (const char* type : {"blackhole", "unreachable", "prohibit"}) {
     Scratch s("bridge-node");
-    AddRoute(s, "nodes/node-a/ip-route.json",
-             absl::StrCat("{\"type\": \"", type, "\", \"dst\": \"203.0.113.0/24\", \"flags\": []}"));
+    AddRoute(
+        s, "nodes/node-a/ip-route.json",
+        absl::StrCat("{\"type\": \"", type, "\", \"dst\": \"203.0.113.0/24\", \"flags\": []}"));
     auto t = TraceLib(s.dir(), "pod:default/client", kExternal);
     ASSERT_TRACED(t);
     EXPECT_EQ(t.report.verdict(), "unreachable") << type << "\n" << t.text;
@@ -79,10 +80,9 @@ TEST(DiagWalk, RouteTypesAreFatal) {
 
 TEST(DiagWalk, NoRouteAtAll) {
   Scratch s("bridge-node");
-  ASSERT_EQ(s.RemoveFromList("nodes/node-a/ip-route.json",
-                             [](const google::protobuf::Struct& r) {
-                               return Str(r, "dst") == "default";
-                             }),
+  ASSERT_EQ(s.RemoveFromList(
+                "nodes/node-a/ip-route.json",
+                [](const google::protobuf::Struct& r) { return Str(r, "dst") == "default"; }),
             1);
   auto t = TraceLib(s.dir(), "pod:default/client", kExternal);
   ASSERT_TRACED(t);
@@ -194,10 +194,10 @@ TEST(DiagWalk, RpFilterKernelSemantics) {
     bool with_address;
     bool drop;
   };
-  for (const Case& c : {Case{"1", "0", false, true}, Case{"0", "1", false, true},
-                        Case{"2", "1", false, true}, Case{"0", "0", false, false},
-                        Case{"1", "0", true, true}, Case{"2", "1", true, false},
-                        Case{"1", "2", true, false}, Case{"0", "2", true, false}}) {
+  for (const Case& c :
+       {Case{"1", "0", false, true}, Case{"0", "1", false, true}, Case{"2", "1", false, true},
+        Case{"0", "0", false, false}, Case{"1", "0", true, true}, Case{"2", "1", true, false},
+        Case{"1", "2", true, false}, Case{"0", "2", true, false}}) {
     Scratch s("RPF-05");
     s.SetSysctl("nodes/node-b/sysctl.txt", "net.ipv4.conf.all.rp_filter", c.all);
     s.SetSysctl("nodes/node-b/sysctl.txt", "net.ipv4.conf.tun-nodea.rp_filter", c.dev);
@@ -215,8 +215,9 @@ TEST(DiagWalk, RpFilterKernelSemantics) {
     auto t = TraceLib(s.dir(), "node:node-a", "10.32.2.7:8080/tcp");
     ASSERT_TRACED(t);
     const v1::Suspicion* m = FindSuspicion(t.report, "rp_filter_drop", "FATAL");
-    EXPECT_EQ(m != nullptr, c.drop) << "all=" << c.all << " dev=" << c.dev
-                                    << " address=" << c.with_address << "\n" << t.text;
+    EXPECT_EQ(m != nullptr, c.drop)
+        << "all=" << c.all << " dev=" << c.dev << " address=" << c.with_address << "\n"
+        << t.text;
   }
 }
 
@@ -263,9 +264,8 @@ TEST(DiagWalk, GatewayNeighbour) {
   EXPECT_NE(m->message().find("FAILED"), std::string::npos);
 
   Scratch u("bridge-node");
-  u.RemoveFromList("nodes/node-a/ip-neigh.json", [](const google::protobuf::Struct& n) {
-    return Str(n, "dst") == "10.0.4.1";
-  });
+  u.RemoveFromList("nodes/node-a/ip-neigh.json",
+                   [](const google::protobuf::Struct& n) { return Str(n, "dst") == "10.0.4.1"; });
   auto v = TraceLib(u.dir(), "pod:default/client", kExternal);
   ASSERT_TRACED(v);
   EXPECT_EQ(v.report.verdict(), "reachable") << v.text;

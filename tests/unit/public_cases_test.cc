@@ -31,8 +31,7 @@ struct BinRun {
 BinRun TraceBinary(absl::string_view dir, absl::string_view src, absl::string_view dst) {
   BinRun r;
   auto res = sarena::testing::Run(absl::StrCat(testing::DiagBinary(), " trace --snapshot '", dir,
-                                               "' --src '", src, "' --dst '", dst,
-                                               "' -o json"));
+                                               "' --src '", src, "' --dst '", dst, "' -o json"));
   r.exit_code = res.exit_code;
   r.out = res.out;
   r.err = res.err;
@@ -86,7 +85,8 @@ TEST(PublicCases, CalMtu01) {
   EXPECT_TRUE(node_b) << "response direction (node-b egress)\n" << Dump(r);
   EXPECT_EQ(FindSuspicion(r.report, "mtu_mismatch", "FATAL"), nullptr);
 
-  BinRun fixed = TraceBinary(CaseDir("cal-mtu-01-fixed"), "pod:default/client", "10.65.2.8:8080/tcp");
+  BinRun fixed =
+      TraceBinary(CaseDir("cal-mtu-01-fixed"), "pod:default/client", "10.65.2.8:8080/tcp");
   EXPECT_EQ(fixed.report.verdict(), "reachable") << Dump(fixed);
 }
 

@@ -114,8 +114,8 @@ bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
 }
 
 int Trace(const Args& args) {
-  if (std::string u = args.Unknown({"snapshot", "src", "dst", "cni", "o", "output", "svg",
-                                    "sport", "ttl", "size", "no-reply", "help", "h"});
+  if (std::string u = args.Unknown({"snapshot", "src", "dst", "cni", "o", "output", "svg", "sport",
+                                    "ttl", "size", "no-reply", "help", "h"});
       !u.empty()) {
     return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
   }
