@@ -224,6 +224,19 @@ Result BuildResult(const EndpointInfo& ep, const Dns& dns) {
   return r;
 }
 
+Result MergeResults(const Result& prev, const Result& ours) {
+  Result r = prev;
+  const uint32_t shift = static_cast<uint32_t>(prev.interfaces.size());
+  r.interfaces.insert(r.interfaces.end(), ours.interfaces.begin(), ours.interfaces.end());
+  for (IpConfig ip : ours.ips) {
+    if (ip.interface) *ip.interface += shift;
+    r.ips.push_back(std::move(ip));
+  }
+  r.routes.insert(r.routes.end(), ours.routes.begin(), ours.routes.end());
+  if (!ours.dns.nameservers.empty()) r.dns = ours.dns;
+  return r;
+}
+
 absl::Status CheckPrevResult(const Result& prev, const EndpointInfo& live) {
   // The container interface.
   std::optional<size_t> pod_index;

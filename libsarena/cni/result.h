@@ -98,6 +98,12 @@ struct EndpointInfo {
 /// gateway], and `dns`.
 Result BuildResult(const EndpointInfo& ep, const Dns& dns = {});
 
+/// ADD with a prevResult (sarena-cni chained after another plugin; spec: a plugin given a
+/// prevResult must pass it on, possibly modified): `prev` followed by `ours` — interfaces
+/// appended (ours' ips[].interface indexes shifted accordingly), ips and routes appended, dns
+/// from `ours` when it has any nameserver, else from `prev`.
+Result MergeResults(const Result& prev, const Result& ours);
+
 /// CHECK: verifies that `prev` (the config's prevResult) describes `live` — the container
 /// interface named live.ifname exists with sandbox live.netns and MAC live.pod_mac, some ips[]
 /// entry has live.ip/prefix_len (and gateway live.gateway when given), and a host interface

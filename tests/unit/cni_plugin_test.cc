@@ -234,6 +234,27 @@ TEST_F(CniPluginProtocol, AddSendsTheAttachmentAndPrintsTheResult) {
   EXPECT_EQ(daemon_->requests().back().endpoint_add().mtu(), 0u);
 }
 
+TEST_F(CniPluginProtocol, AddChainedAfterAnotherPluginPassesItsResultOn) {
+  daemon_->SetScript([](const v1::Request&) -> std::optional<v1::Response> {
+    v1::Response r;
+    *r.mutable_endpoint_add()->mutable_endpoint() = TestEndpoint();
+    return r;
+  });
+  testing::CommandResult r = Run(
+      Env("ADD"), Config("1.0.0", R"("prevResult":{"cniVersion":"1.0.0",)"
+                                  R"("interfaces":[{"name":"dummy0","sandbox":"/x"}],)"
+                                  R"("ips":[{"address":"192.168.9.2/24","interface":0}]})"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  absl::StatusOr<Result> res = ParseResultJson(r.out);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->interfaces.size(), 3u);
+  EXPECT_EQ(res->interfaces[0].name, "dummy0");
+  ASSERT_EQ(res->ips.size(), 2u);
+  EXPECT_EQ(res->ips[0].address, "192.168.9.2/24");
+  EXPECT_EQ(res->ips[1].address, "10.244.1.5/32");
+  EXPECT_EQ(res->ips[1].interface, 2u);
+}
+
 TEST_F(CniPluginProtocol, DaemonErrorsKeepTheirCodeAndMessage) {
   // The exhausted pool as sarenad reports it.
   daemon_->SetScript([](const v1::Request&) -> std::optional<v1::Response> {

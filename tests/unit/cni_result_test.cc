@@ -119,6 +119,27 @@ TEST(CniResult, ParsesAForeignResult) {
   EXPECT_FALSE(r->ips[1].interface.has_value());
 }
 
+TEST(CniResult, MergeKeepsPrevResultAndShiftsInterfaceIndexes) {
+  absl::StatusOr<Result> prev = ParseResultJson(R"({"cniVersion":"1.0.0",
+      "interfaces":[{"name":"dummy0","sandbox":"/var/run/netns/pod1"}],
+      "ips":[{"address":"192.168.9.2/24","interface":0}],
+      "routes":[{"dst":"192.168.0.0/16"}],"dns":{"nameservers":["1.1.1.1"]}})");
+  ASSERT_TRUE(prev.ok()) << prev.status();
+  Result merged = MergeResults(*prev, BuildResult(Endpoint()));
+  ASSERT_EQ(merged.interfaces.size(), 3u);
+  EXPECT_EQ(merged.interfaces[0].name, "dummy0");
+  EXPECT_EQ(merged.interfaces[2].name, "eth0");
+  ASSERT_EQ(merged.ips.size(), 2u);
+  EXPECT_EQ(merged.ips[0].interface, 0u);
+  EXPECT_EQ(merged.ips[1].address, "10.244.1.5/32");
+  EXPECT_EQ(merged.ips[1].interface, 2u);  // still points at eth0
+  EXPECT_EQ(merged.routes.size(), 3u);
+  EXPECT_THAT(merged.dns.nameservers, ElementsAre("1.1.1.1"));  // ours had none
+  // Still a valid result, and still passes CHECK for our endpoint.
+  EXPECT_TRUE(ParseResultJson(ResultToJson(merged, "1.0.0")).ok());
+  EXPECT_TRUE(CheckPrevResult(merged, Endpoint()).ok());
+}
+
 TEST(CniResult, CheckPrevResultAcceptsTheAddResult) {
   Result prev = BuildResult(Endpoint());
   EXPECT_TRUE(CheckPrevResult(prev, Endpoint()).ok());

@@ -165,7 +165,10 @@ absl::StatusOr<std::string> Add(const cni::Environment& env, const cni::NetConf&
   if (ep.netns.empty()) ep.netns = env.netns;
   SARENA_LOG(Info, "ADD container=", env.container_id, " ifname=", env.ifname, " -> ip=", ep.ip,
              "/", ep.prefix_len, " gw=", ep.gateway, " host_ifname=", ep.host_ifname);
-  return cni::ResultToJson(cni::BuildResult(ep, conf.dns), conf.cni_version);
+  cni::Result result = cni::BuildResult(ep, conf.dns);
+  // Chained after another plugin: pass its result on with ours appended (spec, ADD).
+  if (conf.prev_result) result = cni::MergeResults(*conf.prev_result, result);
+  return cni::ResultToJson(result, conf.cni_version);
 }
 
 // DEL: idempotent in sarenad (existed=false when already gone).
