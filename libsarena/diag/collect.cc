@@ -25,8 +25,11 @@
 #include "absl/strings/strip.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/link.h"
+#include "libsarena/bpf/objects.h"
+#include "libsarena/bpf/types.h"
 #include "libsarena/model/json.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/net/ip.h"
 
 namespace sarena::diag {
 namespace {
@@ -250,6 +253,101 @@ int ProgramsJson() {
   return write(STDOUT_FILENO, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1;
 }
 
+// One entry of the pinned endpoint map, with what the daemon knows about it.
+struct EndpointRow {
+  std::string ip;
+  bool in_map = false;
+  uint32_t host_ifindex = 0;
+  std::string pod_mac, host_mac;
+  uint32_t endpoint_id = 0;
+  // From the daemon's record (JSON members copied verbatim, keyed by name).
+  std::vector<std::pair<std::string, std::string>> extra;
+};
+
+// The endpoint list as sarena-endpoints.json, from the map (authoritative for what the programs
+// do) joined with the daemon's records (names, netns) by IP.
+absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
+                                             const std::string& daemon_json,
+                                             std::vector<std::string>* notes) {
+  SARENA_ASSIGN_OR_RETURN(bpf::Maps maps, bpf::Maps::FromPinRoot(pin_root));
+  std::map<std::string, EndpointRow> rows;
+  SARENA_RETURN_IF_ERROR(
+      maps.endpoints.ForEach([&](const bpf::EndpointKey& k, const bpf::Endpoint& e) {
+        std::optional<net::Ipv4> ip = bpf::EndpointKeyIpv4(k);
+        if (!ip) return true;
+        EndpointRow& r = rows[ip->to_string()];
+        r.ip = ip->to_string();
+        r.in_map = true;
+        r.host_ifindex = e.ifindex;
+        r.pod_mac = net::FormatMac(bpf::ToMac(e.pod_mac));
+        r.host_mac = net::FormatMac(bpf::ToMac(e.host_mac));
+        r.endpoint_id = e.endpoint_id;
+        return true;
+      }));
+  if (!daemon_json.empty()) {
+    auto doc = model::JsonDoc::Parse(daemon_json, "sarena endpoint list");
+    if (doc.ok()) {
+      const model::JsonValue* list = &doc->root();
+      if (list->is_object()) list = list->Find("endpoints");
+      for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
+        const model::JsonValue& e = (*list)[i];
+        const model::JsonValue* ip = e.Find("ip");
+        if (!e.is_object() || !ip || !ip->is_string()) continue;
+        std::string key(ip->str());
+        auto it = rows.find(key);
+        if (it == rows.end()) {
+          notes->push_back(absl::StrCat("sarenad records endpoint ", key,
+                                        " but the pinned endpoint map has no entry for it"));
+          continue;
+        }
+        for (size_t m = 0; m < e.size(); ++m) {
+          std::string name(e.key(m).str());
+          const model::JsonValue& v = e.value(m);
+          static const char* kFromMap[] = {"ip",          "pod_mac",     "podMac",
+                                           "host_mac",    "hostMac",     "host_ifindex",
+                                           "hostIfindex", "endpoint_id", "endpointId"};
+          bool skip = false;
+          for (const char* f : kFromMap) skip |= name == f;
+          if (skip) continue;
+          std::string text;
+          if (v.is_string()) {
+            text = JsonString(v.str());
+          } else if (v.is_number()) {
+            text = std::string(v.str());
+          } else if (v.is_bool()) {
+            text = v.boolean() ? "true" : "false";
+          } else if (v.is_object() && name == "ref") {
+            std::vector<std::string> parts;
+            for (size_t r = 0; r < v.size(); ++r) {
+              if (v.value(r).is_string()) {
+                parts.push_back(
+                    absl::StrCat(JsonString(v.key(r).str()), ": ", JsonString(v.value(r).str())));
+              }
+            }
+            text = absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+          } else {
+            continue;
+          }
+          it->second.extra.emplace_back(name, text);
+        }
+      }
+    }
+  }
+  std::vector<std::string> items;
+  for (const auto& [ip, r] : rows) {
+    std::vector<std::string> f;
+    for (const auto& [k, v] : r.extra) f.push_back(absl::StrCat(JsonString(k), ": ", v));
+    f.push_back(absl::StrCat("\"ip\": ", JsonString(r.ip)));
+    f.push_back(absl::StrCat("\"pod_mac\": ", JsonString(r.pod_mac)));
+    f.push_back(absl::StrCat("\"host_ifindex\": ", r.host_ifindex));
+    f.push_back(absl::StrCat("\"host_mac\": ", JsonString(r.host_mac)));
+    f.push_back(absl::StrCat("\"endpoint_id\": ", r.endpoint_id));
+    items.push_back(absl::StrCat("    {", absl::StrJoin(f, ", "), "}"));
+  }
+  return absl::StrCat("{\n  \"endpoints\": [\n", absl::StrJoin(items, ",\n"),
+                      items.empty() ? "" : "\n", "  ]\n}\n");
+}
+
 struct Job {
   std::string file;
   std::vector<std::string> argv;
@@ -367,45 +465,16 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   std::string abs_node = absl::StrCat(options.out_dir, "/", rel_node);
   SARENA_RETURN_IF_ERROR(CollectNetns(netns, abs_node, rel_node, true, &report));
 
-  // sarena endpoints (the daemon's view of the endpoint map).
+  // sarena endpoints: the daemon's records, and the pinned map the programs actually use.
   std::vector<PodNetnsSpec> pods = options.pods;
   std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
+  std::string daemon_json;
   if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
     SARENA_ASSIGN_OR_RETURN(
         Output o, RunTool("", {options.sarena_cli, "--socket", options.sarena_socket, "endpoint",
                                "list", "-o", "json"}));
     if (o.exit_code == 0) {
-      SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), o.out));
-      report.written.push_back(ep_rel);
-      if (options.pods_from_endpoints) {
-        auto eps = model::ParseSarenaEndpoints(o.out, ep_rel);
-        if (eps.ok()) {
-          // The netns paths recorded by the daemon; ParseSarenaEndpoints keeps identity only, so
-          // read "netns" per entry from the JSON itself.
-          auto doc = model::JsonDoc::Parse(o.out, ep_rel);
-          const model::JsonValue* list = doc.ok() ? &doc->root() : nullptr;
-          if (list && list->is_object()) list = list->Find("endpoints");
-          for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
-            const model::JsonValue& e = (*list)[i];
-            const model::JsonValue* ns = e.Find("netns");
-            const model::JsonValue* pns = e.Find("pod_namespace");
-            if (!pns) pns = e.Find("podNamespace");
-            const model::JsonValue* pn = e.Find("pod_name");
-            if (!pn) pn = e.Find("podName");
-            if (!ns || !pns || !pn || pns->str().empty() || pn->str().empty()) continue;
-            bool dup = false;
-            for (const auto& p : pods) {
-              if (p.namespace_ == pns->str() && p.name == pn->str()) dup = true;
-            }
-            if (!dup) {
-              pods.push_back(PodNetnsSpec{std::string(pns->str()), std::string(pn->str()),
-                                          std::string(ns->str())});
-            }
-          }
-        } else {
-          report.skipped.push_back(absl::StrCat(ep_rel, " pods: ", eps.status().message()));
-        }
-      }
+      daemon_json = o.out;
     } else {
       report.skipped.push_back(absl::StrCat(ep_rel, ": '", options.sarena_cli,
                                             " endpoint list' exited ", o.exit_code, ": ",
@@ -413,7 +482,46 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
     }
   } else {
     report.skipped.push_back(
-        absl::StrCat(ep_rel, ": no sarenad socket at ", options.sarena_socket));
+        absl::StrCat(ep_rel, " (daemon records): no sarenad socket at ", options.sarena_socket));
+  }
+  std::string endpoints_json = daemon_json;
+  if (!options.bpffs.empty() && access(options.bpffs.c_str(), F_OK) == 0) {
+    std::vector<std::string> notes;
+    auto from_map = EndpointsFromMap(options.bpffs, daemon_json, &notes);
+    if (from_map.ok()) {
+      endpoints_json = *from_map;
+      for (const auto& n : notes) report.skipped.push_back(absl::StrCat(ep_rel, ": ", n));
+    } else {
+      report.skipped.push_back(absl::StrCat(ep_rel, " (endpoint map at ", options.bpffs,
+                                            "): ", from_map.status().message()));
+    }
+  }
+  if (!endpoints_json.empty()) {
+    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), endpoints_json));
+    report.written.push_back(ep_rel);
+  }
+  if (options.pods_from_endpoints && !daemon_json.empty()) {
+    // The pods' netns paths as the daemon recorded them.
+    auto doc = model::JsonDoc::Parse(daemon_json, ep_rel);
+    const model::JsonValue* list = doc.ok() ? &doc->root() : nullptr;
+    if (list && list->is_object()) list = list->Find("endpoints");
+    for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
+      const model::JsonValue& e = (*list)[i];
+      const model::JsonValue* ns = e.Find("netns");
+      const model::JsonValue* pns = e.Find("pod_namespace");
+      if (!pns) pns = e.Find("podNamespace");
+      const model::JsonValue* pn = e.Find("pod_name");
+      if (!pn) pn = e.Find("podName");
+      if (!ns || !pns || !pn || pns->str().empty() || pn->str().empty()) continue;
+      bool dup = false;
+      for (const auto& p : pods) {
+        if (p.namespace_ == pns->str() && p.name == pn->str()) dup = true;
+      }
+      if (!dup) {
+        pods.push_back(
+            PodNetnsSpec{std::string(pns->str()), std::string(pn->str()), std::string(ns->str())});
+      }
+    }
   }
 
   if (options.programs) {

@@ -2,7 +2,9 @@
 // node, in exactly the formats the snapshot reader takes:
 //   nodes/<node>/ip-link.json ip-addr.json ip-route.json ip-rule.json ip-neigh.json
 //                bridge-fdb.json sysctl.txt iptables-save.txt
-//                sarena-endpoints.json   (`sarena endpoint list -o json`, when sarenad answers)
+//                sarena-endpoints.json   (the pinned endpoint map, named with `sarena endpoint
+//                                         list -o json` when sarenad answers; that output alone
+//                                         when the map is not pinned)
 //                sarena-programs.json    (BPF programs attached to sarena_host and lxc veths)
 //   nodes/<node>/pods/<ns>/<pod>/ip-link.json ip-addr.json ip-route.json ip-neigh.json sysctl.txt
 // The iproute2 files come from running `ip -j ...` / `bridge -j fdb show` / `iptables-save`
@@ -47,6 +49,10 @@ struct CollectOptions {
   /// the socket does not exist.
   std::string sarena_cli = "sarena";
   std::string sarena_socket = "/run/sarena/sarenad.sock";
+  /// bpffs directory of the datapath's pinned maps. When the endpoint map is pinned there, the
+  /// endpoint list is written from the MAP (what the programs really use: pod/host MAC, ifindex),
+  /// with names and netns taken from the daemon's records; empty = do not read the map.
+  std::string bpffs = "/sys/fs/bpf/sarena";
   /// Collect attached BPF programs (needs CAP_BPF / root).
   bool programs = true;
 };

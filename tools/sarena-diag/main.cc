@@ -5,7 +5,7 @@
 //                     [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]
 //                     [--sport N] [--ttl N] [--size BYTES] [--no-reply]
 //   sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...
-//                       [--sarena PATH] [--socket PATH] [--no-programs]
+//                       [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]
 //
 // SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4.
 // Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
@@ -39,7 +39,7 @@ constexpr char kUsage[] =
     "                    [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]\n"
     "                    [--sport N] [--ttl N] [--size BYTES] [--no-reply]\n"
     "  sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...\n"
-    "                      [--sarena PATH] [--socket PATH] [--no-programs]\n"
+    "                      [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]\n"
     "\n"
     "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4 address.\n"
     "Exit status: 0 the walk ran, 2 bad input, 1 other failure.\n";
@@ -198,7 +198,7 @@ int Trace(const Args& args) {
 }
 
 int Collect(const Args& args) {
-  if (std::string u = args.Unknown({"out", "node", "netns", "pod", "sarena", "socket",
+  if (std::string u = args.Unknown({"out", "node", "netns", "pod", "sarena", "socket", "bpffs",
                                     "no-programs", "no-endpoint-pods", "help", "h"});
       !u.empty()) {
     return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
@@ -235,6 +235,7 @@ int Collect(const Args& args) {
     }
   }
   if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
+  if (args.Has("bpffs")) opts.bpffs = args.Get("bpffs");
   opts.programs = !args.Has("no-programs");
   opts.pods_from_endpoints = !args.Has("no-endpoint-pods");
   auto report = sarena::diag::Collect(opts);
