@@ -303,8 +303,19 @@ TEST_F(CniPluginProtocol, DelIsIdempotentAndNeedsNoNetns) {
   auto env = Env("DEL");
   env.erase("CNI_NETNS");
   RunExpectingSilentSuccess(env, Config());
+  // A daemon that reports "not found" instead of existed=false: still success.
+  daemon_->SetScript([](const v1::Request&) -> std::optional<v1::Response> {
+    return ErrorResponse(absl::StatusCode::kNotFound, 3, "netns '/var/run/netns/pod-a' is gone");
+  });
+  RunExpectingSilentSuccess(Env("DEL"), Config());
+  // Other failures are reported: the runtime retries DEL.
+  daemon_->SetScript([](const v1::Request&) -> std::optional<v1::Response> {
+    return ErrorResponse(absl::StatusCode::kInternal, 103, "delete endpoint map entry: EPERM");
+  });
+  Error e = RunExpectingError(Env("DEL"), Config(), 103);
+  EXPECT_THAT(e.msg, HasSubstr("EPERM"));
   std::vector<v1::Request> reqs = daemon_->requests();
-  ASSERT_EQ(reqs.size(), 2u);
+  ASSERT_EQ(reqs.size(), 4u);
   EXPECT_EQ(reqs[0].endpoint_del().netns(), "/var/run/netns/pod-a");
   EXPECT_EQ(reqs[1].endpoint_del().netns(), "");
   EXPECT_EQ(reqs[1].endpoint_del().ref().container_id(), "c0ffee01");

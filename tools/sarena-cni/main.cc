@@ -183,6 +183,12 @@ absl::Status Del(const cni::Environment& env, const cni::NetConf& conf) {
   del->set_netns(env.netns);
   absl::StatusOr<v1::Response> resp =
       CallDaemon(*client, req, cni::ErrorCode::kTryAgainLater, kCallTimeout);
+  if (!resp.ok() && absl::IsNotFound(resp.status())) {
+    // Whatever is gone (endpoint, netns) needs no removal: DEL succeeds (spec, DEL).
+    SARENA_LOG(Info, "DEL container=", env.container_id, " ifname=", env.ifname,
+               " -> nothing to remove: ", resp.status().message());
+    return absl::OkStatus();
+  }
   if (!resp.ok()) return resp.status();
   if (!resp->has_endpoint_del()) return ProtocolError("sarenad answered DEL with another kind");
   SARENA_LOG(Info, "DEL container=", env.container_id, " ifname=", env.ifname,
