@@ -12,7 +12,7 @@
 //   ADD and DEL). DEL deliberately does NOT report success when sarenad is unreachable: the
 //   IP allocation and endpoint record live in sarenad, and a false success would make the
 //   runtime forget the attachment and leak them (until a later GC). DEL of an attachment that
-//   sarenad no longer knows succeeds (idempotent).
+//   sarenad no longer knows (existed=false, or a NotFound error) succeeds (idempotent).
 //   STATUS with sarenad unreachable or not ready -> 50 "plugin not available" (existing pods keep
 //   forwarding: the BPF datapath is pinned and runs without the daemon, hence 50, not 51).
 //   Errors reported by sarenad keep the CNI code it chose (v1::Error.cni_code), or the default
