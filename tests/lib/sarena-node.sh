@@ -108,6 +108,7 @@ sn_ip() { eval "echo \$SN_IP_$1"; }
 # sn_serve NETNS PORT TEXT: a TCP server answering TEXT to every connection.
 sn_serve() {
   ip netns exec "$1" socat "TCP-LISTEN:$2,reuseaddr,fork" "SYSTEM:echo $3" >/dev/null 2>&1 &
+  disown
   local i
   for i in $(seq 50); do
     ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return 0
