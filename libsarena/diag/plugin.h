@@ -5,6 +5,7 @@
 #ifndef LIBSARENA_DIAG_PLUGIN_H_
 #define LIBSARENA_DIAG_PLUGIN_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,9 @@ struct PluginContext {
   const model::Cluster* cluster = nullptr;
   PathGraph* graph = nullptr;
   const Query* query = nullptr;
+  /// Finds a pod by namespace/name in the cluster objects or, when the snapshot has no
+  /// pods.json entry for it (e.g. a live `collect`), among the pod netns directories.
+  std::function<const model::Pod*(const std::string& ns, const std::string& name)> find_pod;
 
   void Suspect(PathGraph::Vertex hop, Level level, absl::string_view code,
                absl::string_view message) const {

@@ -248,6 +248,10 @@ class SarenaPlugin : public Plugin {
     bool in_cidr = false;
     if (k) {
       for (const auto& c : k->pod_cidrs) in_cidr |= net::Contains(c, p.packet.dst);
+    } else {
+      // No Node object (e.g. a live `collect` without kubectl output): the kernel routed the
+      // packet to sarena_host, and sarenad routes only the node's pod CIDR there.
+      in_cidr = true;
     }
     const model::Pod* pod = ctx.cluster->FindPodByIp(p.packet.dst);
     if (in_cidr || (pod && pod->node_name == w.node_name && !pod->host_network)) {
@@ -365,7 +369,10 @@ class SarenaPlugin : public Plugin {
                        PathGraph::Vertex hop, absl::string_view label) {
     const model::Netstack& ns = w.node->netstack;
     const model::Pod* pod = nullptr;
-    if (!e.pod_namespace.empty()) pod = ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
+    if (!e.pod_namespace.empty()) {
+      pod = ctx.find_pod ? ctx.find_pod(e.pod_namespace, e.pod_name)
+                         : ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
+    }
     if (!pod && e.ip) pod = ctx.cluster->FindPodByIp(*e.ip);
     const Interface* lxc = e.host_ifname.empty() ? nullptr : ns.FindInterface(e.host_ifname);
     const Interface* target = e.host_ifindex ? ns.FindInterfaceByIndex(e.host_ifindex) : lxc;

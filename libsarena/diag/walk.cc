@@ -91,6 +91,9 @@ class Walker {
       : snap_(snap), cluster_(snap.cluster()), query_(query), plugin_(plugin), opts_(opts) {
     pctx_.snapshot = &snap_;
     pctx_.cluster = &cluster_;
+    pctx_.find_pod = [this](const std::string& ns, const std::string& name) {
+      return FindPodAnywhere(ns, name);
+    };
     pctx_.graph = &graph_;
     pctx_.query = &query_;
   }
