@@ -63,14 +63,16 @@ SNAP="$SN_DIR/snapshot"
 if nsenter --net="/var/run/netns/$NS" "$SN_BIN/sarena-diag" collect --out "$SNAP" \
     --socket "$(sn_sock $NODE)" --bpffs "$(sn_bpffs $NODE)" >"$SN_DIR/collect.log" 2>&1; then
   echo "   snapshot: $(find "$SNAP" -type f | wc -l) files"
-  echo "   \$ sarena-diag trace --snapshot DIR --src $CLIENT --dst $WEB:8080/tcp"
-  "$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "$CLIENT" --dst "$WEB:8080/tcp" | sed 's/^/   /'
+  echo "   \$ sarena-diag trace --snapshot DIR --src pod:default/ctr-$SN_ID-client --dst pod:default/ctr-$SN_ID-web:8080/tcp"
+  "$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "pod:default/ctr-$SN_ID-client" --dst "pod:default/ctr-$SN_ID-web:8080/tcp" | sed 's/^/   /'
+  sn_check "sarena-diag says reachable" sn_eq "$("$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "pod:default/ctr-$SN_ID-client" --dst "pod:default/ctr-$SN_ID-web:8080/tcp" -o json | jq -r .verdict)" reachable
   echo "   now break it: delete web's endpoint-map entry behind sarenad's back"
   bpftool map delete pinned "$(sn_bpffs $NODE)/sarena_lxc" key hex $(printf '%02x ' ${WEB//./ }) $(printf '00 %.0s' {1..12}) 01 00 00 00
   rm -rf "$SNAP"
   nsenter --net="/var/run/netns/$NS" "$SN_BIN/sarena-diag" collect --out "$SNAP" \
     --socket "$(sn_sock $NODE)" --bpffs "$(sn_bpffs $NODE)" >>"$SN_DIR/collect.log" 2>&1
-  "$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "$CLIENT" --dst "$WEB:8080/tcp" | sed 's/^/   /'
+  "$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "pod:default/ctr-$SN_ID-client" --dst "pod:default/ctr-$SN_ID-web:8080/tcp" | sed 's/^/   /'
+  sn_check "sarena-diag names the fault: endpoint_map_missing" bash -c "'$SN_BIN/sarena-diag' trace --snapshot '$SNAP' --src pod:default/ctr-$SN_ID-client --dst pod:default/ctr-$SN_ID-web:8080/tcp -o json | jq -e '.verdict == \"unreachable\" and any(.suspicions[]; .code == \"endpoint_map_missing\")'"
   sn_check "the datapath really drops it now (client -> web fails)" bash -c "! ip netns exec $(sn_pod_ns client) socat -T2 - TCP:$WEB:8080,connect-timeout=2 </dev/null >/dev/null 2>&1"
 else
   echo "   sarena-diag collect failed:"; sed 's/^/   /' "$SN_DIR/collect.log"; SN_FAILED=$((SN_FAILED + 1))
