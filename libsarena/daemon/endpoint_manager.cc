@@ -71,6 +71,13 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
                                                    "': the network or broadcast address of ",
                                                    o.pod_cidr.to_string()));
   }
+  // State first: a refused start (corrupt or inconsistent state, e.g. a changed --pod-cidr) must
+  // not touch the node's devices, routes or pinned maps.
+  SARENA_ASSIGN_OR_RETURN(
+      std::unique_ptr<Ipam> ipam,
+      Ipam::Open({.state_dir = o.state_dir, .pod_cidr = o.pod_cidr, .gateway = o.node_ip}));
+  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<EndpointStore> store,
+                          EndpointStore::Open({.state_dir = o.state_dir}));
   SARENA_ASSIGN_OR_RETURN(nl::Socket sock, nl::Socket::Open());
   SARENA_ASSIGN_OR_RETURN(datapath::HostDevice host,
                           datapath::SetupHostDevice(sock, {.node_ip = o.node_ip,
@@ -85,11 +92,6 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
                                                     .attach_mode = o.attach_mode,
                                                     .redirect_peer = o.redirect_peer},
                                                    host, o.node_ip, o.pod_cidr));
-  SARENA_ASSIGN_OR_RETURN(
-      std::unique_ptr<Ipam> ipam,
-      Ipam::Open({.state_dir = o.state_dir, .pod_cidr = o.pod_cidr, .gateway = o.node_ip}));
-  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<EndpointStore> store,
-                          EndpointStore::Open({.state_dir = o.state_dir}));
   std::unique_ptr<EndpointManager> m(new EndpointManager(
       o, std::move(sock), std::move(host), std::move(dp), std::move(ipam), std::move(store)));
   SARENA_ASSIGN_OR_RETURN(int restored, m->Reconcile());

@@ -1,5 +1,7 @@
 #include "libsarena/datapath/host_device.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
@@ -60,6 +62,23 @@ absl::StatusOr<HostDevice> SetupHostDevice(nl::Socket& sock, const HostDeviceOpt
                   .prefsrc = o.node_ip,
                   .mtu = o.mtu};
   SARENA_RETURN_IF_ERROR(sock.ReplaceRoute(route));
+
+  // A changed --node-ip / --pod-cidr leaves the previous address and route behind: remove them.
+  SARENA_ASSIGN_OR_RETURN(std::vector<nl::Address> addrs, sock.ListAddresses(host->ifindex));
+  for (const nl::Address& a : addrs) {
+    if (a.prefix.address() != o.node_ip || a.prefix.prefix_length() != 32) {
+      SARENA_LOG(Info, "removing stale address ", a.prefix.to_string(), " from ", kHostDevice);
+      (void)sock.DeleteAddress(host->ifindex, a.prefix);
+    }
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<nl::Route> routes,
+                          sock.ListRoutes({.table = nl::kTableMain, .oif = host->ifindex}));
+  for (const nl::Route& r : routes) {
+    if (r.protocol == nl::RouteProtocol::kStatic && r.dst != o.pod_cidr.canonical()) {
+      SARENA_LOG(Info, "removing stale route ", r.dst.to_string(), " from ", kHostDevice);
+      (void)sock.DeleteRoute(r);
+    }
+  }
 
   SARENA_ASSIGN_OR_RETURN(nl::Link host_now, sock.GetLink(kHostDevice));
   SARENA_ASSIGN_OR_RETURN(nl::Link net_now, sock.GetLink(kNetDevice));
