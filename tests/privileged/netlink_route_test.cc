@@ -28,6 +28,7 @@
 #include "libsarena/net/ip.h"
 #include "libsarena/netlink/netns.h"
 #include "libsarena/netlink/socket.h"
+#include "tests/lib/ip_json.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::nl {
@@ -38,32 +39,12 @@ using ::sarena::testing::ScopedNetns;
 using ::sarena::testing::UniqueName;
 using ::testing::HasSubstr;
 
-using PbList = google::protobuf::ListValue;
-using PbStruct = google::protobuf::Struct;
-
-PbList IpJson(const std::string& cmd) {
-  const std::string out = RunOk(cmd);
-  PbList list;
-  auto st = google::protobuf::util::JsonStringToMessage(out.empty() ? "[]" : out, &list);
-  EXPECT_TRUE(st.ok()) << cmd << ": " << st.ToString() << "\n" << out;
-  return list;
-}
-std::string Str(const PbStruct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? "" : it->second.string_value();
-}
-double Num(const PbStruct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? -1 : it->second.number_value();
-}
-bool ListHas(const PbStruct& s, const std::string& key, const std::string& value) {
-  auto it = s.fields().find(key);
-  if (it == s.fields().end()) return false;
-  for (const auto& v : it->second.list_value().values()) {
-    if (v.string_value() == value) return true;
-  }
-  return false;
-}
+using ::sarena::testing::IpJson;
+using ::sarena::testing::ListHas;
+using ::sarena::testing::Num;
+using ::sarena::testing::PbList;
+using ::sarena::testing::PbStruct;
+using ::sarena::testing::Str;
 
 net::Ipv4 Ip(const char* text) { return *net::ParseIpv4(text); }
 net::Ipv4Prefix Pfx(const char* text) { return *net::ParseIpv4Prefix(text); }
