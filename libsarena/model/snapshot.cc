@@ -319,6 +319,22 @@ absl::StatusOr<const NetnsState*> Snapshot::PodNetns(absl::string_view namespace
                                           key, " in snapshot"));
 }
 
+void Snapshot::ClearCache() const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->nodes.clear();
+  cache_->pods.clear();
+}
+
+size_t Snapshot::cached_nodes() const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  return cache_->nodes.size();
+}
+
+size_t Snapshot::cached_pods() const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  return cache_->pods.size();
+}
+
 absl::StatusOr<std::string> Snapshot::ReadFile(absl::string_view relative_path) const {
   if (relative_path.empty() || relative_path[0] == '/') {
     return absl::InvalidArgumentError(

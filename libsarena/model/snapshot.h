@@ -119,6 +119,14 @@ class Snapshot {
   /// files). kNotFound when absent; kInvalidArgument for paths escaping the snapshot ("..").
   absl::StatusOr<std::string> ReadFile(absl::string_view relative_path) const;
 
+  /// Drops every cached node and pod netns state; the next Node() / PodNetns() parses the files
+  /// again. Invalidates every pointer Node() and PodNetns() returned: only for a long-running
+  /// caller bounding its memory between traces (no trace may be using the snapshot).
+  void ClearCache() const;
+  /// Number of node / pod netns states currently cached.
+  size_t cached_nodes() const;
+  size_t cached_pods() const;
+
  private:
   Snapshot();
   struct Cache;
