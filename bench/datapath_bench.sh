@@ -3,8 +3,8 @@
 # veth pair, side by side, in one run.
 #
 # For every datapath the same topology is built in fresh network namespaces — one node netns and
-# two pods A and B attached by the datapath exactly as a runtime attaches them (the plugin binary
-# executed with the CNI environment and the network config on stdin):
+# pods A, B (and C, the ClusterIP client) attached by the datapath exactly as a runtime attaches
+# them (the plugin binary executed with the CNI environment and the network config on stdin):
 #   veth                a direct veth pair between pod A and pod B, no node (the physical limit)
 #   ptp                 ptp + host-local            (containernetworking-plugins, /usr/lib/cni)
 #   bridge              bridge (isGateway) + host-local
@@ -20,7 +20,12 @@
 #   tput1   pod A -> pod B iperf3, one stream                                     Gbit/s
 #   tput4   pod A -> pod B iperf3 -P 4 (one client and one server process)         Gbit/s
 #   noderr  node -> pod B TCP_RR 1 B (the readiness-probe path; n/a for veth)      tps, p50/p99 µs
-#   svcrr   pod A -> ClusterIP -> pod B TCP_RR 1 B, DNAT by kube-proxy's chains (n/a for veth)
+#   svcrr   pod C -> ClusterIP -> pod B TCP_RR 1 B, DNAT by kube-proxy's chains (n/a for veth).
+#           A third pod C is the client (SVC_CLIENT=a makes it pod A): with sarena, a direct pod A
+#           -> pod B connection that reuses the 4-tuple of an earlier pod A -> ClusterIP -> pod B
+#           connection hangs (the host-flow LRU entry and the node's TIME_WAIT conntrack entry
+#           turn its SYN-ACK into a reply from the ClusterIP), which would fail the later crr
+#           samples; see docs/benchmarks.md "Datapath side by side (issue 4)".
 #   crr     pod A -> pod B TCP_CRR 1 B: a new connection per transaction          connections/s
 #   sat4    4 streams with both CPUs saturated: two iperf3 client/server pairs at once, -P 2 each,
 #           so four busy processes compete for the two CPUs; Gbit/s and CPU cost =
@@ -67,6 +72,7 @@ SERVICES=${SERVICES:-"0 5000"}
 NOEP_SERVICES=${NOEP_SERVICES:-50}
 RR_WARMUP=${RR_WARMUP:-0.2}
 RUN_ID=${RUN_ID:-dpb$(printf '%x' $$)}
+SVC_CLIENT=${SVC_CLIENT:-c}
 OUT=${OUT:-/tmp/sarena-datapath-bench-$(date +%Y%m%d-%H%M%S)}
 
 POD_CIDR=10.244.1.0/24
@@ -90,6 +96,7 @@ for t in $TESTS; do
   case $t in rr1 | rr1k | tput1 | tput4 | noderr | svcrr | crr | sat4) ;;
     *) die "unknown test '$t' (rr1 rr1k tput1 tput4 noderr svcrr crr sat4)" ;; esac
 done
+case $SVC_CLIENT in a | c) ;; *) die "SVC_CLIENT must be a or c" ;; esac
 for s in $SERVICES; do [[ $s =~ ^[0-9]+$ ]] || die "SERVICES entries must be numbers, got '$s'"; done
 [[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 1 ] || die "DURATION must be a whole number of seconds >= 1"
 [[ $REPEATS =~ ^[0-9]+$ ]] && [ "$REPEATS" -ge 1 ] || die "REPEATS must be >= 1"
@@ -176,6 +183,7 @@ run() {
 # --- topology ------------------------------------------------------------------------------------
 ns_a() { echo "$RUN_ID-$1-a"; }
 ns_b() { echo "$RUN_ID-$1-b"; }
+ns_c() { echo "$RUN_ID-$1-$SVC_CLIENT"; }
 ns_node() { echo "$RUN_ID-$1"; }   # no node for veth
 sn_name() { case $1 in sarena) echo sar ;; sarena-noredirpeer) echo sarnrp ;; sarena-tc) echo sartc ;; esac; }
 
@@ -202,9 +210,10 @@ ref_conf() {
   esac
 }
 
-# setup_dp DP: builds the topology, starts the rr_tool server in pod B; sets IP_A_<dp>, IP_B_<dp>.
+# setup_dp DP: builds the topology (pods A, B and, but for veth, C), starts the rr_tool server in
+# pod B; sets IP_A_<dp>, IP_B_<dp>.
 setup_dp() {
-  local dp=$1 a b node res ipa ipb pod
+  local dp=$1 a b node res ipa ipb ipc pod
   a=$(ns_a "$dp"); b=$(ns_b "$dp"); node=$(ns_node "$dp")
   case $dp in
     veth)
@@ -216,7 +225,7 @@ setup_dp() {
       ;;
     ptp | bridge)
       sn_netns_add "$node" || return 1
-      for pod in a b; do
+      for pod in a b c; do
         sn_netns_add "$RUN_ID-$dp-$pod" || return 1
         res=$(cni_exec "$node" "$dp" ADD "$RUN_ID-$dp-$pod" "$RUN_ID-$dp-$pod" "$(ref_conf "$dp")" 2>&1) ||
           { echo "$dp ADD pod $pod failed: $res" >&2; return 1; }
@@ -231,7 +240,7 @@ setup_dp() {
       sn_node_up "$n" "$POD_CIDR" "$GW" "${flags[@]}" || return 1
       # sn_node_up names the node netns $SN_ID-<n>; pods follow our naming.
       eval "NODE_NS_$n=$(sn_node_ns "$n")"
-      for pod in a b; do
+      for pod in a b c; do
         sn_netns_add "$RUN_ID-$dp-$pod" || return 1
         res=$(sn_cni "$n" ADD "$RUN_ID-$dp-$pod" "/var/run/netns/$RUN_ID-$dp-$pod" eth0 2>&1) ||
           { echo "$dp ADD pod $pod failed: $res" >&2; return 1; }
@@ -242,7 +251,7 @@ setup_dp() {
   [ -n "$ipa" ] && [ -n "$ipb" ] || { echo "$dp: no pod addresses" >&2; return 1; }
   eval "IP_A_${dp//-/_}=$ipa; IP_B_${dp//-/_}=$ipb"
   tune_ns "$a"; tune_ns "$b"
-  [ "$dp" != veth ] && tune_ns "$(node_ns_of "$dp")"
+  [ "$dp" != veth ] && tune_ns "$(node_ns_of "$dp")" && tune_ns "$RUN_ID-$dp-c"
   ip netns exec "$b" "$RR_TOOL" server --port $RR_PORT >>"$OUT/logs/rr-server-$dp.log" 2>&1 &
   disown
   local i
@@ -453,7 +462,7 @@ sample() {
     rr1k) rr_sample "$@" "$a" "$(ip_b "$dp")" $RR_PORT rr 1024 ;;
     crr) rr_sample "$@" "$a" "$(ip_b "$dp")" $RR_PORT crr 1 ;;
     noderr) [ "$dp" = veth ] && return 0; rr_sample "$@" "$node" "$(ip_b "$dp")" $RR_PORT rr 1 ;;
-    svcrr) [ "$dp" = veth ] && return 0; rr_sample "$@" "$a" "$SVC_IP" $SVC_PORT rr 1 ;;
+    svcrr) [ "$dp" = veth ] && return 0; rr_sample "$@" "$(ns_c "$dp")" "$SVC_IP" $SVC_PORT rr 1 ;;
     tput1) iperf_sample "$@" 1 1 ;;
     tput4) iperf_sample "$@" 1 4 ;;
     sat4) iperf_sample "$@" 2 2 ;;
@@ -596,8 +605,8 @@ for rep in $(seq "$REPEATS"); do
     for dp in $DATAPATHS; do
       [ "$dp" = veth ] && continue
       case " $TESTS " in *" svcrr "*)
-        run ip netns exec "$(ns_a "$dp")" "$RR_TOOL" client --host $SVC_IP --port $SVC_PORT --duration 0.05 ||
-          die "$dp: pod A -> ClusterIP $SVC_IP:$SVC_PORT does not work: $(cat "$RUN_ERR")" ;;
+        run ip netns exec "$(ns_c "$dp")" "$RR_TOOL" client --host $SVC_IP --port $SVC_PORT --duration 0.05 ||
+          die "$dp: pod $SVC_CLIENT -> ClusterIP $SVC_IP:$SVC_PORT does not work: $(cat "$RUN_ERR")" ;;
       esac
     done
     for t in $TESTS; do
