@@ -48,7 +48,7 @@
 #                TESTS="rr1 rr1k tput1 tput4 noderr svcrr crr sat4"   SERVICES="0 5000"
 #                NOEP_SERVICES=50   OUT=DIR (CSV, table, chart)   SARENA_BUILD_DIR=build
 #                RUN_ID=NAME (prefix of every name; default dpb<pid hex>)
-# Output (OUT): raw.csv (one row per sample), summary.csv (median/min/max/ratios), table.txt,
+# Output (OUT): raw.csv (one row per sample), summary.csv (median/min/max/ratios), table.txt, table.md,
 #               ratios.dat + ratios.png (gnuplot), meta.txt (command, date, machine, load), logs/.
 # Safety: nothing is created in the root netns but processes (servers and clients run inside the
 # namespaces with ip netns exec); no namespace has a route towards the uplink; every netns, bpffs
@@ -519,6 +519,43 @@ print_table() {
   } | tee "$OUT/table.txt"
 }
 
+# table.md: markdown pivots for docs — medians (min–max) per test and datapath, then the ratios.
+markdown() {
+  local s t dp v line
+  {
+    for which in abs veth ptp; do
+      case $which in
+        abs) echo "Medians (min–max over repeats); RR/CRR in transactions/s (p50/p99 µs), iperf3 in Gbit/s (CPU-s/GB for sat4)" ;;
+        veth) echo; echo "Ratio of medians to the direct veth pair" ;;
+        ptp) echo; echo "Ratio of medians to ptp + host-local" ;;
+      esac
+      echo
+      line="| Services | test |"; for dp in $DATAPATHS; do line="$line $dp |"; done; echo "$line"
+      line="|---|---|"; for dp in $DATAPATHS; do line="$line---:|"; done; echo "$line"
+      for s in $SERVICES; do
+        for t in $TESTS; do
+          line="| $s | $t |"
+          for dp in $DATAPATHS; do
+            v=$(awk -F, -v s="$s" -v t="$t" -v d="$dp" -v w="$which" '
+              function f(x) { if (x == "nan" || x == "") return "-"; if (x >= 1000) return sprintf("%.0f", x); if (x >= 100) return sprintf("%.1f", x); return sprintf("%.2f", x) }
+              NR > 1 && $1 == s && $2 == t && $3 == d {
+                if (w == "veth") print f($13); else if (w == "ptp") print f($14);
+                else {
+                  o = f($6) " (" f($7) "–" f($8) ")"
+                  if ($4 != "Gbit/s") o = o "<br>" f($9) "/" f($10) " µs"
+                  else if (t == "sat4") o = o "<br>" f($11) " CPU-s/GB"
+                  print o
+                }
+              }' "$SUMMARY")
+            line="$line ${v:-n/a} |"
+          done
+          echo "$line"
+        done
+      done
+    done
+  } >"$OUT/table.md"
+}
+
 # ratios.dat: one row per (services, test), one column per datapath; two blocks (to veth, to ptp).
 chart() {
   local which col_i s t dp v label
@@ -573,7 +610,8 @@ EOF
   echo "date: $(date -Is)"
   echo "run_id: $RUN_ID"
   echo "git: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) ($(git -C "$ROOT" status --porcelain -- bpf libsarena tools 2>/dev/null | wc -l) local changes in bpf/ libsarena/ tools/)"
-  echo "build: $SARENA_BUILD_DIR"
+  echo "build: $SARENA_BUILD_DIR (sarenad built $(date -r "$SARENA_BUILD_DIR/tools/sarenad" -Is 2>/dev/null || echo -))"
+  echo "datapath sources: sha256 of 'git diff HEAD -- bpf libsarena/datapath libsarena/daemon' = $(git -C "$ROOT" diff HEAD -- bpf libsarena/datapath libsarena/daemon 2>/dev/null | sha256sum | cut -c1-12)"
   echo "kernel: $(uname -r)"
   echo "cpus: $(nproc) ($(awk -F: '/model name/{print $2; exit}' /proc/cpuinfo | sed 's/^ *//'))"
   echo "iperf3: $(iperf3 --version | head -1)"
@@ -621,6 +659,7 @@ done
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
 summarize
 print_table
+markdown
 chart
 cat "$OUT/meta.txt"
 log "CSV: $RAW $SUMMARY; chart: $OUT/ratios.png"
