@@ -932,11 +932,12 @@ struct Netfilter::Impl {
   std::deque<std::string> strings;  // unescaped tokens and joined texts
   Table tables[kNumTables];
   size_t rule_count = 0;
-  std::unique_ptr<Ipsets> ipsets;
 };
 
-Netfilter::Netfilter() : impl_(std::make_unique<Impl>()) {}
+Netfilter::Netfilter() : impl_(std::make_shared<Impl>()) {}
 Netfilter::~Netfilter() = default;
+Netfilter::Netfilter(const Netfilter&) = default;
+Netfilter& Netfilter::operator=(const Netfilter&) = default;
 Netfilter::Netfilter(Netfilter&&) noexcept = default;
 Netfilter& Netfilter::operator=(Netfilter&&) noexcept = default;
 
@@ -965,8 +966,8 @@ void IndexChain(Chain* c) {
 }  // namespace
 
 absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_view file_name) {
-  Netfilter nf;
-  Impl& im = *nf.impl_;
+  auto impl = std::make_shared<Impl>();
+  Impl& im = *impl;
   Table* cur = nullptr;
   NfTable cur_id = NfTable::kFilter;
   int line_no = 0;
@@ -1066,6 +1067,8 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
       }
     }
   }
+  Netfilter nf;
+  nf.impl_ = std::move(impl);
   return nf;
 }
 
@@ -1085,11 +1088,13 @@ std::vector<std::string> Netfilter::Chains(NfTable table) const {
 
 size_t Netfilter::rule_count() const { return impl_->rule_count; }
 
+absl::string_view Netfilter::text() const { return impl_->text; }
+
 void Netfilter::SetIpsets(Ipsets ipsets) {
-  impl_->ipsets = std::make_unique<Ipsets>(std::move(ipsets));
+  ipsets_ = std::make_shared<const Ipsets>(std::move(ipsets));
 }
 
-const Ipsets* Netfilter::ipsets() const { return impl_->ipsets.get(); }
+const Ipsets* Netfilter::ipsets() const { return ipsets_.get(); }
 
 // ---------------------------------------------------------------------------------------------
 // Evaluation.
@@ -1621,7 +1626,7 @@ std::vector<NfOutcome> Netfilter::EvaluateTable(NfTable table, NfHook hook, cons
     return results;
   }
   size_t budget = options.max_outcomes > 0 ? options.max_outcomes - 1 : 0;
-  Evaluator ev(t, table, hook, ctx, options, &budget, impl_->ipsets.get());
+  Evaluator ev(t, table, hook, ctx, options, &budget, ipsets_.get());
   ev.Run(std::move(start), c, user, &results);
   return results;
 }
@@ -1649,7 +1654,7 @@ std::vector<NfOutcome> Netfilter::EvaluateHook(NfHook hook, const Packet& packet
         next.push_back(std::move(o));
         continue;
       }
-      Evaluator ev(t, tid, hook, ctx, options, &budget, impl_->ipsets.get());
+      Evaluator ev(t, tid, hook, ctx, options, &budget, ipsets_.get());
       ev.Run(std::move(o), base, false, &next);
     }
     current = std::move(next);

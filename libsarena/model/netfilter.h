@@ -147,10 +147,14 @@ struct NfContext {
 };
 
 /// A parsed iptables-save dump. Immutable after Parse; Evaluate is const and thread-safe.
+/// Copies are cheap: they share the parsed rules (a snapshot whose nodes carry the same
+/// iptables-save text parses it once); SetIpsets changes only the copy it is called on.
 class Netfilter {
  public:
   Netfilter();
   ~Netfilter();
+  Netfilter(const Netfilter&);
+  Netfilter& operator=(const Netfilter&);
   Netfilter(Netfilter&&) noexcept;
   Netfilter& operator=(Netfilter&&) noexcept;
 
@@ -172,6 +176,8 @@ class Netfilter {
   std::vector<std::string> Chains(NfTable table) const;
   /// Number of rules in total (all tables).
   size_t rule_count() const;
+  /// The iptables-save text the rules were parsed from.
+  absl::string_view text() const;
 
   /// Attaches the namespace's IP sets (`ipset save`), used by `-m set` matches. Snapshot does
   /// this when nodes/<node>/ipset-save.txt exists.
@@ -195,7 +201,8 @@ class Netfilter {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const Impl> impl_;  // the parsed rules, shared by copies
+  std::shared_ptr<const Ipsets> ipsets_;
 };
 
 }  // namespace sarena::model

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -145,10 +146,80 @@ absl::StatusOr<std::optional<std::string>> ReadOptional(const std::string& abs_d
   return std::optional<std::string>(std::move(*text));
 }
 
+// Parsed iptables rulesets of a snapshot, shared between nodes whose iptables-save.txt is the
+// same file (a hard link: same device, inode, size and mtime — no read at all) or has the same
+// text (read and compared, not parsed again). kube-proxy writes the same Service rules on every
+// node, so a large cluster's nodes often carry identical rulesets.
+struct RulesetCache {
+  struct FileKey {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns;
+    bool operator==(const FileKey& o) const {
+      return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const FileKey& k) {
+      return H::combine(std::move(h), k.dev, k.ino, k.size, k.mtime_ns);
+    }
+  };
+  std::mutex mu;
+  absl::flat_hash_map<FileKey, Netfilter> by_file;
+  absl::flat_hash_map<size_t, std::vector<Netfilter>> by_content;  // hash of the text
+
+  // The rules of `path` (`rel` in errors); nullopt when the file does not exist.
+  absl::StatusOr<std::optional<Netfilter>> Load(const std::string& path, const std::string& rel) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return std::optional<Netfilter>();
+      return ErrnoStatus(errno, absl::StrCat("read file '", path, "'"));
+    }
+    FileKey key{st.st_dev, st.st_ino, st.st_size,
+                static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = by_file.find(key); it != by_file.end()) return std::optional<Netfilter>(it->second);
+    }
+    auto text = ReadFileToString(path);
+    if (!text.ok()) {
+      if (absl::IsNotFound(text.status())) return std::optional<Netfilter>();
+      return text.status();
+    }
+    size_t h = absl::Hash<absl::string_view>{}(*text);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = by_content.find(h); it != by_content.end()) {
+        for (const Netfilter& nf : it->second) {
+          if (nf.text() == *text) {
+            by_file.emplace(key, nf);
+            return std::optional<Netfilter>(nf);
+          }
+        }
+      }
+    }
+    SARENA_ASSIGN_OR_RETURN(Netfilter nf, Netfilter::Parse(*text, rel));
+    std::lock_guard<std::mutex> lock(mu);
+    by_file.emplace(key, nf);
+    by_content[h].push_back(nf);
+    return std::optional<Netfilter>(std::move(nf));
+  }
+};
+
+absl::Status LoadNetnsDirCached(const std::string& abs_dir, const std::string& rel_dir,
+                                bool with_iptables, NetnsState* state, RulesetCache* rulesets);
+
 }  // namespace
 
 absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir,
                           bool with_iptables, NetnsState* state) {
+  return LoadNetnsDirCached(abs_dir, rel_dir, with_iptables, state, nullptr);
+}
+
+namespace {
+
+absl::Status LoadNetnsDirCached(const std::string& abs_dir, const std::string& rel_dir,
+                                bool with_iptables, NetnsState* state, RulesetCache* rulesets) {
   state->dir = rel_dir;
   auto rel = [&](absl::string_view name) { return absl::StrCat(rel_dir, "/", name); };
   struct JsonFile {
@@ -172,22 +243,34 @@ absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir
     SARENA_RETURN_IF_ERROR((state->netstack.*f.parse)(*text, rel(f.name)));
   }
   state->netstack.Finalize();
-  SARENA_ASSIGN_OR_RETURN(auto ipt, ReadOptional(abs_dir, rel_dir, kIptablesFile, with_iptables,
-                                                 &state->missing_files));
-  if (ipt) {
-    SARENA_ASSIGN_OR_RETURN(Netfilter nf, Netfilter::Parse(*ipt, rel(kIptablesFile)));
+  std::optional<Netfilter> nf;
+  if (rulesets != nullptr) {
+    SARENA_ASSIGN_OR_RETURN(nf, rulesets->Load(absl::StrCat(abs_dir, "/", kIptablesFile),
+                                               rel(kIptablesFile)));
+    if (!nf && with_iptables) state->missing_files.push_back(rel(kIptablesFile));
+  } else {
+    SARENA_ASSIGN_OR_RETURN(auto ipt, ReadOptional(abs_dir, rel_dir, kIptablesFile, with_iptables,
+                                                   &state->missing_files));
+    if (ipt) {
+      SARENA_ASSIGN_OR_RETURN(nf, Netfilter::Parse(*ipt, rel(kIptablesFile)));
+    }
+  }
+  if (nf) {
     SARENA_ASSIGN_OR_RETURN(auto sets, ReadOptional(abs_dir, rel_dir, kIpsetFile, false,
                                                     &state->missing_files));
     if (sets) {
       SARENA_ASSIGN_OR_RETURN(Ipsets parsed, Ipsets::Parse(*sets, rel(kIpsetFile)));
-      nf.SetIpsets(std::move(parsed));
+      nf->SetIpsets(std::move(parsed));
     }
     state->netfilter = std::move(nf);
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
 struct Snapshot::Cache {
+  RulesetCache rulesets;  // kept by ClearCache()
   std::mutex mu;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeState>> nodes;
   absl::flat_hash_map<std::string, std::unique_ptr<NetnsState>> pods;  // "ns/name"
@@ -264,7 +347,8 @@ absl::StatusOr<const NodeState*> Snapshot::Node(absl::string_view node) const {
   state->id = absl::StrCat("node:", node);
   std::string rel = absl::StrCat("nodes/", node);
   std::string abs = absl::StrCat(dir_, "/", rel);
-  SARENA_RETURN_IF_ERROR(LoadNetnsDir(abs, rel, /*with_iptables=*/true, state.get()));
+  SARENA_RETURN_IF_ERROR(
+      LoadNetnsDirCached(abs, rel, /*with_iptables=*/true, state.get(), &cache_->rulesets));
   auto text = ReadFileToString(absl::StrCat(abs, "/", kSarenaEndpointsFile));
   if (text.ok()) {
     SARENA_ASSIGN_OR_RETURN(state->sarena_endpoints,

@@ -9,7 +9,8 @@
 // INFO suspicion ("cannot check X: file Y missing"); a malformed file is an error naming the file
 // and the field or byte. Opening reads only cluster/ and the list of node directories; a node's
 // (or pod netns') files are parsed on first use and cached — a trace over a 5,000-node snapshot
-// touches a handful of nodes.
+// touches a handful of nodes. Nodes whose iptables-save.txt is the same file (hard link) or has
+// the same text share one parsed ruleset.
 #ifndef LIBSARENA_MODEL_SNAPSHOT_H_
 #define LIBSARENA_MODEL_SNAPSHOT_H_
 
@@ -120,7 +121,7 @@ class Snapshot {
   absl::StatusOr<std::string> ReadFile(absl::string_view relative_path) const;
 
   /// Drops every cached node and pod netns state; the next Node() / PodNetns() parses the files
-  /// again. Invalidates every pointer Node() and PodNetns() returned: only for a long-running
+  /// again (parsed iptables rulesets, shared by nodes with the same iptables-save.txt, are kept). Invalidates every pointer Node() and PodNetns() returned: only for a long-running
   /// caller bounding its memory between traces (no trace may be using the snapshot).
   void ClearCache() const;
   /// Number of node / pod netns states currently cached.
