@@ -115,6 +115,50 @@ class JsonParser {
   explicit JsonParser(JsonDoc* doc)
       : doc_(doc), p_(doc->view_.data()), begin_(p_), end_(p_ + doc->view_.size()) {}
 
+  // "v1, v2, ..." [ "]" rest ] as an array root (JsonDoc::ParseBorrowedSequence).
+  absl::Status RunSequence(absl::string_view* rest) {
+    size_t base = stack_.size();
+    SkipWs();
+    bool closed = false;
+    if (p_ < end_ && *p_ == ']' && rest != nullptr) {
+      ++p_;
+      closed = true;
+    }
+    while (!closed && p_ < end_) {
+      JsonValue v;
+      if (!ParseValue(&v, 1)) return error_;
+      stack_.push_back(v);
+      SkipWs();
+      if (p_ >= end_) break;
+      if (*p_ == ',') {
+        ++p_;
+        SkipWs();
+        if (p_ >= end_) return Error("expected a value after ','");
+        continue;
+      }
+      if (*p_ == ']' && rest != nullptr) {
+        ++p_;
+        closed = true;
+        break;
+      }
+      return Error("expected ',' or ']' in array");
+    }
+    if (rest != nullptr) {
+      if (!closed) return Error("unterminated array, expected ']'");
+      *rest = absl::string_view(p_, static_cast<size_t>(end_ - p_));
+    }
+    size_t n = stack_.size() - base;
+    JsonValue* kids = doc_->arena_->Alloc(n);
+    if (n) std::memcpy(static_cast<void*>(kids), stack_.data() + base, n * sizeof(JsonValue));
+    stack_.resize(base);
+    JsonValue* r = doc_->arena_->Alloc(1);
+    r->type_ = JsonType::kArray;
+    r->size_ = static_cast<uint32_t>(n);
+    r->kids_ = kids;
+    doc_->root_ = r;
+    return absl::OkStatus();
+  }
+
   absl::Status Run() {
     SkipWs();
     JsonValue root;
@@ -151,7 +195,18 @@ class JsonParser {
   }
 
   void SkipWs() {
-    while (p_ < end_ && kWhitespace[static_cast<unsigned char>(*p_)]) ++p_;
+    while (p_ < end_) {
+      if (*p_ == ' ') {
+        // Indentation of pretty-printed JSON (kubectl): runs of spaces, 8 at a time.
+        static constexpr uint64_t kSpaces = 0x2020202020202020ULL;
+        uint64_t w;
+        while (end_ - p_ >= 8 && (std::memcpy(&w, p_, 8), w == kSpaces)) p_ += 8;
+        while (p_ < end_ && *p_ == ' ') ++p_;
+        continue;
+      }
+      if (!kWhitespace[static_cast<unsigned char>(*p_)]) return;
+      ++p_;
+    }
   }
 
   bool ParseValue(JsonValue* out, int depth) {
@@ -421,6 +476,18 @@ absl::StatusOr<JsonDoc> JsonDoc::ParseBorrowed(absl::string_view text, absl::str
   doc.file_name_ = std::string(file_name);
   JsonParser parser(&doc);
   absl::Status st = parser.Run();
+  if (!st.ok()) return st;
+  return doc;
+}
+
+absl::StatusOr<JsonDoc> JsonDoc::ParseBorrowedSequence(absl::string_view text,
+                                                       absl::string_view file_name,
+                                                       absl::string_view* rest) {
+  JsonDoc doc;
+  doc.view_ = text;
+  doc.file_name_ = std::string(file_name);
+  JsonParser parser(&doc);
+  absl::Status st = parser.RunSequence(rest);
   if (!st.ok()) return st;
   return doc;
 }

@@ -88,6 +88,14 @@ class JsonDoc {
   /// Same without copying: `text` must outlive the returned document (string values point into
   /// it). What the snapshot parsers use for their temporary documents.
   static absl::StatusOr<JsonDoc> ParseBorrowed(absl::string_view text, absl::string_view file_name);
+  /// Parses `text` as the inside of a JSON array — zero or more values separated by commas
+  /// ("v1, v2, v3") — without copying; the root is an array of them. With `rest` non-null the
+  /// sequence must end with the array's closing ']' and `*rest` receives the text after it.
+  /// Used to parse slices of one large list in parallel; errors as Parse (byte offsets are
+  /// relative to `text`).
+  static absl::StatusOr<JsonDoc> ParseBorrowedSequence(absl::string_view text,
+                                                       absl::string_view file_name,
+                                                       absl::string_view* rest = nullptr);
 
   JsonDoc(JsonDoc&&) noexcept;
   JsonDoc& operator=(JsonDoc&&) noexcept;

@@ -148,6 +148,15 @@ struct ClusterFiles {
   bool endpoint_slices = false;      // endpoints came from endpointslices.json (else endpoints.json)
 };
 
+/// Tuning of Cluster::Load.
+struct ClusterLoadOptions {
+  /// pods.json of at least this many bytes is read and parsed in slices on every core (kubectl's
+  /// indented output of 150,000 pods is ~1.3 GB); smaller files are parsed in one piece.
+  size_t parallel_min_bytes = size_t{96} << 20;
+  /// Target size of one slice.
+  size_t slice_bytes = size_t{48} << 20;
+};
+
 /// The cluster-wide objects with indexes. Immutable after construction; queries are const,
 /// thread-safe and do not allocate unless they return a vector.
 class Cluster {
@@ -186,7 +195,9 @@ class Cluster {
   /// endpoints.json, ippools.json — each optional: a missing file is listed in files().missing.
   /// A malformed file fails the whole load (the error names it). `dir` is the snapshot's
   /// cluster/ directory; paths in files() are reported as "cluster/<name>".
-  static absl::StatusOr<Cluster> Load(absl::string_view dir);
+  /// A large pods.json is parsed in parallel slices (ClusterLoadOptions); the result, and any
+  /// error message, is the same as parsing it whole.
+  static absl::StatusOr<Cluster> Load(absl::string_view dir, const ClusterLoadOptions& options = {});
 
   const ClusterFiles& files() const { return files_; }
   ClusterFiles& mutable_files() { return files_; }
