@@ -7,20 +7,20 @@
  *   malformed IPv4                             -> drop (TRUNCATED / BAD_IP_HEADER), counted
  *   IPv4 whose source is not this pod's IP     -> drop (SPOOFED_SOURCE), counted
  *   IPv4 to a local pod, not a host-flow reply -> local_delivery (redirect_peer when enabled)
- *   IPv4 to anything else                      -> into the host stack through sarena_net ->
- *                                                 sarena_host, so that the packet enters the
- *                                                 host on the device the pod CIDR is routed
- *                                                 through and strict rp_filter accepts it.
+ *   IPv4 to anything else                      -> TC_ACT_OK: the host stack routes it (Service
+ *                                                 DNAT, masquerade, off-node), the pod's flow is
+ *                                                 recorded as a host flow first. The packet
+ *                                                 enters the host on this lxc device, and the
+ *                                                 endpoint route (pod IP/32 dev lxc, installed by
+ *                                                 sarenad) makes strict rp_filter accept it.
  *
- * Host-flow replies: a flow whose forward direction reached this pod through the host stack
- * (e.g. a ClusterIP DNAT'ed by kube-proxy, recorded by from_host in SARENA_MAP_HOST_FLOWS) must
- * return through the host stack too, so conntrack can reverse the NAT; short-circuiting it to
- * the client pod would deliver a reply from the wrong address.
+ * Host flows (SARENA_MAP_HOST_FLOWS, see sarena/abi.h): a pod-to-pod packet whose destination
+ * (address, port) opened a flow through the host stack is the reply of e.g. a ClusterIP
+ * connection kube-proxy DNAT'ed to this pod; it goes back through the host stack (TC_ACT_OK) so
+ * conntrack reverses the NAT, instead of reaching the client from the backend's address.
  *
- * Without a node config (sarenad has not written SARENA_MAP_CONFIG yet) nothing is known about
- * the host path or the gateway: such packets are passed to the kernel (TC_ACT_OK) rather than
- * dropped and are not counted in SARENA_MAP_DROPS (they are not drops). Delivery to known
- * endpoints works without config (redirect_peer is then off).
+ * Without a node config (sarenad has not written SARENA_MAP_CONFIG yet) the gateway is unknown:
+ * ARP is left to the kernel and redirect_peer is off. Nothing is dropped for lack of config.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -36,19 +36,25 @@
 #include "lib/maps.h"
 
 /*
- * Hands the packet to the host stack via the sarena_net -> sarena_host veth pair: Ethernet dst =
- * sarena_host's MAC (so the kernel sees a PACKET_HOST frame), src = sarena_net's MAC, then
- * redirect to the egress of sarena_net; it is received on sarena_host. The TTL is left alone:
- * the kernel decrements it if it forwards the packet.
+ * Records the flow `ip` opens from a local pod toward a non-endpoint address (see the header).
+ * A flow is opened by a TCP SYN without ACK, or by any UDP/other packet; TCP segments of
+ * connections the pod accepted (e.g. a reply to a kubelet probe from the node) are not flows the
+ * pod opened and are not recorded. A lookup hit refreshes the LRU entry.
  */
-static __always_inline int sarena_to_host(struct __sk_buff *skb, const struct sarena_config *cfg) {
-  void *data = (void *)(long)skb->data;
-  void *data_end = (void *)(long)skb->data_end;
-  struct ethhdr *eth = data;
-  if ((void *)(eth + 1) > data_end) return sarena_drop(skb, SARENA_DROP_TRUNCATED);
-  sarena_mac_copy(eth->h_dest, cfg->host_mac);
-  sarena_mac_copy(eth->h_source, cfg->net_mac);
-  return sarena_redirect_verdict(skb, bpf_redirect(cfg->net_ifindex, 0));
+static __always_inline void sarena_note_host_flow(struct __sk_buff *skb,
+                                                  const struct sarena_ipv4_info *ip) {
+  struct sarena_flow_key key;
+  sarena_flow_key_src(ip, &key);
+  if (bpf_map_lookup_elem(&sarena_flows, &key)) return;
+  if (ip->proto == IPPROTO_TCP) {
+    __u8 flags = 0;
+    /* Byte 13 of the TCP header holds CWR..FIN (RFC 9293 section 3.1); absent in fragments. */
+    if (ip->sport_be == 0 && ip->dport_be == 0) return;
+    if (bpf_skb_load_bytes(skb, ETH_HLEN + ip->hlen + 13, &flags, 1) < 0) return;
+    if ((flags & (SARENA_TCP_SYN | SARENA_TCP_ACK)) != SARENA_TCP_SYN) return;
+  }
+  __u64 now = bpf_ktime_get_ns();
+  bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
 }
 
 static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
@@ -62,16 +68,16 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
     return sarena_drop(skb, SARENA_DROP_SPOOFED_SOURCE);
   sarena_count_tx(src, skb->len);
 
-  const struct sarena_config *cfg = sarena_config_get();
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
     struct sarena_flow_key key;
-    sarena_flow_key_of(&ip, &key);
-    if (!bpf_map_lookup_elem(&sarena_flows, &key))
-      return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
+    sarena_flow_key_dst(&ip, &key);
+    if (bpf_map_lookup_elem(&sarena_flows, &key)) return TC_ACT_OK; /* host-flow reply */
+    const struct sarena_config *cfg = sarena_config_get();
+    return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
   }
-  if (!cfg) return TC_ACT_OK;
-  return sarena_to_host(skb, cfg);
+  sarena_note_host_flow(skb, &ip);
+  return TC_ACT_OK;
 }
 
 SEC("tc")

@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * from_host: TCX egress of sarena_host, i.e. every packet the host stack routes toward the pod
- * CIDR (node -> pod, replies to pods, kube-proxy DNAT'ed Service traffic, off-node traffic).
+ * from_host: TCX egress of sarena_host, i.e. every packet the host stack routes toward the node
+ * pod CIDR that no endpoint route (pod IP/32 dev lxc..., installed by sarenad per endpoint)
+ * claims: addresses with no pod, and pods whose endpoint route was removed behind sarenad's back.
  *
  *   non-IPv4 (ARP, IPv6, VLAN-tagged...)         -> TC_ACT_OK
  *   malformed IPv4                               -> drop (TRUNCATED / BAD_IP_HEADER), counted
  *   IPv4 to a local endpoint                     -> local_delivery with bpf_redirect (this is an
- *                                                   egress hook: redirect_peer is refused here);
- *                                                   if the source is a local endpoint too, the
- *                                                   reply 5-tuple goes into SARENA_MAP_HOST_FLOWS
- *                                                   so from_container sends the reply back
- *                                                   through the host stack (conntrack un-NAT)
+ *                                                   egress hook: redirect_peer is refused here)
  *   IPv4 inside the node pod CIDR, no endpoint   -> drop (NO_ENDPOINT), counted: passing it on
  *                                                   would bounce it through sarena_net
  *   anything else                                -> TC_ACT_OK
@@ -27,28 +24,13 @@
 #include "lib/local_delivery.h"
 #include "lib/maps.h"
 
-/* Remembers (or refreshes) that the reply of this flow must cross the host stack. */
-static __always_inline void sarena_record_host_flow(const struct sarena_ipv4_info *ip) {
-  struct sarena_flow_key key;
-  sarena_flow_key_reply_of(ip, &key);
-  __u64 now = bpf_ktime_get_ns();
-  __u64 *seen = bpf_map_lookup_elem(&sarena_flows, &key);
-  if (seen)
-    *seen = now;
-  else
-    bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
-}
-
 static __always_inline int sarena_from_host_ipv4(struct __sk_buff *skb) {
   struct sarena_ipv4_info ip;
   enum sarena_drop_reason reason = sarena_ipv4_parse(skb, &ip);
   if (reason != SARENA_DROP_NONE) return sarena_drop(skb, reason);
 
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
-  if (dst) {
-    if (sarena_lookup_ipv4(ip.saddr_be)) sarena_record_host_flow(&ip);
-    return sarena_local_delivery(skb, dst, 0, /*allow_peer=*/0);
-  }
+  if (dst) return sarena_local_delivery(skb, dst, 0, /*allow_peer=*/0);
   const struct sarena_config *cfg = sarena_config_get();
   if (cfg && sarena_in_pod_cidr(cfg, ip.daddr_be))
     return sarena_drop(skb, SARENA_DROP_NO_ENDPOINT);

@@ -16,6 +16,8 @@
 #define SARENA_IPV4_MIN_HLEN 20
 #define SARENA_IP_OFFSET_MASK 0x1fff /* fragment offset bits of iphdr.frag_off (host order) */
 #define SARENA_IPV4_MAX_TOT_LEN 0xffff
+#define SARENA_TCP_SYN 0x02 /* TCP header byte 13 flag bits (RFC 9293 section 3.1) */
+#define SARENA_TCP_ACK 0x10
 
 /* What the programs need to know about an IPv4 packet. Addresses/ports in network byte order. */
 struct sarena_ipv4_info {
@@ -118,25 +120,21 @@ static __always_inline enum sarena_drop_reason sarena_ipv4_parse(struct __sk_buf
   return SARENA_DROP_NONE;
 }
 
-/* The 5-tuple of `info` as a SARENA_MAP_HOST_FLOWS key, in the packet's own direction. */
-static __always_inline void sarena_flow_key_of(const struct sarena_ipv4_info *info,
-                                               struct sarena_flow_key *key) {
+/* The SARENA_MAP_HOST_FLOWS key of the flow `info`'s sender opened (its address and port). */
+static __always_inline void sarena_flow_key_src(const struct sarena_ipv4_info *info,
+                                                struct sarena_flow_key *key) {
   __builtin_memset(key, 0, sizeof(*key));
-  key->saddr_be = info->saddr_be;
-  key->daddr_be = info->daddr_be;
-  key->sport_be = info->sport_be;
-  key->dport_be = info->dport_be;
+  key->addr_be = info->saddr_be;
+  key->port_be = info->sport_be;
   key->proto = info->proto;
 }
 
-/* The 5-tuple a reply to `info` carries (addresses and ports swapped). */
-static __always_inline void sarena_flow_key_reply_of(const struct sarena_ipv4_info *info,
-                                                     struct sarena_flow_key *key) {
+/* The SARENA_MAP_HOST_FLOWS key a reply to a flow opened by `info`'s receiver would match. */
+static __always_inline void sarena_flow_key_dst(const struct sarena_ipv4_info *info,
+                                                struct sarena_flow_key *key) {
   __builtin_memset(key, 0, sizeof(*key));
-  key->saddr_be = info->daddr_be;
-  key->daddr_be = info->saddr_be;
-  key->sport_be = info->dport_be;
-  key->dport_be = info->sport_be;
+  key->addr_be = info->daddr_be;
+  key->port_be = info->dport_be;
   key->proto = info->proto;
 }
 

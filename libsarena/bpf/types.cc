@@ -77,10 +77,8 @@ std::string FormatConfig(const Config& cfg) {
 }
 
 std::string FormatFlowKey(const FlowKey& key) {
-  auto port = [](uint16_t be) { return ntohs(be); };
-  return absl::StrCat(net::FromBe32(key.saddr_be).to_string(), ":", port(key.sport_be), " -> ",
-                      net::FromBe32(key.daddr_be).to_string(), ":", port(key.dport_be),
-                      " proto ", key.proto);
+  return absl::StrCat(net::FromBe32(key.addr_be).to_string(), ":", ntohs(key.port_be), " proto ",
+                      key.proto);
 }
 
 EndpointCounters SumCounters(absl::Span<const EndpointCounters> per_cpu) {

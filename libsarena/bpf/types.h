@@ -47,7 +47,8 @@ std::string FormatEndpoint(const Endpoint& ep);
 /// "node_ip=10.244.1.1 host_ifindex=.. net_ifindex=.. host_mac=.. net_mac=.. pod_cidr=.../24
 /// flags=0x1".
 std::string FormatConfig(const Config& cfg);
-/// "10.244.1.5:80 -> 10.244.1.6:34567 proto 6" (ports in host order in the text).
+/// "10.244.1.5:34567 proto 6": the client pod's address and source port (host order in the
+/// text) of a pod-opened host flow.
 std::string FormatFlowKey(const FlowKey& key);
 
 /// The MAC stored in an ABI struct field.

@@ -122,6 +122,10 @@ absl::StatusOr<int> EndpointManager::Reconcile() {
                                                     pod_mac, host->mac, rec.endpoint_id())));
     SARENA_RETURN_IF_ERROR(dp_->Attach(bpf::Program::kFromContainer, rec.host_ifname(),
                                        host->ifindex, bpf::Direction::kIngress));
+    if (host->up) {  // a route through a down device is refused; CHECK reports the device
+      SARENA_RETURN_IF_ERROR(
+          sock_.ReplaceRoute(datapath::EndpointRoute(ip, options_.node_ip, host->ifindex)));
+    }
     ++restored;
   }
   // Map entries without a live record (e.g. a crash between map write and record write).

@@ -33,6 +33,14 @@ class Rollback {
 
 }  // namespace
 
+nl::Route EndpointRoute(const net::Ipv4& ip, const net::Ipv4& node_ip, int host_ifindex) {
+  return nl::Route{.dst = net::Ipv4Prefix(ip, 32),
+                   .scope = nl::Scope::kLink,
+                   .protocol = nl::RouteProtocol::kStatic,
+                   .oif = host_ifindex,
+                   .prefsrc = node_ip};
+}
+
 std::string EndpointHostIfname(absl::string_view container_id, absl::string_view ifname) {
   return HostVethName(container_id, ifname);
 }
@@ -77,10 +85,13 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   rollback.Add([&dp, name = st.host_ifname, idx = host.ifindex] {
     (void)dp.Detach(name, idx, bpf::Direction::kIngress);
   });
-  // Defence in depth only (the kernel takes max(all, dev)); pod traffic never enters the host
-  // stack through the lxc device because from_container redirects all of it.
+  // Pod traffic for the host stack enters through this device; the endpoint route below makes
+  // strict rp_filter accept it. 0 here only matters where all.rp_filter is 0 too (the kernel
+  // takes max(all, dev)).
   (void)nl::SetSysctl(absl::StrCat("net/ipv4/conf/", st.host_ifname, "/rp_filter"), "0");
   SARENA_RETURN_IF_ERROR(node.SetLinkUp(host.ifindex));
+  // The endpoint route; removed by the kernel with the veth (rollback and DEL).
+  SARENA_RETURN_IF_ERROR(node.ReplaceRoute(EndpointRoute(spec.ip, spec.gateway, host.ifindex)));
 
   // Pod side.
   SARENA_RETURN_IF_ERROR(pod.SetLinkUp("lo"));
@@ -165,6 +176,13 @@ absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& s
     return absl::FailedPreconditionError(absl::StrCat(
         what, "endpoint-map entry {", bpf::FormatEndpoint(*ep), "} differs from the live veth {",
         bpf::FormatEndpoint(want), "}"));
+  }
+  absl::StatusOr<nl::Route> route = node.GetRoute(spec.ip);
+  if (!route.ok() || route->oif != host->ifindex) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, "no endpoint route ", spec.ip.to_string(), "/32 dev ", host_ifname, " (",
+        route.ok() ? absl::StrCat("routed via ifindex ", route->oif) : route.status().ToString(),
+        ")"));
   }
   SARENA_ASSIGN_OR_RETURN(bool attached, dp.IsAttached(bpf::Program::kFromContainer,
                                                        host->ifindex, bpf::Direction::kIngress));

@@ -39,7 +39,8 @@ struct EndpointState {
 
 /// Creates the endpoint in this order, so no pod packet ever meets a half-built datapath:
 /// veth pair (both ends down; the peer created directly in the pod netns), endpoint-map entry
-/// and zeroed counters, from_container on the host side's TCX ingress, host side up, then the
+/// and zeroed counters, from_container on the host side's TCX ingress, host side up, the
+/// endpoint route (EndpointRoute), then the
 /// pod side: address, link up, on-link route to the gateway, default route.
 /// Any failure undoes every step already done (veth deleted, map entry removed, link unpinned)
 /// and returns the first error.
@@ -55,9 +56,17 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
                             const std::optional<net::Ipv4>& ip);
 
 /// Verifies an endpoint is intact: host veth present and up, peer CNI_IFNAME in the pod netns,
-/// up, with the IP, map entry equal to the live ifindex and MACs, from_container attached.
+/// up, with the IP, map entry equal to the live ifindex and MACs, the endpoint route in place
+/// (the kernel routes the pod IP through the host veth), from_container attached.
 /// Errors: kFailedPrecondition / kNotFound naming the first thing that differs.
 absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& spec);
+
+/// The endpoint route of a pod: `<ip>/32 dev <host veth> scope link proto static src <node_ip>`
+/// in the main table. Host-stack traffic to the pod (node -> pod, kube-proxy DNAT, replies) is
+/// routed straight to the pod's veth, and strict rp_filter (RFC 3704 section 2.2, kernel
+/// ip-sysctl.rst rp_filter) accepts the pod's packets entering the host on that veth; `src` makes
+/// node -> pod traffic leave with the node IP. Cilium calls this "endpoint routes".
+nl::Route EndpointRoute(const net::Ipv4& ip, const net::Ipv4& node_ip, int host_ifindex);
 
 /// Host-side veth name of an attachment (re-exported from naming.h for callers).
 std::string EndpointHostIfname(absl::string_view container_id, absl::string_view ifname);

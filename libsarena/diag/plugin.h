@@ -53,9 +53,11 @@ struct PluginAction {
   /// `drop_at_target` the packet ends there.
   std::vector<Suspicion> at_target;
   bool drop_at_target = false;
-  /// kDeliverToPod from a host-side hook: remember the reply 5-tuple as a host flow (sarena's
-  /// from_host records flows whose source is a local endpoint so their replies cross the host).
-  bool record_host_flow = false;
+  /// A flow a datapath program records for later packets of the same trace (any kind of action;
+  /// the walk appends it to HookPacket::host_flows of the branch). Sarena's from_container
+  /// records the packets pods send toward non-endpoints, so that their replies from a local
+  /// backend cross the host stack (conntrack un-NAT) instead of being short-circuited.
+  std::optional<Packet> record_host_flow;
 
   static PluginAction Continue() { return {}; }
   static PluginAction Stop() {
@@ -85,8 +87,9 @@ struct PluginContext {
 struct HookPacket {
   Packet packet;       // the (inner) packet at this point
   bool reply = false;  // on the reply direction
-  /// The 5-tuples of request flows that reached a pod through the host stack (sarena's
-  /// host-flow map); a reply whose reversed tuple is listed must return through the host.
+  /// Flows recorded earlier in this trace by PluginAction::record_host_flow (sarena: packets a
+  /// pod sent toward a non-endpoint; a pod-to-pod packet to such a flow's source address and
+  /// port is its reply and must return through the host).
   const std::vector<Packet>* host_flows = nullptr;
 };
 

@@ -4,11 +4,13 @@
 //   from_container (TCX ingress of each lxc veth):
 //     source not this veth's endpoint (no entry, or entry on another ifindex) -> drop (spoofed);
 //     destination a local endpoint, not the reply of a host flow -> local_delivery;
-//     anything else -> redirected into sarena_net, so it enters the host stack on sarena_host.
-//   from_host (TCX egress of sarena_host):
-//     destination a local endpoint -> local_delivery (and, when the source is a local endpoint
-//     too, its reply 5-tuple becomes a host flow so the reply returns through the host);
-//     destination inside the node pod CIDR without endpoint -> drop; else pass.
+//     anything else -> passed to the kernel: it enters the host stack on the lxc veth (the
+//     endpoint route <pod IP>/32 dev lxc makes strict rp_filter accept it); a packet opening a
+//     flow toward a non-endpoint is recorded as a host flow (its replies cross the host too).
+//   Host stack -> pod: the endpoint route sends it out of the lxc veth (no program involved).
+//   from_host (TCX egress of sarena_host; only pod-CIDR addresses without endpoint route):
+//     destination a local endpoint -> local_delivery; inside the node pod CIDR without
+//     endpoint -> drop; else pass.
 //   local_delivery: TTL <= 1 dropped, TTL - 1, destination MAC = the RECORDED pod MAC, redirect
 //     to the recorded ifindex. A recorded MAC that is no longer the pod's is discarded by the pod
 //     kernel (PACKET_OTHERHOST) — the failure of cilium/cilium#8304 (EBPF-01).
@@ -52,9 +54,9 @@ struct NodeData {
   std::optional<std::vector<Program>> programs;            // nullopt: file missing
 };
 
-bool SameTuple(const Packet& a, const Packet& b) {
-  return a.src == b.src && a.dst == b.dst && a.sport == b.sport && a.dport == b.dport &&
-         a.proto == b.proto;
+// True when `p` goes to the opener of host flow `f` (bpf: sarena_flow_key_dst == key_src).
+bool RepliesTo(const Packet& p, const Packet& f) {
+  return p.dst == f.src && p.dport == f.sport && p.proto == f.proto;
 }
 
 class SarenaPlugin : public Plugin {
@@ -88,12 +90,18 @@ class SarenaPlugin : public Plugin {
         }
       }
     }
-    // The node pod CIDR must be routed through sarena_host.
+    // The node pod CIDR must be routed through sarena_host (checked at an address without an
+    // endpoint route).
     const model::Node* k = ctx.cluster->FindNode(w.node_name);
     if (k && ns.Has(model::NetstackSource::kRoutes)) {
       for (const auto& cidr : k->pod_cidrs) {
         model::Flow fl;
         fl.dst = net::Ipv4(cidr.network().to_uint() + 2);
+        for (uint32_t i = 2; i < 256 && (Find(d, fl.dst) || ctx.cluster->FindPodByIp(fl.dst)) &&
+                             net::Contains(cidr, net::Ipv4(cidr.network().to_uint() + i + 1));
+             ++i) {
+          fl.dst = net::Ipv4(cidr.network().to_uint() + i + 1);
+        }
         model::RouteResult r = ns.Lookup(fl);
         if (!r.ok() || (r.oif != kHostDev && r.type != model::RouteType::kLocal)) {
           ctx.Suspect(hop, Level::kWarning, "route_mismatch",
@@ -108,8 +116,26 @@ class SarenaPlugin : public Plugin {
       ctx.Suspect(hop, Level::kWarning, "program_not_attached",
                   absl::StrCat("from_host is not attached to sarena_host egress on ", w.node_name));
     }
-    // The blog seed's bug: strict rp_filter on the lxc veths. Harmless while from_container
-    // hands host-bound pod traffic to sarena_host; reported for context.
+    // Every endpoint needs its endpoint route: without it node -> pod falls back to sarena_host
+    // and from_host, and the pod's packets entering on the lxc veth fail strict rp_filter.
+    if (d.endpoints && ns.Has(model::NetstackSource::kRoutes)) {
+      for (const SarenaEndpoint& e : *d.endpoints) {
+        if (!e.ip || e.host_ifname.empty() || !ns.FindInterface(e.host_ifname)) continue;
+        model::Flow fl;
+        fl.dst = *e.ip;
+        model::RouteResult r = ns.Lookup(fl);
+        if (!r.ok() || r.oif != e.host_ifname) {
+          ctx.Suspect(hop, Level::kWarning, "route_mismatch",
+                      absl::StrCat("no endpoint route ", e.ip->to_string(), "/32 dev ",
+                                   e.host_ifname, " on ", w.node_name, " (",
+                                   r.ok() ? r.ToString() : std::string("no route"),
+                                   "): host traffic to the pod falls back to sarena_host, and "
+                                   "strict rp_filter drops the pod's packets to the host"));
+        }
+      }
+    }
+    // The blog seed's bug: strict rp_filter on the lxc veths. Harmless while the endpoint
+    // routes exist (the reverse path of a pod IP is its lxc veth); reported for context.
     if (d.endpoints && ns.Has(model::NetstackSource::kSysctls)) {
       std::vector<std::string> strict;
       for (const SarenaEndpoint& e : *d.endpoints) {
@@ -120,8 +146,8 @@ class SarenaPlugin : public Plugin {
         ctx.Suspect(hop, Level::kInfo, "rp_filter",
                     absl::StrCat("strict rp_filter on ", strict.size(), " lxc veth(s) (e.g. ",
                                  strict.front(),
-                                 "): harmless while from_container delivers host-bound pod "
-                                 "traffic through sarena_host; fatal if it is not attached"));
+                                 "): harmless while each pod IP is routed to its own lxc veth "
+                                 "(endpoint routes); fatal without them"));
       }
     }
   }
@@ -144,7 +170,8 @@ class SarenaPlugin : public Plugin {
       ctx.Suspect(hop, Level::kWarning, "program_not_attached",
                   absl::StrCat("from_container is not attached to ", iif,
                                " (TCX ingress): the pod's packets enter the host stack on ", iif,
-                               " instead of sarena_host"));
+                               " without anti-spoofing, and pod-to-pod traffic is routed by "
+                               "the kernel"));
       return PluginAction::Continue();
     }
     if (!d.endpoints) {
@@ -159,8 +186,7 @@ class SarenaPlugin : public Plugin {
         return a;
       }
       PluginAction a;
-      a.kind = PluginAction::Kind::kReenterHost;
-      a.iif = std::string(kHostDev);
+      if (!p.reply) a.record_host_flow = p.packet;
       return a;
     }
     const Interface* in = ns.FindInterface(iif);
@@ -183,29 +209,19 @@ class SarenaPlugin : public Plugin {
     const SarenaEndpoint* dst = Find(d, p.packet.dst);
     bool host_flow = false;
     if (p.host_flows) {
-      for (const Packet& f : *p.host_flows) {
-        if (SameTuple(f, p.packet)) host_flow = true;
-      }
+      for (const Packet& f : *p.host_flows) host_flow |= RepliesTo(p.packet, f);
     }
     if (dst && !host_flow) {
       PluginAction a = Deliver(ctx, w, *dst, hop, "from_container: local_delivery");
       return a;
     }
-    if (!ns.FindInterface(kHostDev) && ns.Has(model::NetstackSource::kLinks)) {
-      ctx.Suspect(hop, Level::kFatal, "link_missing",
-                  absl::StrCat("from_container hands ", p.packet.dst.to_string(),
-                               " to the host through sarena_net -> sarena_host, which do not "
-                               "exist on ",
-                               w.node_name));
-      return PluginAction::Stop();
-    }
     PluginAction a;
-    a.kind = PluginAction::Kind::kReenterHost;
-    a.iif = std::string(kHostDev);
+    if (!dst && !p.reply) a.record_host_flow = p.packet;
     ctx.Suspect(hop, Level::kInfo, "bpf",
                 absl::StrCat("from_container on ", iif, ": ",
-                             host_flow ? "reply of a host flow" : "not a local endpoint",
-                             ", redirected into sarena_net; it enters the host on sarena_host"));
+                             host_flow ? "reply of a flow that crossed the host stack"
+                                       : "not a local endpoint",
+                             ", passed to the host stack on ", iif));
     return a;
   }
 
@@ -237,13 +253,7 @@ class SarenaPlugin : public Plugin {
       return PluginAction::Continue();
     }
     const SarenaEndpoint* dst = Find(d, p.packet.dst);
-    if (dst) {
-      PluginAction a = Deliver(ctx, w, *dst, hop, "from_host: local_delivery");
-      if (a.kind == PluginAction::Kind::kDeliverToPod && Find(d, p.packet.src)) {
-        a.record_host_flow = true;
-      }
-      return a;
-    }
+    if (dst) return Deliver(ctx, w, *dst, hop, "from_host: local_delivery");
     const model::Node* k = ctx.cluster->FindNode(w.node_name);
     bool in_cidr = false;
     if (k) {

@@ -926,6 +926,7 @@ void Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch
 // Returns false when the action ended this branch (stop or delivered elsewhere).
 bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f,
                                 Branch& br, std::string* iif) {
+  if (a.record_host_flow) br.host_flows.push_back(*a.record_host_flow);
   switch (a.kind) {
     case PluginAction::Kind::kContinue:
       return true;
@@ -946,7 +947,6 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
         --f.pkt.ttl;
       }
       graph_.hop(v).packet = f.pkt;
-      if (a.record_host_flow) br.host_flows.push_back(f.pkt.Reversed());
       if (a.pod) {
         auto pw = PodWhere(*a.pod);
         if (!pw.ok()) {

@@ -121,6 +121,7 @@ struct Ipv4Spec {
   uint8_t proto = kIpprotoTcp;
   uint16_t sport = 40000;
   uint16_t dport = 8080;
+  uint8_t tcp_flags = 0x10;  // TCP header byte 13: ACK (an established segment); SYN = 0x02
   uint8_t ttl = 64;
   uint8_t tos = 0;
   uint16_t id = 0x1234;
@@ -155,6 +156,10 @@ inline std::vector<uint8_t> BuildIpv4(const Ipv4Spec& s) {
     Put16(p, l4off, s.sport);
     Put16(p, l4off + 2, s.dport);
     if (s.proto == kIpprotoUdp) Put16(p, l4off + 4, static_cast<uint16_t>(l4));
+    if (s.proto == kIpprotoTcp) {
+      p[l4off + 12] = 0x50;  // data offset: 5 words
+      p[l4off + 13] = s.tcp_flags;
+    }
   }
   for (size_t i = l4off + 4; i < p.size(); ++i) {
     if (s.proto != kIpprotoTcp && s.proto != kIpprotoUdp) p[i] = static_cast<uint8_t>(i);

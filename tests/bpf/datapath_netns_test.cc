@@ -1,7 +1,9 @@
 // The programs on the real kernel path (not PROG_TEST_RUN): a node namespace with the
 // sarena_host/sarena_net pair and two pod namespaces, from_container on each pod's host-side
-// veth (TCX ingress), from_host on sarena_host (TCX egress), strict rp_filter everywhere.
-// Checks gateway ARP, pod -> pod (bpf_redirect_peer), pod -> node and node -> pod.
+// veth (TCX ingress), from_host on sarena_host (TCX egress), an endpoint route per pod (as
+// sarenad installs them), strict rp_filter everywhere.
+// Checks gateway ARP, pod -> pod (bpf_redirect_peer), pod -> node and node -> pod, and the
+// sarena_host fallback when an endpoint route is missing.
 #include <net/if.h>
 
 #include <cstring>
@@ -73,6 +75,8 @@ class DatapathNetnsTest : public ::testing::Test {
       RunOk(n.Exec(absl::StrCat("ip link add ", p.lxc, " type veth peer name eth0 netns ",
                                 p.ns->name())));
       RunOk(n.Exec(absl::StrCat("ip link set ", p.lxc, " up")));
+      RunOk(n.Exec(absl::StrCat("ip route add ", p.ip, "/32 dev ", p.lxc, " scope link src ",
+                                kNodeIp)));
       RunOk(p.ns->Exec("ip link set eth0 up"));
       RunOk(p.ns->Exec(absl::StrCat("ip addr add ", p.ip, "/32 dev eth0")));
       RunOk(p.ns->Exec(absl::StrCat("ip route add ", kNodeIp, " dev eth0 scope link")));
@@ -147,9 +151,10 @@ TEST_F(DatapathNetnsTest, GatewayArpPodToPodPodToNodeAndNodeToPod) {
   std::string neigh = RunOk(a.ns->Exec(absl::StrCat("ip neigh show ", kNodeIp, " dev eth0")));
   EXPECT_THAT(neigh, HasSubstr(net::FormatMac(MacOf(*node_, a.lxc)))) << neigh;
 
-  // Pod -> node (the gateway address on sarena_host), through sarena_net with strict rp_filter.
+  // Pod -> node (the gateway address on sarena_host): from_container passes it, it enters the
+  // host on lxca, and strict rp_filter accepts it thanks to the endpoint route.
   RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 2 -W 2 ", kNodeIp)));
-  // Node -> pod (the readiness-probe direction); the reply enters via sarena_host.
+  // Node -> pod (the readiness-probe direction), routed by the endpoint route to lxcb.
   RunOk(node_->Exec(absl::StrCat("busybox ping -c 2 -W 2 ", b.ip)));
   // TCP node -> pod with a real server in the pod.
   RunOk(b.ns->Exec("sh -c 'socat -T 5 TCP-LISTEN:8080,reuseaddr SYSTEM:\"echo hello\" "
@@ -161,6 +166,23 @@ TEST_F(DatapathNetnsTest, GatewayArpPodToPodPodToNodeAndNodeToPod) {
   ASSERT_TRUE(drops.ok());
   for (uint32_t r = 1; r < SARENA_DROP_REASON_MAX; ++r)
     EXPECT_EQ((*drops)[r].packets, 0u) << DropReasonName(r);
+}
+
+TEST_F(DatapathNetnsTest, WithoutTheEndpointRouteNodeToPodFallsBackToFromHost) {
+  const Pod& b = pods_[1];
+  RunOk(node_->Exec(absl::StrCat("ip route del ", b.ip, "/32 dev ", b.lxc)));
+  const uint64_t before = Counters(b).rx_packets;
+  // The request now follows the pod-CIDR route to sarena_host, where from_host redirects it to
+  // lxcb; the replies enter on lxcb, which strict rp_filter refuses without the route back.
+  auto r = ::sarena::testing::Run(node_->Exec(absl::StrCat("busybox ping -c 1 -W 1 ", b.ip)));
+  EXPECT_NE(r.exit_code, 0) << "strict rp_filter must drop the reply entering on lxcb";
+  EXPECT_GE(Counters(b).rx_packets, before + 1) << "from_host delivered the request";
+  // Loose rp_filter (2) would not help: lxcb has no address, and for such a device the kernel
+  // rejects every source not routed back through it (fib_validate_source's last resort). With
+  // rp_filter off the fallback works end to end.
+  RunOk(node_->Exec(absl::StrCat("sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.",
+                                 b.lxc, ".rp_filter=0")));
+  RunOk(node_->Exec(absl::StrCat("busybox ping -c 2 -W 2 ", b.ip)));
 }
 
 TEST_F(DatapathNetnsTest, SpoofedSourceNeverLeavesThePod) {

@@ -129,15 +129,20 @@ class DatapathTest : public ::testing::Test {
     }
   }
 
-  // Checks a frame sent to the host stack through sarena_net -> sarena_host.
+  // Checks a frame handed to the host stack: passed (TC_ACT_OK) and untouched; the kernel
+  // routes it (endpoint routes make strict rp_filter accept it on the lxc device).
   void ExpectToHost(const std::vector<uint8_t>& in, const TestRunResult& r) {
-    ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
-    ASSERT_EQ(r.data_out.size(), in.size());
-    EXPECT_EQ(MacAt(r.data_out, 0), kHostMac);
-    EXPECT_EQ(MacAt(r.data_out, 6), kNetMac);
-    EXPECT_TRUE(std::equal(in.begin() + 12, in.end(), r.data_out.begin() + 12))
-        << "IP packet must be untouched on the host path (no TTL change)";
+    ExpectPassedUntouched(in, r);
   }
+
+  FlowKey Flow(const std::string& ip, uint16_t port, uint8_t proto) {
+    FlowKey key = {};
+    key.addr_be = net::ToBe32(Ip(ip));
+    key.port_be = htons(port);
+    key.proto = proto;
+    return key;
+  }
+  bool HasFlow(const FlowKey& key) { return maps().host_flows.Lookup(key).ok(); }
 
   void ExpectPassedUntouched(const std::vector<uint8_t>& in, const TestRunResult& r) {
     EXPECT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_OK));
@@ -192,15 +197,10 @@ TEST_F(DatapathTest, ChecksumStaysCorrectAcrossRandomHeaders) {
     SCOPED_TRACE(::testing::Message() << "iteration " << i << " ttl " << int{s.ttl});
     ExpectDelivered(pkt, FromContainer(pkt, src), dst);
     ExpectDelivered(pkt, FromHost(pkt), dst);
-    // from_host recorded the reply of this flow; forget it so that a later random packet that
-    // happens to be that reply is still expected to be delivered directly.
-    auto flows = maps().host_flows.Keys();
-    ASSERT_TRUE(flows.ok());
-    ASSERT_TRUE(maps().host_flows.DeleteBatch(*flows).ok());
   }
 }
 
-TEST_F(DatapathTest, UnknownDestinationsGoToTheHostThroughSarenaNet) {
+TEST_F(DatapathTest, UnknownDestinationsArePassedToTheHostStack) {
   for (const char* dst : {"8.8.8.8", kNodeIp, "10.96.0.10", "10.244.1.200", "10.244.2.7"}) {
     SCOPED_TRACE(dst);
     auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = dst});
@@ -380,26 +380,20 @@ TEST_F(DatapathTest, IpOptionsAreDeliveredWithCorrectChecksum) {
 }
 
 TEST_F(DatapathTest, PortsAreReadAfterIpOptions) {
-  // Record the host flow B:8080 -> A:40000 (the reply of A:40000 -> B:8080 seen by from_host).
   for (int ihl = 5; ihl <= 15; ++ihl) {
     SCOPED_TRACE(ihl);
-    Ipv4Spec fwd = AtoB();
-    fwd.ihl = ihl;
-    auto pkt = BuildIpv4(fwd);
-    ExpectDelivered(pkt, FromHost(pkt), kB);
-    // The recorded key has the ports from after the options.
-    FlowKey key = {};
-    key.saddr_be = net::ToBe32(Ip(kB.ip));
-    key.daddr_be = net::ToBe32(Ip(kA.ip));
-    key.sport_be = htons(8080);
-    key.dport_be = htons(40000);
-    key.proto = testing::kIpprotoTcp;
-    EXPECT_TRUE(maps().host_flows.Lookup(key).ok()) << FormatFlowKey(key);
-    // The reply with options (same ports) is sent through the host, not short-circuited.
+    // A opens A:40000 -> ClusterIP:80 (SYN): the host flow key has the port after the options.
+    Ipv4Spec syn{.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80,
+                 .tcp_flags = 0x02, .ihl = ihl};
+    auto pkt = BuildIpv4(syn);
+    ExpectToHost(pkt, FromContainer(pkt, kA));
+    const FlowKey key = Flow(kA.ip, 40000, testing::kIpprotoTcp);
+    EXPECT_TRUE(HasFlow(key)) << FormatFlowKey(key);
+    // The backend's reply with options (to A:40000) goes through the host, not short-circuited.
     Ipv4Spec reply{.saddr = kB.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000, .ihl = ihl};
     auto rpkt = BuildIpv4(reply);
     ExpectToHost(rpkt, FromContainer(rpkt, kB));
-    // A different port pair between the same pods is delivered directly.
+    // Another port of A is delivered directly.
     reply.dport = 40001;
     rpkt = BuildIpv4(reply);
     ExpectDelivered(rpkt, FromContainer(rpkt, kB), kA);
@@ -408,32 +402,58 @@ TEST_F(DatapathTest, PortsAreReadAfterIpOptions) {
 }
 
 TEST_F(DatapathTest, HostFlowRepliesAreNotShortCircuited) {
-  // A -> ClusterIP:80 was DNAT'ed by kube-proxy to C:8080; from_host sees A:40000 -> C:8080.
-  auto fwd = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080});
-  ExpectDelivered(fwd, FromHost(fwd), kC);
+  // A opens A:40000 -> ClusterIP 10.96.0.10:80; kube-proxy DNATs it to C:8080 in the host.
+  auto syn = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80,
+                        .tcp_flags = 0x02});
+  ExpectToHost(syn, FromContainer(syn, kA));
+  // The rest of A's connection keeps the record and is passed too.
+  auto data = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80});
+  ExpectToHost(data, FromContainer(data, kA));
   // C's reply must go back through the host stack for conntrack to un-DNAT it.
   auto reply = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000});
   ExpectToHost(reply, FromContainer(reply, kC));
-  // UDP with the same ports is another flow: delivered directly.
+  // UDP to the same port is another flow: delivered directly.
   auto udp = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp,
                         .sport = 8080, .dport = 40000});
   ExpectDelivered(udp, FromContainer(udp, kC), kA);
-  // Without the record (e.g. LRU-evicted or a direct pod-to-pod flow) the reply is delivered.
   auto flows = maps().host_flows.LookupBatch();
   ASSERT_TRUE(flows.ok()) << flows.status();
   ASSERT_EQ(flows->size(), 1u);
-  EXPECT_GT(flows->front().second, 0u) << "last-seen time in ns";
+  EXPECT_EQ(FormatFlowKey(flows->front().first), std::string(kA.ip) + ":40000 proto 6");
+  EXPECT_GT(flows->front().second, 0u) << "first-seen time in ns";
+  // Without the record (e.g. LRU-evicted or a direct pod-to-pod flow) the reply is delivered.
   ASSERT_TRUE(maps().host_flows.Delete(flows->front().first).ok());
   ExpectDelivered(reply, FromContainer(reply, kC), kA);
 }
 
+TEST_F(DatapathTest, OnlyFlowsThePodOpensAreRecorded) {
+  // B answers a kubelet probe from the node (B accepted the connection): SYN-ACK and data
+  // segments from B:8080 must not make pod -> B:8080 traffic take the host path.
+  for (uint8_t flags : {uint8_t{0x12}, uint8_t{0x10}, uint8_t{0x18}, uint8_t{0x11}, uint8_t{0x04}}) {
+    auto pkt = BuildIpv4({.saddr = kB.ip, .daddr = kNodeIp, .sport = 8080, .dport = 51000,
+                          .tcp_flags = flags});
+    ExpectToHost(pkt, FromContainer(pkt, kB));
+  }
+  EXPECT_FALSE(HasFlow(Flow(kB.ip, 8080, testing::kIpprotoTcp)));
+  auto to_b = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .sport = 41000, .dport = 8080});
+  ExpectDelivered(to_b, FromContainer(to_b, kA), kB);
+  // A UDP datagram to a non-endpoint opens a flow (DNS to a ClusterIP); ICMP uses port 0.
+  auto dns = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .proto = testing::kIpprotoUdp,
+                        .sport = 53000, .dport = 53});
+  ExpectToHost(dns, FromContainer(dns, kA));
+  EXPECT_TRUE(HasFlow(Flow(kA.ip, 53000, testing::kIpprotoUdp)));
+  auto ping = BuildIpv4({.saddr = kA.ip, .daddr = "8.8.8.8", .proto = testing::kIpprotoIcmp});
+  ExpectToHost(ping, FromContainer(ping, kA));
+  EXPECT_TRUE(HasFlow(Flow(kA.ip, 0, testing::kIpprotoIcmp)));
+  // Pod-to-pod traffic never records anything.
+  auto syn_to_b = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .sport = 41001, .tcp_flags = 0x02});
+  ExpectDelivered(syn_to_b, FromContainer(syn_to_b, kA), kB);
+  EXPECT_FALSE(HasFlow(Flow(kA.ip, 41001, testing::kIpprotoTcp)));
+}
+
 TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
-  // A non-first fragment has no L4 header: its flow key has ports 0.
-  FlowKey key = {};
-  key.saddr_be = net::ToBe32(Ip(kC.ip));
-  key.daddr_be = net::ToBe32(Ip(kA.ip));
-  key.proto = testing::kIpprotoUdp;
-  ASSERT_TRUE(maps().host_flows.Update(key, 1).ok());
+  // A non-first fragment has no L4 header: its flow key has port 0.
+  ASSERT_TRUE(maps().host_flows.Update(Flow(kA.ip, 0, testing::kIpprotoUdp), 1).ok());
   Ipv4Spec frag{.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp};
   frag.frag_off = 0x00b9;  // offset 185*8, MF clear
   auto pkt = BuildIpv4(frag);

@@ -189,5 +189,14 @@ sn_answers() {
 # sn_map_len NODE: number of endpoint-map entries (read from the pinned map with bpftool).
 sn_map_len() { bpftool map dump pinned "$(sn_bpffs "$1")/sarena_lxc" -j | jq length; }
 
+# sn_host_flows NODE IP: number of sarena_flows entries (flows opened through the host stack)
+# whose client address is IP.
+sn_host_flows() {
+  local want
+  want=$(printf '%s' "$2" | tr . ' ' | xargs printf '0x%02x ')
+  bpftool map dump pinned "$(sn_bpffs "$1")/sarena_flows" -j |
+    jq --arg w "${want% }" '[.[] | select((.key[0:4] | join(" ")) == $w)] | length'
+}
+
 # sn_eq A B: string equality with a message.
 sn_eq() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }

@@ -28,6 +28,10 @@ LXC_A_MAC=$(jq -r '.interfaces[0].mac' <<<"$SN_RESULT_a")
 sn_check "gateway ARP answered in BPF: pod a's neighbour $NIP is its lxc MAC $LXC_A_MAC" \
   sn_eq "$(ip netns exec "$(sn_pod_ns a)" ip -j neigh show "$NIP" | jq -r '.[0].lladdr')" "$LXC_A_MAC"
 
+HOSTIF_A=$(jq -r '.interfaces[0].name' <<<"$SN_RESULT_a")
+sn_check "endpoint route: the node routes $A to $HOSTIF_A with src $NIP" \
+  sn_eq "$(ip netns exec "$NS" ip -j route get "$A" | jq -r '.[0] | "\(.dev) \(.prefsrc)"')" "$HOSTIF_A $NIP"
+
 echo "b. node -> pod with strict rp_filter set after the pods are up"
 ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.rp_filter=1
 sn_check "net.ipv4.conf.all.rp_filter is 1 in the node" sn_eq "$(ip netns exec "$NS" sysctl -n net.ipv4.conf.all.rp_filter)" 1
@@ -37,6 +41,8 @@ sn_check "pod a -> pod b still answers" sn_answers "$(sn_pod_ns a)" $B 8080 hell
 echo "c. pod -> ClusterIP (kube-proxy iptables chains) -> pod c"
 sn_kube_proxy $NODE $VIP 80 "$C" 8080
 sn_check "pod a -> $VIP:80 answers from pod c" sn_answers "$(sn_pod_ns a)" $VIP 80 hello-from-c
+sn_check "pod a's connection to $VIP is a host flow (pod c's reply crosses conntrack)" \
+  test "$(sn_host_flows $NODE "$A")" -ge 1
 sn_check "kube-proxy's DNAT rule matched (iptables counters)" bash -c "ip netns exec $NS iptables-save -c -t nat | grep -E '^\[[1-9][0-9]*:[0-9]+\].*DNAT'"
 # A real node routes the Service CIDR somewhere (its default route); here a veth (both ends in the
 # node netns) stands in for the uplink so OUTPUT's DNAT gets a route to re-route from.

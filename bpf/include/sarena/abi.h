@@ -17,7 +17,7 @@
 #define SARENA_MAP_CONFIG "sarena_cfg"         /* node config, one entry at key 0 */
 #define SARENA_MAP_EP_COUNTERS "sarena_ep_ctr" /* per-endpoint per-CPU counters */
 #define SARENA_MAP_DROPS "sarena_drops"        /* per-CPU drop counters by reason */
-#define SARENA_MAP_HOST_FLOWS "sarena_flows"   /* flows that crossed the host stack */
+#define SARENA_MAP_HOST_FLOWS "sarena_flows"   /* pod-opened flows through the host stack */
 
 /* ---- Limits. ---- */
 #define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
@@ -98,18 +98,20 @@ struct sarena_drop_counter {
 };
 
 /*
- * Flows whose forward direction crossed the host stack (e.g. DNAT by kube-proxy) and reached a
- * pod through from_host. Replies of such flows must cross the host stack too (conntrack un-NAT),
- * so from_container does not short-circuit them. Key = the reply direction's 5-tuple as the pod
- * sends it; value = last-seen time (bpf_ktime_get_ns, ns). LRU hash.
+ * Host flows: connections a local pod opened toward an address that is NOT a local endpoint
+ * (a ClusterIP, a NodePort, the node, anything off-node). from_container records the client side
+ * of such a flow when the pod sends its first packet (TCP SYN without ACK; any UDP/other packet),
+ * and checks it before short-circuiting a pod-to-pod packet: a packet from pod B to pod A whose
+ * destination (A, port) is a recorded host flow is the reply of a connection that went through
+ * the host stack (e.g. DNAT'ed by kube-proxy from a ClusterIP to B), so it must go back through
+ * the host stack too, where conntrack reverses the NAT. Key = the client's address, port, proto;
+ * value = first-seen time (bpf_ktime_get_ns, ns). LRU hash: a lookup refreshes an entry.
  */
 struct sarena_flow_key {
-  __u32 saddr_be;
-  __u32 daddr_be;
-  __u16 sport_be;
-  __u16 dport_be;
-  __u8 proto; /* IPPROTO_* */
-  __u8 pad[3];
+  __u32 addr_be; /* the local pod that opened the flow, network byte order */
+  __u16 port_be; /* its TCP/UDP source port, network byte order; 0 for other protocols */
+  __u8 proto;    /* IPPROTO_* */
+  __u8 pad;      /* must be zero */
 };
 
 #ifdef __cplusplus
@@ -118,14 +120,14 @@ static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
 static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
-static_assert(sizeof(struct sarena_flow_key) == 16, "abi: flow key");
+static_assert(sizeof(struct sarena_flow_key) == 8, "abi: flow key");
 #else
 _Static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 _Static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
 _Static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 _Static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 _Static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
-_Static_assert(sizeof(struct sarena_flow_key) == 16, "abi: flow key");
+_Static_assert(sizeof(struct sarena_flow_key) == 8, "abi: flow key");
 #endif
 
 #endif /* SARENA_ABI_H_ */

@@ -1,5 +1,6 @@
 """Sarena node building blocks: the sarena_host <-> sarena_net veth pair with --node-ip /32 on
-sarena_host, the pod-CIDR route via that IP, lxc veths (lxc + 11 hex), pods with a /32 and a default
+sarena_host, the pod-CIDR route via that IP, lxc veths (lxc + 11 hex) with their endpoint routes
+(<pod IP>/32 dev lxc src <node IP>), pods with a /32 and a default
 route via the gateway, and the files `sarena endpoint list -o json` and sarena-programs.json."""
 import hashlib
 
@@ -30,10 +31,14 @@ def sarena_node(t, node, eth_addr, eth_gw, node_ip, pod_cidr, mtu=1500):
 
 
 def sarena_pod(t, node, namespace, name, ip, node_ip, container_id, mtu=1500, pod_mac=None,
-               host_mac=None):
+               host_mac=None, endpoint_route=True):
     host = lxc_name(container_id)
     p = t.pod(node, namespace, name, ip, host, mtu=mtu, gateway=node_ip, pod_mac=pod_mac,
               host_mac=host_mac)
+    if endpoint_route:
+        # sarenad's endpoint route (libsarena/datapath/endpoint.h EndpointRoute).
+        t.nodes[node].ip("route", "add", ip + "/32", "dev", host, "scope", "link", "proto",
+                         "static", "src", node_ip)
     return p, host
 
 
