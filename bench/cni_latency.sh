@@ -17,7 +17,8 @@ sn_init bcl
 CNI_BIN=/usr/lib/cni
 [ -x $CNI_BIN/ptp ] || { echo "containernetworking-plugins missing"; exit 1; }
 
-sn_node_up s 10.250.0.0/16 10.250.0.1 >/dev/null || exit 1
+# SARENAD_FLAGS: extra sarenad flags, e.g. "--attach-mode tc" to compare attach modes.
+sn_node_up s 10.250.0.0/16 10.250.0.1 ${SARENAD_FLAGS:-} >/dev/null || exit 1
 PTPNODE="$SN_ID-ptp"
 sn_netns_add "$PTPNODE"
 PTPCONF=$(printf '{"cniVersion":"1.0.0","name":"ptpbench","type":"ptp","mtu":1500,"ipam":{"type":"host-local","subnet":"10.251.0.0/16","dataDir":"%s/ipam"}}' "$SN_DIR")

@@ -17,6 +17,7 @@ A=$(sn_ip a) B=$(sn_ip b) C=$(sn_ip c)
 echo "pods: a=$A b=$B c=$C"
 sn_serve "$(sn_pod_ns b)" 8080 hello-from-b
 sn_serve "$(sn_pod_ns c)" 8080 hello-from-c
+sn_serve "$(sn_pod_ns a)" 8080 hello-from-a
 
 echo "a. pod -> pod"
 rx0=$(sn_counter $NODE "$B" rx_packets); tx0=$(sn_counter $NODE "$A" tx_packets)
@@ -55,6 +56,7 @@ echo "restart: sarenad stops, forwarding continues, restart restores the endpoin
 sn_stop_daemon $NODE
 sn_check "pod a -> pod b answers while sarenad is down" sn_answers "$(sn_pod_ns a)" $B 8080 hello-from-b
 sn_check "node -> pod c answers while sarenad is down" sn_answers $NS $C 8080 hello-from-c
+ip netns exec "$NS" ip route del "$A/32"  # lost while the daemon is down: restart re-installs it
 nsenter --net="/var/run/netns/$NS" "$SN_BIN/sarenad" --pod-cidr $CIDR --node-ip $NIP \
   --socket "$(sn_sock $NODE)" --state-dir "$(sn_state $NODE)" --bpffs "$(sn_bpffs $NODE)" \
   >>"$SN_DIR/$NODE/sarenad.log" 2>&1 &
@@ -62,6 +64,9 @@ SN_DAEMONS+=($!); SN_PID_n1=$!
 for i in $(seq 100); do "$SN_BIN/sarena" --socket "$(sn_sock $NODE)" status >/dev/null 2>&1 && break; sleep 0.1; done
 sn_check "restarted sarenad lists the 3 endpoints" sn_eq "$("$SN_BIN/sarena" --socket "$(sn_sock $NODE)" -o json endpoint list | jq '.endpoints | length')" 3
 sn_check "pod a -> pod b answers after restart" sn_answers "$(sn_pod_ns a)" $B 8080 hello-from-b
+sn_check "restart re-installed pod a's endpoint route" \
+  sn_eq "$(ip netns exec "$NS" ip -j route show "$A/32" | jq -r '.[0].dev')" "$HOSTIF_A"
+sn_check "node -> pod a answers after restart (strict rp_filter)" sn_answers $NS $A 8080 hello-from-a
 
 echo "d. CHECK, DEL, DEL again, the freed IP is reused"
 RES_B=$SN_RESULT_b
