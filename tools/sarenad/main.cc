@@ -36,9 +36,11 @@ ABSL_FLAG(bool, debug, false, "Debug logging");
 
 namespace {
 
+// Exit status: 2 for a bad flag or flag value (kInvalidArgument, e.g. --node-ip outside or at
+// the edge of --pod-cidr), 1 for any other failure (kernel, state directory, bpffs).
 int Fail(const absl::Status& st) {
   sarena::Log(sarena::LogLevel::kError, st.ToString());
-  return 1;
+  return absl::IsInvalidArgument(st) ? 2 : 1;
 }
 
 }  // namespace
