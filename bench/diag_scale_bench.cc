@@ -3,7 +3,7 @@
 // ParseQuery, SelectPlugin("auto"), Trace), reporting load wall/CPU time, trace latency per
 // query kind and peak RSS.
 //
-//   diag_scale_bench --snapshot DIR [--queries 10000] [--seed 1] [--batch 50]
+//   diag_scale_bench --snapshot DIR [--queries 10000] [--seed 1] [--batch 50] [--repeat 1]
 //
 // Query kinds (a fifth of the queries each, interleaved):
 //   same_node   pod -> pod on the same node           pod:NS/A -> pod:NS/B:8080/tcp
@@ -16,7 +16,7 @@
 // timed twice: "first touch" (the nodes and pod namespaces it reaches parsed by the query itself)
 // and "warm" (the same query again, everything cached — the walk alone). To bound memory the
 // cache is dropped after every --batch queries (Snapshot::ClearCache), so first-touch times are
-// those of a fresh process on a loaded snapshot.
+// those of a fresh process on a loaded snapshot. --repeat runs the warm pass that many times.
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,7 +138,7 @@ sarena::diag::Verdict RunOne(const sarena::model::Snapshot& snap, const Item& it
 
 int main(int argc, char** argv) {
   std::string dir;
-  size_t queries = 10000, batch = 50;
+  size_t queries = 10000, batch = 50, repeat = 1;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -155,11 +155,13 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value(), &queries) || queries == 0) Die("invalid --queries");
     } else if (name == "--batch") {
       if (!absl::SimpleAtoi(value(), &batch) || batch == 0) Die("invalid --batch");
+    } else if (name == "--repeat") {
+      if (!absl::SimpleAtoi(value(), &repeat) || repeat == 0) Die("invalid --repeat");
     } else if (name == "--seed") {
       if (!absl::SimpleAtoi(value(), &seed)) Die("invalid --seed");
     } else {
       Die(absl::StrCat("unknown argument ", a,
-                       "\nusage: diag_scale_bench --snapshot DIR [--queries N] [--batch B] [--seed S]"));
+                       "\nusage: diag_scale_bench --snapshot DIR [--queries N] [--batch B] [--repeat R] [--seed S]"));
     }
   }
   if (dir.empty()) Die("--snapshot DIR is required");
@@ -284,12 +286,15 @@ int main(int argc, char** argv) {
       cold_all.Add(us);
       ++verdicts[items[i].kind][std::string(sarena::diag::ToString(v))];
     }
-    for (size_t i = b0; i < b1; ++i) {  // warm: the same queries, everything cached
-      double t = Now();
-      RunOne(snap, items[i]);
-      double us = (Now() - t) * 1e6;
-      warm[items[i].kind].Add(us);
-      warm_all.Add(us);
+    if (b0 == 0) std::fprintf(stderr, "warm pass starts\n");
+    for (size_t r = 0; r < repeat; ++r) {
+      for (size_t i = b0; i < b1; ++i) {  // warm: the same queries, everything cached
+        double t = Now();
+        RunOne(snap, items[i]);
+        double us = (Now() - t) * 1e6;
+        warm[items[i].kind].Add(us);
+        warm_all.Add(us);
+      }
     }
     max_cached_nodes = std::max(max_cached_nodes, snap.cached_nodes());
     max_cached_pods = std::max(max_cached_pods, snap.cached_pods());

@@ -143,9 +143,12 @@ struct Chain {
   std::string policy_text;
   std::vector<IptRule> rules;
   // Index for long chains: rules whose matches include an exact non-inverted "-d a.b.c.d/32"
-  // are bucketed by that address; the others are "generic". Both lists are sorted.
+  // are bucketed by that address, else rules with an exact non-inverted "--dport N" of a
+  // protocol module by (protocol, port) (kube-proxy's KUBE-NODEPORTS); the others are
+  // "generic". A keyed rule can only match packets with that key. All lists are sorted.
   bool indexed = false;
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> by_dst;
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> by_port;  // proto << 16 | dport
   std::vector<uint32_t> generic;
 };
 
@@ -946,6 +949,7 @@ namespace {
 void IndexChain(Chain* c) {
   c->indexed = false;
   c->by_dst.clear();
+  c->by_port.clear();
   c->generic.clear();
   if (c->rules.size() < 32) return;
   for (uint32_t i = 0; i < c->rules.size(); ++i) {
@@ -958,9 +962,19 @@ void IndexChain(Chain* c) {
         break;
       }
     }
+    if (!keyed) {
+      for (const Match& m : r.matches) {
+        if (m.kind == MatchKind::kDport && !m.invert && m.a == m.b) {
+          c->by_port[(static_cast<uint32_t>(m.proto) << 16) | m.a].push_back(i);
+          keyed = true;
+          break;
+        }
+      }
+    }
     if (!keyed) c->generic.push_back(i);
   }
-  c->indexed = true;
+  c->indexed = c->generic.size() < c->rules.size();
+  if (!c->indexed) c->generic.clear();
 }
 
 }  // namespace
@@ -1183,16 +1197,21 @@ class Evaluator {
   }
 
   // Next candidate rule index >= from, or rules.size().
-  size_t NextRule(const Chain& c, size_t from, uint32_t dst) const {
+  size_t NextRule(const Chain& c, size_t from, const Packet& p) const {
     if (!c.indexed) return from;
     size_t best = c.rules.size();
     auto g = std::lower_bound(c.generic.begin(), c.generic.end(), static_cast<uint32_t>(from));
     if (g != c.generic.end()) best = *g;
-    auto it = c.by_dst.find(dst);
-    if (it != c.by_dst.end()) {
+    auto first_at = [&](const absl::flat_hash_map<uint32_t, std::vector<uint32_t>>& m,
+                        uint32_t key) {
+      if (m.empty()) return;
+      auto it = m.find(key);
+      if (it == m.end()) return;
       auto d = std::lower_bound(it->second.begin(), it->second.end(), static_cast<uint32_t>(from));
       if (d != it->second.end() && *d < best) best = *d;
-    }
+    };
+    first_at(c.by_dst, p.dst.to_uint());
+    first_at(c.by_port, (static_cast<uint32_t>(p.proto) << 16) | p.dport);
     return best;
   }
 
@@ -1333,9 +1352,14 @@ class Evaluator {
 
   // Runs a branch until it terminates or forks.
   void Step(Branch br, std::vector<Branch>* work, std::vector<NfOutcome>* results) {
+    // Per-rule scratch, hoisted out of the rule loop (it runs once per rule of long chains).
+    const Match* undecided[16];
+    std::string undecided_why[16];
+    NfNote::Kind undecided_kind[16];
+    std::string why;
     while (true) {
       const Chain& c = *br.chain;
-      br.idx = NextRule(c, br.idx, br.out.packet.dst.to_uint());
+      br.idx = NextRule(c, br.idx, br.out.packet);
       if (br.idx >= c.rules.size()) {
         // End of chain: implicit RETURN for user chains, policy for base chains.
         if (!br.stack.empty()) {
@@ -1360,9 +1384,6 @@ class Evaluator {
       // undecidable ones (unknown matches, statistic), which fork the branch.
       bool matched = true;
       double branch_p = 1.0;
-      const Match* undecided[16];
-      std::string undecided_why[16];
-      NfNote::Kind undecided_kind[16];
       size_t n_undecided = 0;
       const Match* statistic = nullptr;
       for (size_t mi = 0; mi < r.matches.size(); ++mi) {
@@ -1371,7 +1392,7 @@ class Evaluator {
           statistic = &m;
           continue;
         }
-        std::string why;
+        why.clear();
         NfNote::Kind nk = NfNote::Kind::kUnknownMatch;
         Tri t = Eval(m, br.out.packet, br.out, &why, &nk);
         if (t == Tri::kYes) continue;

@@ -426,6 +426,11 @@ struct Netstack::Index {
   };
   absl::flat_hash_map<uint32_t, Table> tables;
   absl::flat_hash_map<uint32_t, size_t> rule_by_priority;  // first rule with a priority
+  // Neighbour entries by address and FDB entries by MAC (a VXLAN node has one per remote VTEP),
+  // indexes in file order; valid while the vectors keep the sizes they had at Finalize().
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> neigh_by_ip;
+  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> fdb_by_mac;
+  size_t indexed_neighbors = 0, indexed_fdb = 0;
   bool custom_local_routes = false;
   bool finalized = false;
 };
@@ -974,11 +979,29 @@ Sysctls& Netstack::mutable_sysctls() {
   return sysctls_;
 }
 
+namespace {
+uint64_t MacKey(const net::Mac& mac) {
+  uint64_t k = 0;
+  for (uint8_t b : mac) k = (k << 8) | b;
+  return k;
+}
+}  // namespace
+
 void Netstack::Finalize() {
   Index& ix = *index_;
   ix.by_name.clear();
   ix.by_ifindex.clear();
   ix.local_addrs.clear();
+  ix.neigh_by_ip.clear();
+  ix.fdb_by_mac.clear();
+  for (size_t i = 0; i < neighbors_.size(); ++i) {
+    ix.neigh_by_ip[U32(neighbors_[i].dst)].push_back(static_cast<uint32_t>(i));
+  }
+  for (size_t i = 0; i < fdb_.size(); ++i) {
+    ix.fdb_by_mac[MacKey(fdb_[i].mac)].push_back(static_cast<uint32_t>(i));
+  }
+  ix.indexed_neighbors = neighbors_.size();
+  ix.indexed_fdb = fdb_.size();
   for (size_t i = 0; i < interfaces_.size(); ++i) {
     ix.by_name.emplace(interfaces_[i].name, i);
     if (interfaces_[i].ifindex > 0) ix.by_ifindex.emplace(interfaces_[i].ifindex, i);
@@ -1063,6 +1086,16 @@ bool Netstack::IsLocalAddress(const net::Ipv4& ip) const {
 }
 
 const Neighbor* Netstack::FindNeighbor(const net::Ipv4& ip, absl::string_view dev) const {
+  const Index& ix = *index_;
+  if (ix.indexed_neighbors == neighbors_.size()) {
+    auto it = ix.neigh_by_ip.find(U32(ip));
+    if (it == ix.neigh_by_ip.end()) return nullptr;
+    for (uint32_t i : it->second) {
+      const Neighbor& n = neighbors_[i];
+      if (dev.empty() || n.dev == dev) return &n;
+    }
+    return nullptr;
+  }
   for (const Neighbor& n : neighbors_) {
     if (n.dst == ip && (dev.empty() || n.dev == dev)) return &n;
   }
@@ -1071,10 +1104,23 @@ const Neighbor* Netstack::FindNeighbor(const net::Ipv4& ip, absl::string_view de
 
 std::vector<const FdbEntry*> Netstack::FindFdb(absl::string_view dev, const net::Mac& mac) const {
   std::vector<const FdbEntry*> out;
+  static const net::Mac kZero{};
+  const Index& ix = *index_;
+  if (ix.indexed_fdb == fdb_.size()) {
+    auto collect = [&](const net::Mac& m) {
+      auto it = ix.fdb_by_mac.find(MacKey(m));
+      if (it == ix.fdb_by_mac.end()) return;
+      for (uint32_t i : it->second) {
+        if (fdb_[i].dev == dev) out.push_back(&fdb_[i]);
+      }
+    };
+    collect(mac);
+    if (out.empty() && mac != kZero) collect(kZero);
+    return out;
+  }
   for (const FdbEntry& e : fdb_) {
     if (e.dev == dev && e.mac == mac) out.push_back(&e);
   }
-  static const net::Mac kZero{};
   if (out.empty() && mac != kZero) {
     for (const FdbEntry& e : fdb_) {
       if (e.dev == dev && e.mac == kZero) out.push_back(&e);

@@ -1,6 +1,7 @@
 #include "libsarena/model/sysctl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -68,18 +69,33 @@ std::string Sysctls::ConfKey(absl::string_view dev, absl::string_view name) {
   return absl::StrCat("net.ipv4.conf.", d, ".", name);
 }
 
+std::optional<int64_t> Sysctls::ConfInt(absl::string_view dev, absl::string_view name) const {
+  // ConfKey(dev, name) built on the stack: these lookups run at every hop of a trace.
+  constexpr absl::string_view kPrefix = "net.ipv4.conf.";
+  char buf[160];
+  size_t n = kPrefix.size() + dev.size() + 1 + name.size();
+  if (n > sizeof(buf)) return GetInt(ConfKey(dev, name));
+  char* w = buf;
+  std::memcpy(w, kPrefix.data(), kPrefix.size());
+  w += kPrefix.size();
+  for (char c : dev) *w++ = c == '.' ? '/' : c;
+  *w++ = '.';
+  std::memcpy(w, name.data(), name.size());
+  return GetInt(absl::string_view(buf, n));
+}
+
 SysctlValue Sysctls::Max(absl::string_view dev, absl::string_view name, int64_t def) const {
-  std::optional<int64_t> all = GetInt(ConfKey("all", name));
-  std::optional<int64_t> d = GetInt(ConfKey(dev, name));
-  if (!d.has_value()) d = GetInt(ConfKey("default", name));
+  std::optional<int64_t> all = ConfInt("all", name);
+  std::optional<int64_t> d = ConfInt(dev, name);
+  if (!d.has_value()) d = ConfInt("default", name);
   if (!all.has_value() && !d.has_value()) return {def, false};
   return {std::max(all.value_or(0), d.value_or(0)), true};
 }
 
 SysctlValue Sysctls::Or(absl::string_view dev, absl::string_view name, int64_t def) const {
-  std::optional<int64_t> all = GetInt(ConfKey("all", name));
-  std::optional<int64_t> d = GetInt(ConfKey(dev, name));
-  if (!d.has_value()) d = GetInt(ConfKey("default", name));
+  std::optional<int64_t> all = ConfInt("all", name);
+  std::optional<int64_t> d = ConfInt(dev, name);
+  if (!d.has_value()) d = ConfInt("default", name);
   if (!all.has_value() && !d.has_value()) return {def, false};
   return {(all.value_or(0) != 0 || d.value_or(0) != 0) ? 1 : 0, true};
 }
@@ -87,15 +103,15 @@ SysctlValue Sysctls::Or(absl::string_view dev, absl::string_view name, int64_t d
 SysctlValue Sysctls::RpFilter(absl::string_view dev) const { return Max(dev, "rp_filter", 0); }
 
 SysctlValue Sysctls::Forwarding(absl::string_view dev) const {
-  if (auto d = GetInt(ConfKey(dev, "forwarding")); d.has_value()) return {*d, true};
-  if (auto a = GetInt(ConfKey("all", "forwarding")); a.has_value()) return {*a, true};
+  if (auto d = ConfInt(dev, "forwarding"); d.has_value()) return {*d, true};
+  if (auto a = ConfInt("all", "forwarding"); a.has_value()) return {*a, true};
   if (auto f = GetInt("net.ipv4.ip_forward"); f.has_value()) return {*f, true};
   return {0, false};
 }
 
 SysctlValue Sysctls::IpForward() const {
   if (auto f = GetInt("net.ipv4.ip_forward"); f.has_value()) return {*f, true};
-  if (auto a = GetInt(ConfKey("all", "forwarding")); a.has_value()) return {*a, true};
+  if (auto a = ConfInt("all", "forwarding"); a.has_value()) return {*a, true};
   return {0, false};
 }
 

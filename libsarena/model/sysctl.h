@@ -72,6 +72,7 @@ class Sysctls {
   const absl::flat_hash_map<std::string, std::string>& values() const { return values_; }
 
  private:
+  std::optional<int64_t> ConfInt(absl::string_view dev, absl::string_view name) const;
   SysctlValue Max(absl::string_view dev, absl::string_view name, int64_t def) const;
   SysctlValue Or(absl::string_view dev, absl::string_view name, int64_t def) const;
 
