@@ -284,6 +284,11 @@ absl::StatusOr<std::unique_ptr<Snapshot>> Snapshot::Open(absl::string_view dir,
   std::error_code ec;
   std::filesystem::path root{std::string(dir)};
   if (!std::filesystem::is_directory(root, ec)) {
+    if (std::filesystem::exists(root, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "open snapshot '", dir, "': not a directory (a snapshot is a directory; see "
+          "docs/diag-snapshot.md)"));
+    }
     return absl::NotFoundError(absl::StrCat("open snapshot '", dir, "': no such directory"));
   }
   std::unique_ptr<Snapshot> s(new Snapshot());

@@ -88,7 +88,8 @@ struct SnapshotOptions {
 class Snapshot {
  public:
   /// Opens `dir`: parses cluster/ (missing files recorded) and lists nodes/ subdirectories.
-  /// Errors: kNotFound "open snapshot '<dir>': no such directory"; kInvalidArgument for a
+  /// Errors: kNotFound "open snapshot '<dir>': no such directory"; kInvalidArgument when `dir` is
+  /// a file ("not a directory"), and for a
   /// malformed cluster file (message names the file and field).
   static absl::StatusOr<std::unique_ptr<Snapshot>> Open(absl::string_view dir,
                                                         SnapshotOptions options = {});

@@ -81,7 +81,10 @@ TEST(DiagCli, UnknownObjects) {
 TEST(DiagCli, BadFlagsAndQueries) {
   ExpectBadInput(Diag("trace --src node:a --dst 10.0.0.1:80/tcp"), {"--snapshot"});
   ExpectBadInput(Diag(TraceArgs("/nonexistent/snap", "node:a", "10.0.0.1:80/tcp")),
-                 {"/nonexistent/snap"});
+                 {"/nonexistent/snap", "no such directory"});
+  // A file where the snapshot directory belongs (e.g. a tarball not yet unpacked).
+  const std::string file = CaseDir("KP-01") + "/cluster/pods.json";
+  ExpectBadInput(Diag(TraceArgs(file, "node:a", "10.0.0.1:80/tcp")), {"not a directory"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "svc:web/www", "10.0.0.1:80/tcp")), {"--src"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1")), {"--dst"});
   ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp", "-o yaml")),
