@@ -4,6 +4,7 @@
 // query kind and peak RSS.
 //
 //   diag_scale_bench --snapshot DIR [--queries 10000] [--seed 1] [--batch 50] [--repeat 1]
+//                    [--load_only]
 //
 // Query kinds (a fifth of the queries each, interleaved):
 //   same_node   pod -> pod on the same node           pod:NS/A -> pod:NS/B:8080/tcp
@@ -139,6 +140,8 @@ sarena::diag::Verdict RunOne(const sarena::model::Snapshot& snap, const Item& it
 int main(int argc, char** argv) {
   std::string dir;
   size_t queries = 10000, batch = 50, repeat = 1;
+  bool load_only = false;
+  size_t node_loads = 20;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -155,13 +158,17 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value(), &queries) || queries == 0) Die("invalid --queries");
     } else if (name == "--batch") {
       if (!absl::SimpleAtoi(value(), &batch) || batch == 0) Die("invalid --batch");
+    } else if (name == "--node_loads") {
+      if (!absl::SimpleAtoi(value(), &node_loads)) Die("invalid --node_loads");
+    } else if (name == "--load_only") {
+      load_only = true;
     } else if (name == "--repeat") {
       if (!absl::SimpleAtoi(value(), &repeat) || repeat == 0) Die("invalid --repeat");
     } else if (name == "--seed") {
       if (!absl::SimpleAtoi(value(), &seed)) Die("invalid --seed");
     } else {
       Die(absl::StrCat("unknown argument ", a,
-                       "\nusage: diag_scale_bench --snapshot DIR [--queries N] [--batch B] [--repeat R] [--seed S]"));
+                       "\nusage: diag_scale_bench --snapshot DIR [--queries N] [--batch B] [--repeat R] [--seed S] [--load_only]"));
     }
   }
   if (dir.empty()) Die("--snapshot DIR is required");
@@ -178,6 +185,8 @@ int main(int argc, char** argv) {
               "RSS after load %.0f MiB, peak so far %.0f MiB\n",
               load_wall, load_cpu, cluster.pods().size(), cluster.nodes().size(),
               cluster.services().size(), snap.node_names().size(), rss_after_load, peak_after_load);
+
+  if (load_only) return 0;
 
   // --- One node's iptables-save parsed on its own: what every first touch costs when the
   // nodes' rulesets differ (here they are identical and parsed once). ---
@@ -197,7 +206,7 @@ int main(int argc, char** argv) {
   Rng rng{seed};
   Stats node_load;
   double first_node_ms = 0;
-  for (int i = 0; i < 21; ++i) {
+  for (size_t i = 0; i < node_loads + 1; ++i) {
     const std::string& n = snap.node_names()[rng.Below(snap.node_names().size())];
     double t = Now();
     auto st = snap.Node(n);
@@ -286,7 +295,7 @@ int main(int argc, char** argv) {
       cold_all.Add(us);
       ++verdicts[items[i].kind][std::string(sarena::diag::ToString(v))];
     }
-    if (b0 == 0) std::fprintf(stderr, "warm pass starts\n");
+    if (b0 == 0 && repeat > 1) std::fprintf(stderr, "warm pass starts\n");
     for (size_t r = 0; r < repeat; ++r) {
       for (size_t i = b0; i < b1; ++i) {  // warm: the same queries, everything cached
         double t = Now();

@@ -1393,5 +1393,28 @@ int main(int argc, char** argv) {
   size_t rules = static_cast<size_t>(std::count(sh.iptables.begin(), sh.iptables.end(), '\n'));
   std::printf("wrote %s: %d nodes, %zu pods, %d services (%zu endpoints), iptables-save %zu lines / %.1f MB\n",
               out.c_str(), n_nodes, c.pods.size(), n_svc, backends, rules, sh.iptables.size() / 1e6);
+  // Example queries for scripts: a pod to a pod of another pool on a node in another rack
+  // (encapsulated), and to a Service with several endpoints.
+  const PodDef& a = c.pods.front();
+  const PodDef* other = nullptr;  // another rack and pool if there is one, else another node
+  for (const PodDef& b : c.pods) {
+    if (b.node == a.node) continue;
+    if (c.nodes[b.node].rack != c.nodes[a.node].rack && b.pool != a.pool) {
+      other = &b;
+      break;
+    }
+    if (other == nullptr) other = &b;
+  }
+  if (other != nullptr) {
+    std::printf("query cross_node: --src pod:%s/%s --dst pod:%s/%s:8080/tcp\n", NsName(a.ns).c_str(),
+                a.name.c_str(), NsName(other->ns).c_str(), other->name.c_str());
+  }
+  for (const SvcDef& sv : c.services) {
+    if (sv.backends.size() >= 3) {
+      std::printf("query cluster_ip: --src pod:%s/%s --dst svc:%s/%s:80/tcp\n", NsName(a.ns).c_str(),
+                  a.name.c_str(), NsName(sv.ns).c_str(), sv.name.c_str());
+      break;
+    }
+  }
   return 0;
 }
