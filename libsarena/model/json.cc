@@ -113,8 +113,9 @@ constexpr const bool* kStringSpecial = kTables.special;
 
 class JsonParser {
  public:
-  explicit JsonParser(JsonDoc* doc)
-      : doc_(doc), p_(doc->view_.data()), begin_(p_), end_(p_ + doc->view_.size()) {}
+  explicit JsonParser(JsonDoc* doc, const std::vector<absl::string_view>* skip_keys = nullptr)
+      : doc_(doc), p_(doc->view_.data()), begin_(p_), end_(p_ + doc->view_.size()),
+        skip_keys_(skip_keys != nullptr && !skip_keys->empty() ? skip_keys : nullptr) {}
 
   // "v1, v2, ..." [ "]" rest ] as an array root (JsonDoc::ParseBorrowedSequence).
   absl::Status RunSequence(absl::string_view* rest) {
@@ -433,7 +434,11 @@ class JsonParser {
         ++p_;
         SkipWs();
         JsonValue v;
-        if (!ParseValue(&v, depth + 1)) return false;
+        if (skip_keys_ != nullptr && Skipped(k)) {
+          if (!SkipValue(depth + 1)) return false;  // stored as null
+        } else if (!ParseValue(&v, depth + 1)) {
+          return false;
+        }
         stack_.push_back(k);
         stack_.push_back(v);
         SkipWs();
@@ -459,10 +464,63 @@ class JsonParser {
     return true;
   }
 
+  bool Skipped(const JsonValue& key) const {
+    for (absl::string_view k : *skip_keys_) {
+      if (k.size() == key.size_ && std::memcmp(k.data(), key.text_, k.size()) == 0) return true;
+    }
+    return false;
+  }
+
+  // Checks one value's syntax like ParseValue without storing it.
+  bool SkipValue(int depth) {
+    if (depth > kMaxDepth) return Fail("nesting too deep");
+    if (p_ >= end_) return Fail("unexpected end of input, expected a value");
+    char open = *p_;
+    if (open != '{' && open != '[') {
+      JsonValue v;
+      return ParseValue(&v, depth);
+    }
+    char close = open == '{' ? '}' : ']';
+    ++p_;
+    SkipWs();
+    if (p_ < end_ && *p_ == close) {
+      ++p_;
+      return true;
+    }
+    while (true) {
+      SkipWs();
+      if (open == '{') {
+        if (p_ >= end_ || *p_ != '"') return Fail("expected a string key in object");
+        JsonValue k;
+        if (!ParseString(&k)) return false;
+        SkipWs();
+        if (p_ >= end_ || *p_ != ':') return Fail("expected ':' after object key");
+        ++p_;
+        SkipWs();
+      }
+      if (!SkipValue(depth + 1)) return false;
+      SkipWs();
+      if (p_ >= end_) {
+        return Fail(open == '{' ? "unterminated object, expected ',' or '}'"
+                                : "unterminated array, expected ',' or ']'");
+      }
+      if (*p_ == ',') {
+        ++p_;
+        continue;
+      }
+      if (*p_ == close) {
+        ++p_;
+        return true;
+      }
+      return Fail(open == '{' ? "expected ',' or '}' in object" : "expected ',' or ']' in array");
+    }
+  }
+
   JsonDoc* doc_;
   const char* p_;
   const char* begin_;
   const char* end_;
+  const std::vector<absl::string_view>* skip_keys_;
   std::vector<JsonValue> stack_;
   absl::Status error_;
 };
@@ -481,13 +539,13 @@ absl::StatusOr<JsonDoc> JsonDoc::ParseBorrowed(absl::string_view text, absl::str
   return doc;
 }
 
-absl::StatusOr<JsonDoc> JsonDoc::ParseBorrowedSequence(absl::string_view text,
-                                                       absl::string_view file_name,
-                                                       absl::string_view* rest) {
+absl::StatusOr<JsonDoc> JsonDoc::ParseBorrowedSequence(
+    absl::string_view text, absl::string_view file_name, absl::string_view* rest,
+    const std::vector<absl::string_view>* skip_keys) {
   JsonDoc doc;
   doc.view_ = text;
   doc.file_name_ = std::string(file_name);
-  JsonParser parser(&doc);
+  JsonParser parser(&doc, skip_keys);
   absl::Status st = parser.RunSequence(rest);
   if (!st.ok()) return st;
   return doc;

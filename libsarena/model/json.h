@@ -93,9 +93,12 @@ class JsonDoc {
   /// sequence must end with the array's closing ']' and `*rest` receives the text after it.
   /// Used to parse slices of one large list in parallel; errors as Parse (byte offsets are
   /// relative to `text`).
-  static absl::StatusOr<JsonDoc> ParseBorrowedSequence(absl::string_view text,
-                                                       absl::string_view file_name,
-                                                       absl::string_view* rest = nullptr);
+  /// With `skip_keys`, object members with one of these keys (at any depth) are checked for
+  /// syntax but not stored: they read as null (a reader that needs none of them saves the
+  /// allocations, e.g. a pod's spec.volumes or status.containerStatuses).
+  static absl::StatusOr<JsonDoc> ParseBorrowedSequence(
+      absl::string_view text, absl::string_view file_name, absl::string_view* rest = nullptr,
+      const std::vector<absl::string_view>* skip_keys = nullptr);
 
   JsonDoc(JsonDoc&&) noexcept;
   JsonDoc& operator=(JsonDoc&&) noexcept;

@@ -397,6 +397,14 @@ size_t FindItemsArray(absl::string_view head) {
   }
 }
 
+// Members of a pod that ParsePodItem never reads, often most of its text: the slices skip
+// building them (their syntax is still checked).
+const std::vector<absl::string_view> kPodSkipKeys = {
+    "managedFields", "ownerReferences", "volumes",          "tolerations",  "affinity",
+    "volumeMounts",  "env",             "envFrom",          "resources",    "readinessProbe",
+    "livenessProbe", "startupProbe",    "containerStatuses", "initContainerStatuses",
+    "securityContext", "lifecycle",     "args",             "command"};
+
 // Pods of `path` parsed in parallel slices; nullopt when the file cannot be split (then the
 // caller parses it whole). Errors only for I/O failures.
 absl::StatusOr<std::optional<std::vector<Pod>>> ParsePodsSliced(int fd, size_t size,
@@ -460,7 +468,7 @@ absl::StatusOr<std::optional<std::vector<Pod>>> ParsePodsSliced(int fd, size_t s
       bool last = k + 1 == ranges.size();
       absl::StatusOr<JsonDoc> doc = absl::UnknownError("");
       if (st.ok()) {
-        doc = JsonDoc::ParseBorrowedSequence(text, rel, last ? &rest : nullptr);
+        doc = JsonDoc::ParseBorrowedSequence(text, rel, last ? &rest : nullptr, &kPodSkipKeys);
         if (!doc.ok()) st = doc.status();
       }
       if (st.ok() && last) {
