@@ -505,6 +505,8 @@ absl::Status FillLinkAttrs(const JsonValue& it, absl::string_view file, const st
         if (learning) vx.learning = *learning;
         SARENA_ASSIGN_OR_RETURN(auto ttl, JsonGetInt(*data, "ttl", file, dp, 0, 255));
         if (ttl) vx.ttl = static_cast<uint8_t>(*ttl);
+        SARENA_ASSIGN_OR_RETURN(auto df, JsonGetString(*data, "df", file, dp));
+        if (df) vx.df = std::string(*df);
         ifc->vxlan = vx;
       } else if (ifc->kind == "ipip" || ifc->kind == "gre" || ifc->kind == "sit" ||
                  ifc->kind == "gretap") {
@@ -1200,7 +1202,9 @@ RouteResult Netstack::LookupTable(uint32_t table, const Flow& flow) const {
         if (nh.dead) continue;
         if (!nh.dev.empty() && Has(NetstackSource::kLinks)) {
           const Interface* ifc = FindInterface(nh.dev);
-          if (ifc == nullptr || !ifc->admin_up) continue;  // the kernel flushes such routes
+          // The kernel flushes the routes of a device that goes down — except the local routes
+          // of its addresses, which stay and keep delivering (the weak host model).
+          if (ifc == nullptr || (!ifc->admin_up && r.type != RouteType::kLocal)) continue;
           bool linkdown = nh.linkdown || (!ifc->CanTransmit());
           if (linkdown && sysctls_.IgnoreRoutesWithLinkdown(nh.dev).value != 0) continue;
         }

@@ -119,6 +119,9 @@ struct VxlanInfo {
   uint16_t port = 8472;               // UDP destination port ("port"); kernel default 8472
   bool learning = true;
   uint8_t ttl = 0;
+  /// "df": the outer header's Don't Fragment bit — "unset" (the kernel default: the outer
+  /// packet is fragmented when it exceeds the underlay MTU), "set", or "inherit" (the inner's).
+  std::string df = "unset";
 };
 
 /// IPIP / GRE / SIT attributes (info_kind "ipip", "gre", "sit"; iproute2 link_iptnl.c).

@@ -344,6 +344,43 @@ TEST(NetstackLookup, DownDeviceRoutesAreSkipped) {
   EXPECT_EQ(r.oif, "eth0");  // default route, as after the kernel flushed eth1's routes
 }
 
+// The kernel keeps the local route of an address whose device is down and still delivers to it
+// (found by tests/privileged/diag_diff_test.sh: a pod reached the sarena node IP while
+// sarena_host was down). Unicast routes through the device are gone.
+TEST(NetstackLookup, LocalRouteOfDownDeviceStillDelivers) {
+  Netstack ns = SmallNode();
+  Interface host;
+  host.name = "sarena_host";
+  host.ifindex = 6;
+  host.noarp = true;
+  host.operstate = "DOWN";
+  host.mtu = 1500;
+  host.addresses.push_back({.local = Ip("10.244.9.1"), .prefixlen = 32});
+  ns.AddInterface(host);
+  Route local;
+  local.dst = Pfx("10.244.9.1/32");
+  local.type = RouteType::kLocal;
+  local.table = kTableLocal;
+  local.scope = Scope::kHost;
+  local.prefsrc = Ip("10.244.9.1");
+  local.nexthops.push_back(Nexthop{.dev = "sarena_host"});
+  ns.AddRoute(local);
+  Route cidr;
+  cidr.dst = Pfx("10.244.9.0/24");
+  cidr.nexthops.push_back(Nexthop{.dev = "sarena_host"});
+  ns.AddRoute(cidr);
+  ns.Finalize();
+  Flow f;
+  f.iif = "eth0";
+  f.src = Ip("192.168.20.7");
+  f.dst = Ip("10.244.9.1");
+  InputResult in = ns.RouteInput(f);
+  EXPECT_EQ(in.decision, InputDecision::kLocal) << in.detail;
+  EXPECT_EQ(ns.Lookup(Out("10.244.9.1")).type, RouteType::kLocal);
+  RouteResult other = ns.Lookup(Out("10.244.9.7"));  // 10.244.9.0/24 dev sarena_host: flushed
+  EXPECT_EQ(other.oif, "eth0");
+}
+
 // ---- Policy rules. ----
 
 TEST(NetstackRules, RealRuleFile) {
