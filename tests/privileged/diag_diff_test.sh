@@ -1,0 +1,651 @@
+#!/usr/bin/env bash
+# Differential test of sarena-diag against the kernel (issue 3, item 7).
+#
+# Three topologies are built once in network namespaces and reused:
+#   S  a sarena node through the real daemon (sarenad + sarena-cni, tests/lib/sarena-node.sh):
+#      node sn1, pods sa sb sc, kube-proxy's chains for ClusterIP default/web-s -> sb;
+#   B  two Calico-like BGP nodes (tests/lib/calico-node.sh): bgp1 bgp2 joined by two veth
+#      "cables" eth0 192.168.91.0/24 (the nodes' Calico address) and eth1 192.168.92.0/24, pods
+#      ba bb on bgp1 and bc bd on bgp2 on cali<sha1(ns.name)[:11]> veths, "<pod> dev caliX scope
+#      link", "blackhole <own block> proto bird", "<remote block> via <node> dev eth0 proto bird",
+#      proxy_arp + 169.254.1.1 in the pods, Felix's and kube-proxy's chains (diff/web-b -> bc);
+#      a node sending from its eth1 address reaches a remote pod with the reply entering on
+#      another interface than the request left (the asymmetric return that strict rp_filter drops);
+#   V  two Calico-like VXLAN nodes vx1 vx2: vxlan.calico (VNI 4096, port 4789, MTU 1450, the
+#      tunnel address per node), "<block> via <tunnel addr> dev vxlan.calico onlink", permanent
+#      neighbour + fdb entries, pods va vb / vc vd with MTU 1450, diff/web-v -> vc.
+#   (IPIP cannot be built: this kernel has no ipip module, so there is no tunl0.)
+# The Kubernetes / Calico objects (pods, nodes with Calico annotations, services,
+# endpointslices, ippools) are written as `kubectl get -o json` prints them into cluster/ of
+# each snapshot; nodes/<node>/ comes from `sarena-diag collect` run in each involved node netns.
+#
+# A seeded generator (DIFF_SEED, default 1; DIFF_COUNT scenarios, default 220) picks for every
+# scenario a topology, a flow (pod->pod on one node or across nodes, pod->ClusterIP, node->pod,
+# pod->node, node-from-its-second-address->pod) and ONE fault on a random hop / device / pod of
+# that topology (most on the flow's path, some off it):
+#   rp_filter (strict, on a node's "all" or one device), ip_forward 0, one device's forwarding
+#   0, a route deleted, a route replaced by a wrong one, a link down, an MTU below the probe
+#   size, a Service without endpoints, an iptables DROP rule (FORWARD / INPUT / OUTPUT, matching
+#   the request or the reply), a deleted endpoint-map entry and a stale endpoint MAC (sarena,
+#   bpftool on the pinned map), or none (healthy).
+# Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
+# a real attempt from the same source to the same destination (TCP through socat, or for MTU
+# faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
+# revert; a cheap probe that the path works again. The diagnoser agrees when
+#   kernel connected  <=> verdict is reachable (or degraded: warnings, the path works), and
+#   kernel failed     =>  verdict unreachable with a FATAL suspicion whose code is one the
+#                         injected fault can cause and whose hop is where it was injected.
+# Prints one line per scenario and "agreed N/TOTAL"; exits non-zero unless all agree.
+# Env: DIFF_SEED, DIFF_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
+#      DIFF_VERBOSE=1 (suspicions of every scenario), SN_KEEP_LOGS=1 (keep snapshots).
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/../lib/sarena-node.sh"
+. "$HERE/../lib/calico-node.sh"
+. "$HERE/../lib/kube-proxy.sh"
+. "$HERE/../lib/k8s-objects.sh"
+
+[ "$(id -u)" -eq 0 ] || { echo "FAIL: must run as root (CI is root; this test never skips)"; exit 1; }
+for t in socat jq bpftool iptables iptables-restore nsenter xxd base32 sha1sum sha256sum bridge ss; do
+  command -v "$t" >/dev/null || { echo "FAIL: $t not installed"; exit 1; }
+done
+DIAG=$SN_BIN/sarena-diag
+for b in sarena-diag sarenad sarena-cni sarena; do
+  [ -x "$SN_BIN/$b" ] || { echo "FAIL: $SN_BIN/$b not built"; exit 1; }
+done
+
+SEED=${DIFF_SEED:-1}
+COUNT=${DIFF_COUNT:-220}
+SIZE=${DIFF_SIZE:-1400}
+ONLY=" ${DIFF_ONLY:-} "
+VERBOSE=${DIFF_VERBOSE:-0}
+T0=$SECONDS
+sn_init dd
+echo "diag_diff: seed $SEED, $COUNT scenarios (reproduce: DIFF_SEED=$SEED DIFF_COUNT=$COUNT)"
+
+die() { echo "FAIL: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# Places: every node and pod netns, with what the generator and the checker need to know.
+declare -A P_NS P_HOP P_KIND P_TOPO P_NODE P_IP P_REF P_DEVS P_ROUTES P_ALT P_MTU
+declare -A T_NODES T_PODS T_FLOWS T_SVC T_CLUSTER
+NODE_PODS_ARGS=()
+
+place() {  # place NAME KIND TOPO NETNS HOPID IP REF [NODE]
+  P_KIND[$1]=$2 P_TOPO[$1]=$3 P_NS[$1]=$4 P_HOP[$1]=$5 P_IP[$1]=$6 P_REF[$1]=$7 P_NODE[$1]=${8:-$1}
+  if [ "$2" = node ]; then T_NODES[$3]+="$1 "; else T_PODS[$3]+="$1 "; fi
+}
+
+# serve NETNS TEXT PORT: a TCP server on PORT answering TEXT to every connection, and a UDP
+# receiver on 7777 appending every datagram to $SN_DIR/udp-<NETNS> (the MTU probes are one-way:
+# the receiver proves a datagram of the probed size arrived; one long-lived process, so no
+# datagram is lost to a forked child).
+serve() {
+  local port=$3
+  nsenter --net="/var/run/netns/$1" socat "TCP-LISTEN:$port,reuseaddr,fork" "SYSTEM:echo $2" \
+    >/dev/null 2>&1 &
+  disown
+  nsenter --net="/var/run/netns/$1" socat -u UDP-RECV:7777 \
+    "OPEN:$SN_DIR/udp-$1,creat,append" >/dev/null 2>&1 &
+  disown
+  local i
+  for i in $(seq 100); do
+    nsenter --net="/var/run/netns/$1" ss -Hltn "sport = :$port" | grep -q LISTEN &&
+      nsenter --net="/var/run/netns/$1" ss -Hlun "sport = :7777" | grep -q 7777 && return 0
+    sleep 0.05
+  done
+  die "server in $1 did not start"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Topology S: a sarena node through the real daemon.
+setup_sarena() {
+  sn_node_up sn1 10.244.9.0/24 10.244.9.1 >/dev/null || die "sarenad did not start"
+  local ns; ns=$(sn_node_ns sn1)
+  place sn1 node S "$ns" sn1 10.244.9.1 node:sn1
+  local p
+  for p in sa sb sc; do
+    sn_pod_add sn1 $p >/dev/null || die "CNI ADD of $p failed"
+    place $p pod S "$(sn_pod_ns $p)" "default/ctr-$SN_ID-$p" "$(sn_ip $p)" \
+      "pod:default/ctr-$SN_ID-$p" sn1
+    P_DEVS[$p]="eth0:sn1"
+  done
+  local eps; eps=$("$SN_BIN/sarena" --socket "$(sn_sock sn1)" -o json endpoint list)
+  P_DEVS[sn1]="sarena_host:sn1 sarena_net:sn1"
+  for p in sa sb sc; do
+    P_DEVS[sn1]+=" $(jq -r --arg ip "${P_IP[$p]}" '.endpoints[] | select(.ip == $ip) | .host_ifname' <<<"$eps"):$p"
+  done
+  T_SVC[S]="default/web-s 10.96.9.10 sb"
+  kp_restore "$ns" 10.244.0.0/16 "default/web-s:http 10.96.9.10 80 ${P_IP[sb]}:8080"
+  serve "$ns" node-sn1 9090
+  for p in sa sb sc; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  T_FLOWS[S]="sa>sb sb>sa sa>sc sc>sb sb>sc sc>sa sa>svc sc>svc sn1>sa sn1>sb sn1>sc sa>sn1 sb>sn1 sc>sn1"
+}
+
+cluster_sarena() {  # cluster_sarena DIR [noep]
+  local d=$1 p; mkdir -p "$d"
+  for p in sa sb sc; do
+    local labels='{}'; [ $p = sb ] && labels='{"app":"web-s"}'
+    k8s_pod default "ctr-$SN_ID-$p" sn1 "${P_IP[$p]}" 10.244.9.1 "$labels"
+  done | k8s_list >"$d/pods.json"
+  k8s_node sn1 10.244.9.1 10.244.9.0/24 | k8s_list >"$d/nodes.json"
+  k8s_service default web-s 10.96.9.10 80 8080 '{"app":"web-s"}' | k8s_list >"$d/services.json"
+  if [ "${2:-}" = noep ]; then
+    k8s_endpointslice default web-s 8080
+  else
+    k8s_endpointslice default web-s 8080 "${P_IP[sb]}" sn1 "ctr-$SN_ID-sb"
+  fi | k8s_list >"$d/endpointslices.json"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Topologies B and V: Calico-like nodes by hand.
+calico_pod() {  # calico_pod TOPO NODE NAME IP MTU
+  cn_pod "$2" diff "$3" "$4" "$5"
+  place "$3" pod "$1" "$SN_ID-$3" "diff/$3" "$4" "pod:diff/$3" "$2"
+  P_DEVS[$3]="eth0:$2"
+  P_DEVS[$2]+=" $(cn_cali diff "$3"):$3"
+}
+
+setup_bgp() {
+  cn_node bgp1; cn_node bgp2
+  place bgp1 node B "$(cn_ns bgp1)" bgp1 192.168.91.1 node:bgp1
+  place bgp2 node B "$(cn_ns bgp2)" bgp2 192.168.91.2 node:bgp2
+  cn_wire bgp1 eth0 192.168.91.1/24 bgp2 eth0 192.168.91.2/24
+  cn_wire bgp1 eth1 192.168.92.1/24 bgp2 eth1 192.168.92.2/24
+  P_DEVS[bgp1]="eth0:bgp2 eth1:bgp2" P_DEVS[bgp2]="eth0:bgp1 eth1:bgp1"
+  P_ALT[bgp1]=192.168.92.1 P_ALT[bgp2]=192.168.92.2  # second addresses (flows "bgpN~eth1>...")
+  # A default route towards a router that is not there (real nodes have one; proxy_arp needs a
+  # route for 169.254.1.1 to answer the pods' ARP).
+  ip -n "$(cn_ns bgp1)" route add default via 192.168.91.254 dev eth0
+  ip -n "$(cn_ns bgp2)" route add default via 192.168.91.254 dev eth0
+  calico_pod B bgp1 ba 10.91.1.2 1500
+  calico_pod B bgp1 bb 10.91.1.3 1500
+  calico_pod B bgp2 bc 10.91.2.2 1500
+  calico_pod B bgp2 bd 10.91.2.3 1500
+  cn_blackhole bgp1 10.91.1.0/26
+  cn_blackhole bgp2 10.91.2.0/26
+  cn_bgp_route bgp1 10.91.2.0/26 192.168.91.2 eth0
+  cn_bgp_route bgp2 10.91.1.0/26 192.168.91.1 eth0
+  T_SVC[B]="diff/web-b 10.96.91.10 bc"
+  cn_felix_rules 10.91.0.0/16
+  local n p
+  for n in bgp1 bgp2; do
+    kp_restore "${P_NS[$n]}" 10.91.0.0/16 "diff/web-b:http 10.96.91.10 80 10.91.2.2:8080"
+    serve "${P_NS[$n]}" "node-$n" 9090
+  done
+  for p in ba bb bc bd; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  T_FLOWS[B]="ba>bb bc>bd ba>bc bd>ba bb>bd bc>bb ba>svc bd>svc bgp1>bc bgp2>ba bgp1>ba ba>bgp2 bc>bgp1 bgp1~eth1>bc bgp2~eth1>ba"
+}
+
+setup_vxlan() {
+  cn_node vx1; cn_node vx2
+  place vx1 node V "$(cn_ns vx1)" vx1 192.168.93.1 node:vx1
+  place vx2 node V "$(cn_ns vx2)" vx2 192.168.93.2 node:vx2
+  cn_wire vx1 eth0 192.168.93.1/24 vx2 eth0 192.168.93.2/24
+  P_DEVS[vx1]="eth0:vx2 vxlan.calico:vx2" P_DEVS[vx2]="eth0:vx1 vxlan.calico:vx1"
+  ip -n "$(cn_ns vx1)" route add default via 192.168.93.254 dev eth0
+  ip -n "$(cn_ns vx2)" route add default via 192.168.93.254 dev eth0
+  cn_vxlan vx1 192.168.93.1 eth0 66:f0:c0:a8:5d:01 10.93.1.1
+  cn_vxlan vx2 192.168.93.2 eth0 66:f0:c0:a8:5d:02 10.93.2.1
+  calico_pod V vx1 va 10.93.1.2 1450
+  calico_pod V vx1 vb 10.93.1.3 1450
+  calico_pod V vx2 vc 10.93.2.2 1450
+  calico_pod V vx2 vd 10.93.2.3 1450
+  cn_blackhole vx1 10.93.1.0/26
+  cn_blackhole vx2 10.93.2.0/26
+  vxlan_peers
+  T_SVC[V]="diff/web-v 10.96.93.10 vc"
+  cn_felix_rules 10.93.0.0/16
+  local n p
+  for n in vx1 vx2; do
+    kp_restore "${P_NS[$n]}" 10.93.0.0/16 "diff/web-v:http 10.96.93.10 80 10.93.2.2:8080"
+    serve "${P_NS[$n]}" "node-$n" 9090
+  done
+  for p in va vb vc vd; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  T_FLOWS[V]="va>vb vc>vd va>vc vd>va vb>vd vc>vb va>svc vd>svc vx1>vc vx2>va vx1>va va>vx2 vc>vx1"
+}
+
+vxlan_peers() {  # Felix's per-peer route, neighbour and fdb entries (idempotent: replace)
+  cn_vxlan_peer vx1 10.93.2.0/26 10.93.2.1 66:f0:c0:a8:5d:02 192.168.93.2
+  cn_vxlan_peer vx2 10.93.1.0/26 10.93.1.1 66:f0:c0:a8:5d:01 192.168.93.1
+}
+
+cluster_calico() {  # cluster_calico TOPO DIR [noep]
+  local t=$1 d=$2 n p; mkdir -p "$d"
+  local svc name cip backend pool vx
+  read -r name cip backend <<<"${T_SVC[$t]}"
+  svc=${name#diff/}
+  for p in ${T_PODS[$t]}; do
+    local labels='{}'; [ "$p" = "$backend" ] && labels="{\"app\":\"$svc\"}"
+    k8s_pod diff "$p" "${P_NODE[$p]}" "${P_IP[$p]}" "${P_IP[${P_NODE[$p]}]}" "$labels"
+  done | k8s_list >"$d/pods.json"
+  for n in ${T_NODES[$t]}; do
+    local ann; ann="{\"projectcalico.org/IPv4Address\":\"${P_IP[$n]}/24\""
+    [ "$t" = V ] && ann+=",\"projectcalico.org/IPv4VXLANTunnelAddr\":\"10.93.${n#vx}.1\""
+    k8s_node "$n" "${P_IP[$n]}" "" "$ann}"
+  done | k8s_list >"$d/nodes.json"
+  k8s_service diff "$svc" "$cip" 80 8080 "{\"app\":\"$svc\"}" | k8s_list >"$d/services.json"
+  if [ "${3:-}" = noep ]; then
+    k8s_endpointslice diff "$svc" 8080
+  else
+    k8s_endpointslice diff "$svc" 8080 "${P_IP[$backend]}" "${P_NODE[$backend]}" "$backend"
+  fi | k8s_list >"$d/endpointslices.json"
+  if [ "$t" = B ]; then pool=10.91.0.0/16 vx=Never; else pool=10.93.0.0/16 vx=Always; fi
+  calico_ippool "pool-$t" "$pool" Never "$vx" true | k8s_list IPPoolList >"$d/ippools.json"
+}
+
+# kube-proxy's healthy / no-endpoint rules on every node of a topology.
+kube_proxy() {  # kube_proxy TOPO [noep]
+  local t=$1 name cip backend n be cidr
+  read -r name cip backend <<<"${T_SVC[$t]}"
+  be="${P_IP[$backend]}:8080"; [ "${2:-}" = noep ] && be=-
+  case $t in
+    S) cidr=10.244.0.0/16; KP_EXTRA_NAT_CHAINS= KP_EXTRA_NAT= KP_EXTRA_FILTER_CHAINS= KP_EXTRA_FILTER= ;;
+    B) cidr=10.91.0.0/16; cn_felix_rules $cidr ;;
+    V) cidr=10.93.0.0/16; cn_felix_rules $cidr ;;
+  esac
+  for n in ${T_NODES[$t]}; do kp_restore "${P_NS[$n]}" "$cidr" "$name:http $cip 80 $be"; done
+}
+
+
+setup_sarena
+setup_bgp
+setup_vxlan
+for t in S B V; do
+  T_CLUSTER[$t]=$SN_DIR/cluster-$t
+  if [ $t = S ]; then cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
+  else cluster_calico $t "${T_CLUSTER[$t]}"; cluster_calico $t "${T_CLUSTER[$t]}-noep" noep; fi
+done
+# The healthy state of every place: main-table routes (replayed after faults that flush them)
+# and device MTUs.
+for p in "${!P_NS[@]}"; do
+  P_ROUTES[$p]=$(ip -n "${P_NS[$p]}" -o route show)
+  while read -r dev mtu; do P_MTU[$p/$dev]=$mtu; done \
+    < <(ip -n "${P_NS[$p]}" -j link show | jq -r '.[] | "\(.ifname) \(.mtu)"')
+done
+echo "diag_diff: topologies up in $((SECONDS - T0)) s"
+if [ -n "${DIFF_HOLD:-}" ]; then
+  declare -p P_NS P_DEVS P_IP >"$SN_DIR/places"; echo "holding; places in $SN_DIR/places"
+  sleep infinity & wait $!
+  exit 0
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The generator. Random choices only in this shell (never in $(...), which would not advance
+# RANDOM here): pick sets REPLY.
+RANDOM=$SEED
+pick() { local a=("$@"); REPLY=${a[RANDOM % ${#a[@]}]}; }
+chance() { [ $((RANDOM % 100)) -lt "$1" ]; }
+
+# flow_info FLOW: sets F_* for "SRC>DST" (SRC a place or NODE~DEV, DST a place or svc).
+flow_info() {
+  local src=${1%%>*} dst=${1#*>} t
+  F_BIND= F_SRCPLACE=${src%%~*}
+  t=${P_TOPO[$F_SRCPLACE]}
+  F_TOPO=$t
+  F_CNS=${P_NS[$F_SRCPLACE]}
+  if [[ $src == *~* ]]; then
+    F_BIND=${P_ALT[$F_SRCPLACE]} F_SRC=$F_BIND F_CLIENT_IP=$F_BIND
+  else
+    F_SRC=${P_REF[$F_SRCPLACE]} F_CLIENT_IP=${P_IP[$F_SRCPLACE]}
+  fi
+  F_SVC=0
+  if [ "$dst" = svc ]; then
+    local name cip backend
+    read -r name cip backend <<<"${T_SVC[$t]}"
+    F_SVC=1 F_DSTPLACE=$backend F_DST="svc:$name:80/tcp" F_IP=$cip F_PORT=80 F_LABEL="$src>svc"
+  else
+    F_DSTPLACE=$dst F_IP=${P_IP[$dst]} F_LABEL="$src>$dst"
+    if [ "${P_KIND[$dst]}" = node ]; then F_PORT=9090; else F_PORT=8080; fi
+    F_DST="${P_REF[$dst]}:$F_PORT/tcp"
+  fi
+  F_PATH="$F_SRCPLACE ${P_NODE[$F_SRCPLACE]} ${P_NODE[$F_DSTPLACE]} $F_DSTPLACE"
+  F_NODES=$(printf '%s\n' ${P_NODE[$F_SRCPLACE]} ${P_NODE[$F_DSTPLACE]} | sort -u | tr '\n' ' ')
+}
+
+# A place of the flow's path (80 %) or any of the topology; only nodes with "node".
+pick_place() {  # pick_place [node]
+  local c=() p
+  if chance 80; then
+    for p in $F_PATH; do [ "${1:-}" = node ] && [ "${P_KIND[$p]}" != node ] && continue; c+=("$p"); done
+  else
+    for p in ${T_NODES[$F_TOPO]}; do c+=("$p"); done
+    [ "${1:-}" = node ] || for p in ${T_PODS[$F_TOPO]}; do c+=("$p"); done
+  fi
+  pick "${c[@]}"
+}
+pick_dev() { local d; pick ${P_DEVS[$1]}; d=$REPLY; REPLY=${d%%:*}; PICKED_PEER=${d#*:}; }
+
+# gen_fault: sets G_FAULT (the fault, words) for the current flow.
+gen_fault() {
+  local types=(healthy rp_filter rp_filter ip_forward iface_fwd iface_fwd route_del route_del
+               route_wrong route_wrong link_down link_down drop drop)
+  [ "$F_SVC" = 0 ] && types+=(mtu mtu mtu)
+  [ "$F_SVC" = 1 ] && types+=(svc_noep svc_noep svc_noep)
+  [ "$F_TOPO" = S ] && types+=(ep_missing ep_missing ep_mac ep_mac)
+  pick "${types[@]}"; local type=$REPLY place dev
+  case $type in
+    healthy) G_FAULT=healthy ;;
+    rp_filter)
+      pick_place; place=$REPLY
+      if chance 40; then dev=all; else pick_dev "$place"; dev=$REPLY; fi
+      local v=1; chance 15 && v=2
+      G_FAULT="rp_filter $place $dev $v" ;;
+    ip_forward) pick_place node; G_FAULT="ip_forward $REPLY" ;;
+    iface_fwd) pick_place node; place=$REPLY; pick_dev "$place"; G_FAULT="iface_fwd $place $REPLY" ;;
+    route_del|route_wrong)
+      pick_place; place=$REPLY
+      local lines=() l
+      while IFS= read -r l; do
+        [ "$type" = route_wrong ] && { wrong_route "$place" "$l" || continue; }
+        lines+=("$l")
+      done <<<"${P_ROUTES[$place]}"
+      if [ ${#lines[@]} -eq 0 ]; then G_FAULT=healthy; return; fi
+      pick "${lines[@]}"
+      G_FAULT="$type $place ${REPLY// /,}" ;;
+    link_down) pick_place; place=$REPLY; pick_dev "$place"; G_FAULT="link_down $place $REPLY" ;;
+    mtu)
+      pick_place; place=$REPLY; pick_dev "$place"; dev=$REPLY
+      local m=1300; chance 30 && m=1420
+      G_FAULT="mtu $place $dev $m" ;;
+    svc_noep) G_FAULT="svc_noep $F_TOPO" ;;
+    drop)
+      pick_place node; place=$REPLY
+      pick FORWARD FORWARD INPUT OUTPUT; local chain=$REPLY
+      local ips=("$F_CLIENT_IP" "$F_IP")
+      [ "$F_SVC" = 1 ] && ips+=("${P_IP[$F_DSTPLACE]}")
+      pick "${ips[@]}"; local ip=$REPLY
+      pick -s -d
+      G_FAULT="drop $place $chain $REPLY $ip" ;;
+    ep_missing|ep_mac)
+      local pods=() p
+      if chance 80; then
+        for p in $F_PATH; do [ "${P_KIND[$p]}" = pod ] && pods+=("$p"); done
+      fi
+      [ ${#pods[@]} -eq 0 ] && pods=(sa sb sc)
+      pick "${pods[@]}"; G_FAULT="$type $REPLY" ;;
+  esac
+}
+
+# wrong_route PLACE LINE: prints LINE rewritten into a wrong route (exit 1: no wrong variant).
+#   "... via GW ..."              -> via GW' (GW with last octet 99: nobody owns it) onlink
+#   BGP remote block via eth0     -> via the peer node's eth1 address dev eth1 (still a node)
+#   "IP dev caliX|lxcX ..."       -> dev of another local pod (the packet reaches the wrong pod)
+wrong_route() {
+  local place=$1 l=$2 w
+  WRONG=
+  if [[ $l == blackhole* || $l == *"proto kernel"* ]]; then return 1; fi
+  if [[ $l =~ ^(.*)\ via\ ([0-9.]+)\ (.*)$ ]]; then
+    local gw=${BASH_REMATCH[2]}
+    if [ "${P_TOPO[$place]}" = B ] && [[ $l == *"dev eth0 proto bird"* ]]; then
+      local peer=${P_DEVS[$place]%% *}; peer=${peer#*:}
+      WRONG="${l%% via*} via ${P_ALT[$peer]} dev eth1 proto bird"
+      return 0
+    fi
+    w="${BASH_REMATCH[1]} via ${gw%.*}.99 ${BASH_REMATCH[3]}"
+    [[ $w == *onlink* ]] || w+=" onlink"
+    WRONG=$w
+    return 0
+  fi
+  if [[ $l =~ ^([0-9.]+)\ dev\ ((cali|lxc)[0-9a-f]+)\ (.*)$ ]]; then
+    local d other=
+    for d in ${P_DEVS[$place]}; do
+      d=${d%%:*}
+      [[ $d == cali* || $d == lxc* ]] && [ "$d" != "${BASH_REMATCH[2]}" ] && { other=$d; break; }
+    done
+    [ -n "$other" ] || return 1
+    WRONG="${BASH_REMATCH[1]} dev $other ${BASH_REMATCH[4]}"
+    return 0
+  fi
+  return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# Faults: inject / revert, and what the diagnoser must name when the kernel drops.
+# fault_expect FAULT...: sets X_CODES and X_HOPS (hop ids, base form).
+peer_of() { local d; for d in ${P_DEVS[$1]}; do [ "${d%%:*}" = "$2" ] && { echo "${d#*:}"; return; }; done; }
+fault_expect() {
+  local type=$1 place=${2:-}
+  X_HOPS=
+  [ -n "$place" ] && X_HOPS=${P_HOP[$place]:-}
+  case $type in
+    healthy) X_CODES= X_HOPS= ;;
+    rp_filter) X_CODES="rp_filter_drop" ;;
+    ip_forward|iface_fwd) X_CODES="ip_forward_disabled iface_forwarding_disabled" ;;
+    # A wrong or missing route also fails the reverse-path check of packets from the address
+    # it routed (strict rp_filter on Calico's workload veths).
+    route_del|route_wrong) X_CODES="no_route route_mismatch neighbor_missing link_missing rp_filter_drop" ;;
+    link_down|mtu)
+      X_CODES=link_down; [ "$type" = mtu ] && X_CODES=mtu_mismatch
+      local peer; peer=$(peer_of "$place" "$3")
+      [ -n "$peer" ] && [ "$peer" != "$place" ] && X_HOPS+=" ${P_HOP[$peer]}" ;;
+    svc_noep) X_CODES="service_no_endpoints" X_HOPS=${P_HOP[${P_NODE[$F_SRCPLACE]}]} ;;
+    drop) X_CODES="netfilter_drop" ;;
+    ep_missing) X_CODES="endpoint_map_missing" X_HOPS="sn1 ${P_HOP[$place]}" ;;
+    ep_mac) X_CODES="endpoint_mac_mismatch" X_HOPS="sn1 ${P_HOP[$place]}" ;;
+  esac
+}
+
+ep_key() { printf '%02x ' ${P_IP[$1]//./ }; printf '00 %.0s' {1..12}; printf '01 00 00 00'; }
+
+inject() {
+  local type=$1 place=${2:-} ns=${P_NS[${2:-sn1}]:-}
+  case $type in
+    healthy) ;;
+    rp_filter)
+      SAVED=$(cn_sysctl_get "$ns" "conf/$3/rp_filter")
+      cn_sysctl "$ns" "conf/$3/rp_filter" "$4" ;;
+    ip_forward) cn_sysctl "$ns" ip_forward 0 ;;
+    iface_fwd) cn_sysctl "$ns" "conf/$3/forwarding" 0 ;;
+    route_del) ip -n "$ns" route del ${3//,/ } ;;
+    route_wrong) wrong_route "$place" "${3//,/ }"; ip -n "$ns" route replace $WRONG ;;
+    link_down) ip -n "$ns" link set "$3" down ;;
+    mtu) ip -n "$ns" link set "$3" mtu "$4" ;;
+    svc_noep) kube_proxy "$2" noep ;;
+    drop) cn_exec "$ns" iptables -I "$3" 1 "$4" "$5" -j DROP ;;
+    ep_missing|ep_mac)
+      local pin; pin="$(sn_bpffs sn1)/sarena_lxc"
+      SAVED=$(bpftool map lookup pinned "$pin" key hex $(ep_key "$2") -j |
+        jq -r '.value | map(ltrimstr("0x")) | join(" ")')
+      if [ "$type" = ep_missing ]; then
+        bpftool map delete pinned "$pin" key hex $(ep_key "$2")
+      else
+        local v=($SAVED)
+        v[4]=02 v[5]=de v[6]=ad v[7]=be v[8]=ef v[9]=01
+        bpftool map update pinned "$pin" key hex $(ep_key "$2") value hex "${v[@]}"
+      fi ;;
+  esac
+}
+
+# replay PLACE: the place's healthy routes (and Felix's VXLAN entries), after a link went down.
+replay() {
+  local l pass
+  for pass in direct via; do  # a gateway must be reachable before a route can use it
+    while IFS= read -r l; do
+      [ -n "$l" ] || continue
+      if [[ $l == *" via "* ]]; then [ $pass = via ] || continue; else [ $pass = direct ] || continue; fi
+      ip -n "${P_NS[$1]}" route replace $l 2>/dev/null
+    done <<<"${P_ROUTES[$1]}"
+  done
+  [ "${P_TOPO[$1]}" = V ] && [ "${P_KIND[$1]}" = node ] && vxlan_peers
+  return 0
+}
+
+revert() {
+  local type=$1 place=${2:-} ns=${P_NS[${2:-sn1}]:-} p
+  case $type in
+    healthy) ;;
+    rp_filter) cn_sysctl "$ns" "conf/$3/rp_filter" "$SAVED" ;;
+    ip_forward) cn_sysctl "$ns" ip_forward 1 ;;
+    iface_fwd) cn_sysctl "$ns" "conf/$3/forwarding" 1 ;;
+    route_del|route_wrong) ip -n "$ns" route replace ${3//,/ } ;;
+    link_down)
+      ip -n "$ns" link set "$3" up
+      replay "$place"
+      p=$(peer_of "$place" "$3"); [ -n "$p" ] && replay "$p" ;;
+    mtu)
+      ip -n "$ns" link set "$3" mtu "${P_MTU[$place/$3]}"
+      p=$(peer_of "$place" "$3")
+      for p in $place $p; do
+        local d
+        for d in ${P_DEVS[$p]}; do ip -n "${P_NS[$p]}" link set "${d%%:*}" mtu "${P_MTU[$p/${d%%:*}]}"; done
+      done
+      # PMTU exceptions learnt from "fragmentation needed" would outlive the fault.
+      for p in ${T_NODES[$F_TOPO]} ${T_PODS[$F_TOPO]}; do ip -n "${P_NS[$p]}" route flush cache; done ;;
+    svc_noep) kube_proxy "$2" ;;
+    drop) cn_exec "$ns" iptables -D "$3" "$4" "$5" -j DROP ;;
+    ep_missing|ep_mac)
+      bpftool map update pinned "$(sn_bpffs sn1)/sarena_lxc" key hex $(ep_key "$2") value hex $SAVED ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------
+# One scenario.
+# attempt tcp|udp: a real attempt from the flow's source; prints ok / fail. tcp: a connection
+# that gets the server's answer. udp: one datagram of SIZE bytes (IP) with DF set
+# (IP_PMTUDISC_DO) that the destination's receiver logs within a second.
+attempt() {
+  local out
+  if [ "$1" = udp ]; then
+    local token="probe-$BASHPID-$EPOCHREALTIME-" payload=$SN_DIR/payload i
+    { printf '%s' "$token"; head -c $((SIZE - 28 - ${#token})) /dev/zero; } >"$payload"
+    nsenter --net="/var/run/netns/$F_CNS" socat -u -b 65536 "OPEN:$payload" \
+      "UDP:$F_IP:7777,mtudiscover=2${F_BIND:+,bind=$F_BIND}" 2>"${ATTEMPT_ERR:-/dev/null}" || {
+      echo fail; return; }
+    for i in $(seq 20); do
+      grep -aqF "$token" "$SN_DIR/udp-${P_NS[$F_DSTPLACE]}" 2>/dev/null && { echo ok; return; }
+      sleep 0.05
+    done
+    echo fail
+  else
+    out=$(nsenter --net="/var/run/netns/$F_CNS" \
+      socat -T1 - "TCP:$F_IP:$F_PORT,connect-timeout=1${F_BIND:+,bind=$F_BIND}" </dev/null 2>"${ATTEMPT_ERR:-/dev/null}")
+    [ -n "$out" ] && echo ok || echo fail
+  fi
+}
+
+collect() {  # collect SNAPDIR NODE
+  local n=$2 args=()
+  if [ "${P_TOPO[$n]}" = S ]; then
+    args=(--socket "$(sn_sock "$n")" --bpffs "$(sn_bpffs "$n")")
+  else
+    args=(--socket /nonexistent --bpffs= --no-programs)
+    local p
+    for p in ${T_PODS[${P_TOPO[$n]}]}; do
+      [ "${P_NODE[$p]}" = "$n" ] && args+=(--pod "diff/$p=/var/run/netns/${P_NS[$p]}")
+    done
+  fi
+  "$DIAG" collect --out "$1" --node "$n" --netns "${P_NS[$n]}" "${args[@]}" >"$1/collect-$n.log" 2>&1
+}
+
+hop_base() { local h=${1%%@*}; h=${h%%#*}; echo "${h%%/svc:*}"; }
+
+AGREED=0 TOTAL=0 DEGRADED=0 FAILED_IDS=()
+declare -A BY_FAULT_OK BY_FAULT_N
+
+run_scenario() {  # run_scenario ID FLOW FAULT...
+  local id=$1 flow=$2; shift 2
+  local fault=("$@") type=$1
+  flow_info "$flow"
+  fault_expect "${fault[@]}"
+  local proto=tcp trdst=$F_DST size=()
+  if [ "$type" = mtu ]; then
+    proto=udp size=(--size "$SIZE")
+    trdst="${P_REF[$F_DSTPLACE]}:7777/udp"
+  fi
+  local snap=$SN_DIR/snap/$id
+  mkdir -p "$snap/nodes"
+  local cluster=${T_CLUSTER[$F_TOPO]}
+  [ "$type" = svc_noep ] && cluster+=-noep
+  ln -s "$cluster" "$snap/cluster"
+
+  inject "${fault[@]}" >"$snap/inject.log" 2>&1 || { echo "FAIL: inject ${fault[*]}: $(cat "$snap/inject.log")"; exit 1; }
+  local n cok=1
+  for n in $F_NODES; do collect "$snap" "$n" || cok=0; done
+  local verdict=error sus=""
+  if [ $cok = 1 ] && "$DIAG" trace --snapshot "$snap" --src "$F_SRC" --dst "$trdst" "${size[@]}" \
+      -o json >"$snap/trace.json" 2>"$snap/trace.err"; then
+    verdict=$(jq -r .verdict "$snap/trace.json")
+    sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
+  fi
+  local kernel; kernel=$(ATTEMPT_ERR=$snap/attempt.err attempt $proto)
+  ip -n "$F_CNS" route get "$F_IP" ${F_BIND:+from $F_BIND} >"$snap/route-get.txt" 2>&1
+  revert "${fault[@]}" >"$snap/revert.log" 2>&1 || { echo "FAIL: revert ${fault[*]}: $(cat "$snap/revert.log")"; exit 1; }
+
+  # Agreement.
+  local agree=0 named=""
+  if [ "$kernel" = ok ]; then
+    [ "$verdict" = reachable ] || [ "$verdict" = degraded ] && agree=1
+  elif [ "$verdict" = unreachable ]; then
+    local lvl code hop c h
+    while read -r lvl code hop; do
+      [ "$lvl" = FATAL ] || continue
+      for c in $X_CODES; do
+        [ "$c" = "$code" ] || continue
+        for h in $X_HOPS; do [ "$h" = "$(hop_base "$hop")" ] && { agree=1; named="$code@$hop"; }; done
+      done
+    done <<<"$sus"
+  fi
+  [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
+  TOTAL=$((TOTAL + 1))
+  BY_FAULT_N[$type]=$((${BY_FAULT_N[$type]:-0} + 1))
+  local mark=agree
+  if [ $agree = 1 ]; then
+    AGREED=$((AGREED + 1)); BY_FAULT_OK[$type]=$((${BY_FAULT_OK[$type]:-0} + 1))
+  else
+    mark=DISAGREE; FAILED_IDS+=("$id")
+  fi
+  local exp="-"
+  [ "$type" != healthy ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')"
+  printf '%4d %s %-16s %-52s diag=%-11s kernel=%-4s %s %s\n' "$id" "$F_TOPO" "$F_LABEL" \
+    "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+($named)}"
+  if [ $agree = 0 ] || [ "$VERBOSE" = 1 ]; then
+    [ $agree = 0 ] && printf '       expected on failure: %s\n' "$exp"
+    [ -s "$snap/trace.err" ] && sed 's/^/       trace: /' "$snap/trace.err"
+    [ -s "$snap/attempt.err" ] && sed 's/^/       attempt: /' "$snap/attempt.err"
+    [ $agree = 0 ] && sed 's/^/       route get: /' "$snap/route-get.txt"
+    [ -n "$sus" ] && printf '%s\n' "$sus" | sed 's/^/       /'
+  fi
+  [ $agree = 1 ] && [ -z "${SN_KEEP_LOGS:-}" ] && rm -rf "$snap"
+
+  # The topology must be healthy again before the next scenario.
+  local i
+  for i in 1 2 3 4 5; do
+    [ "$(attempt $proto)" = ok ] && return 0
+    sleep 0.2
+  done
+  echo "FAIL: $F_LABEL still broken after reverting '${fault[*]}': the topology is not healthy"
+  exit 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# DIFF_FIXTURES=DIR: write the healthy Calico snapshots (both nodes, every pod, the cluster
+# objects) to DIR/diff-bgp and DIR/diff-vxlan — the unit-test fixtures of
+# tests/unit/diag_diff_fixtures_test.cc (regenerate: DIFF_FIXTURES=tests/data/cases DIFF_COUNT=0).
+if [ -n "${DIFF_FIXTURES:-}" ]; then
+  for t in B V; do
+    out=$DIFF_FIXTURES/diff-bgp; [ $t = V ] && out=$DIFF_FIXTURES/diff-vxlan
+    rm -rf "$out"; mkdir -p "$out/nodes"; cp -r "${T_CLUSTER[$t]}" "$out/cluster"
+    for n in ${T_NODES[$t]}; do collect "$out" "$n" || die "collect $n"; rm -f "$out/collect-$n.log"; done
+    echo "diag_diff: wrote $out"
+  done
+  [ "$COUNT" -eq 0 ] && exit 0
+fi
+SCEN_FLOW=() SCEN_FAULT=()
+for ((i = 1; i <= COUNT; i++)); do
+  pick S B V; t=$REPLY
+  pick ${T_FLOWS[$t]}; flow=$REPLY
+  flow_info "$flow"
+  gen_fault
+  SCEN_FLOW+=("$flow") SCEN_FAULT+=("$G_FAULT")
+done
+mkdir -p "$SN_DIR/snap"
+for ((i = 1; i <= COUNT; i++)); do
+  [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
+  run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
+done
+
+echo "by fault: $(for k in "${!BY_FAULT_N[@]}"; do printf '%s %s/%s  ' "$k" "${BY_FAULT_OK[$k]:-0}" "${BY_FAULT_N[$k]}"; done)"
+echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]
