@@ -215,6 +215,21 @@ class CalicoPlugin : public Plugin {
         return PluginAction::Stop();
       }
     }
+    if (!exp_dev.empty() && route.oif != exp_dev && ns.Has(model::NetstackSource::kLinks)) {
+      // The device Calico routes the block through is down: the kernel flushed that route
+      // with it, so the lookup fell through to another one.
+      const Interface* t = ns.FindInterface(exp_dev);
+      if (t && (!t->admin_up || !t->CanTransmit())) {
+        ctx.Suspect(
+            hop, Level::kFatal, "link_down",
+            absl::StrCat(exp_dev, " is down on ", w.node_name, " (",
+                         t->operstate.empty() ? "no carrier" : t->operstate,
+                         "): the kernel flushed Calico's route for the block of ", remote->name,
+                         " (", ModeName(mode), "), so ", dst.to_string(), " falls to '",
+                         route.route ? route.route->ToString() : route.ToString(), "'"));
+        return PluginAction::Stop();
+      }
+    }
     bool dev_ok = exp_dev.empty() || route.oif == exp_dev;
     bool gw_ok = !exp_gw || (route.gateway && *route.gateway == *exp_gw);
     net::Ipv4Prefix block(dst, std::max<uint8_t>(pool->block_size, pool->cidr.prefix_length()));
@@ -225,7 +240,7 @@ class CalicoPlugin : public Plugin {
                      mode == Mode::kVxlan ? " onlink" : " proto bird", " (", ModeName(mode),
                      ", pool ", pool->name, ")");
     if (!dev_ok || !gw_ok) {
-      bool gw_is_node = route.gateway && c.FindNodeByIp(*route.gateway) != nullptr;
+      bool gw_is_node = route.gateway && NodeOwns(ctx, *route.gateway);
       bool to_tunnel = IsCalicoDevice(route.oif) && !absl::StartsWith(route.oif, "cali");
       if (!gw_is_node && !to_tunnel) {
         ctx.Suspect(
@@ -318,6 +333,19 @@ class CalicoPlugin : public Plugin {
                              "'s ARP for its gateway ", r.gateway->to_string(),
                              cached ? "; it works only until the cached entry expires"
                                     : "; the pod cannot send off its veth"));
+  }
+
+  // Whether `ip` is a node's: listed in nodes.json, or an address of a node netns in the
+  // snapshot (a second interface the Node object does not list; small snapshots only).
+  static bool NodeOwns(const PluginContext& ctx, const net::Ipv4& ip) {
+    if (ctx.cluster->FindNodeByIp(ip)) return true;
+    const auto& names = ctx.snapshot->node_names();
+    if (names.size() > 64) return false;
+    for (const std::string& n : names) {
+      auto st = ctx.snapshot->Node(n);
+      if (st.ok() && (*st)->netstack.InterfaceWithAddress(ip)) return true;
+    }
+    return false;
   }
 
   // The node's host interface: the one holding its Calico address, else its InternalIP.

@@ -184,6 +184,17 @@ class Walker {
   };
   std::optional<Owner> OwnerOf(const net::Ipv4& ip);
   std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
+  // The other end of a veth "cable" from node `w` to another node's netns.
+  std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
+  // Whether the netns `peer` answers, on its device `pif`, an ARP request for `target` from
+  // `sender` (arp_process: own address under arp_ignore, or proxy ARP).
+  bool AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
+                  const net::Ipv4& sender);
+  // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
+  // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
+  // packet died here (the FATAL is added to `v`).
+  bool CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
+                 const Interface& pif, const net::Ipv4& nexthop, Flight& f);
   // Pods of `node`: the cluster's, plus pod directories of the snapshot that pods.json lacks
   // (a collect without kubectl data), synthesized from their netns.
   const std::vector<const model::Pod*>& PodsOn(const std::string& node);
@@ -210,6 +221,9 @@ class Walker {
   absl::flat_hash_map<std::string, std::vector<const model::Pod*>> pods_on_;
   Where client_where_;
   bool client_external_ = false;
+  // Size of the client's first packet (its route MTU, or --size): a TCP server's segments are
+  // no larger (the client's MSS).
+  uint32_t client_size_ = 0;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -513,7 +527,16 @@ void Walker::NotePolicyRoute(Vertex v, const RouteResult& r) {
 void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
                               absl::string_view what, const Where* w) {
   if (w) {
-    if (const Interface* d = DownDeviceFor(*w, p.dst)) {
+    const Interface* d = DownDeviceFor(*w, p.dst);
+    if (d == nullptr && !w->in_pod() && !r.route && r.error == ENETUNREACH) {
+      // No table routes dst at all and the node's primary (underlay) device is down: its routes
+      // (remote pod blocks, the default route) went with it when it went down.
+      const Interface* primary = PrimaryInterface(*w);
+      if (primary && !primary->loopback && (!primary->admin_up || !primary->CanTransmit())) {
+        d = primary;
+      }
+    }
+    if (d != nullptr) {
       Drop(v, "link_down",
            absl::StrCat(d->name, " is down (", d->operstate.empty() ? "no carrier" : d->operstate,
                         "): the kernel dropped its routes, so ", what, " ", p.dst.to_string(),
@@ -703,6 +726,113 @@ std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex
   return std::nullopt;
 }
 
+std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interface& oif,
+                                                  const net::Ipv4& nexthop) {
+  if (!oif.link_index || !oif.link_netnsid || snap_.node_names().size() > 64) return std::nullopt;
+  // ifindexes are per netns: the candidates are the other nodes' veths with ifindex ==
+  // link_index whose own peer is ours; several are told apart by the next hop's address, then
+  // by a shared subnet.
+  std::vector<Owner> cands;
+  for (const std::string& n : snap_.node_names()) {
+    if (n == w.node_name) continue;
+    auto nw = NodeWhere(n);
+    if (!nw.ok()) {
+      error_.Update(nw.status());
+      return std::nullopt;
+    }
+    if (nw->ns == nullptr) continue;
+    const Interface* i = nw->ns->netstack.FindInterfaceByIndex(*oif.link_index);
+    if (!i || i->kind != "veth" || !i->link_netnsid) continue;
+    if (i->link_index && *i->link_index != oif.ifindex) continue;
+    cands.push_back(Owner{*nw, i->name});
+  }
+  if (cands.size() == 1) return cands.front();
+  for (const Owner& c : cands) {
+    if (c.where.ns->netstack.IsLocalAddress(nexthop)) return c;
+  }
+  for (const Owner& c : cands) {
+    const Interface* i = c.where.ns->netstack.FindInterface(c.ifname);
+    for (const auto& a : oif.addresses) {
+      for (const auto& b : i->addresses) {
+        if (a.prefixlen < 32 && net::Contains(a.Subnet(), b.local)) return c;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool Walker::AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
+                        const net::Ipv4& sender) {
+  if (pif.noarp) return false;  // arp_rcv drops ARP on IFF_NOARP devices
+  const Netstack& ns = peer.ns->netstack;
+  const model::Sysctls& sc = ns.sysctls();
+  auto conf = [&](absl::string_view dev, absl::string_view key) {
+    return sc.GetInt(model::Sysctls::ConfKey(dev, key)).value_or(0);
+  };
+  if (ns.IsLocalAddress(target)) {
+    // IN_DEV_ARP_IGNORE = max(all, dev): 0 any local address, 1 only one configured on the
+    // receiving device, 2 that and the sender inside its subnet, 3+ (scope / never) no.
+    int64_t ignore = std::max(conf("all", "arp_ignore"), conf(pif.name, "arp_ignore"));
+    if (ignore == 0) return true;
+    if (ignore > 2) return false;
+    for (const auto& a : pif.addresses) {
+      if (a.local != target) continue;
+      if (ignore == 1 || net::Contains(a.Subnet(), sender)) return true;
+    }
+    return false;
+  }
+  // Proxy ARP (IN_DEV_PROXY_ARP = all OR dev; arp_fwd_proxy): answered when the device forwards
+  // and the kernel would route the target out of another device.
+  if (conf("all", "proxy_arp") == 0 && conf(pif.name, "proxy_arp") == 0) return false;
+  model::Flow fl;
+  fl.dst = target;
+  fl.src = sender;
+  fl.iif = pif.name;
+  model::InputResult in = ns.RouteInput(fl);
+  return in.decision == model::InputDecision::kForward && in.route.type == RouteType::kUnicast &&
+         in.route.oif != pif.name;
+}
+
+bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
+                       const Interface& pif, const net::Ipv4& nexthop, Flight& f) {
+  if (peer.ns == nullptr) return true;
+  // Neighbour resolution (not for NOARP devices such as sarena_host, nor for a usable cached
+  // entry).
+  if (!oif.noarp && w.ns && !f.outer) {
+    const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
+    bool cached = n && n->Usable();
+    if (!cached && !AnswersArp(peer, pif, nexthop, f.pkt.src)) {
+      std::string where_to =
+          peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
+      Drop(v, "neighbor_missing",
+           absl::StrCat("nothing answers ARP for next hop ", nexthop.to_string(), " on ", oif.name,
+                        ": at the other end (", pif.name, " in ", where_to,
+                        ") it is no local address and no proxy ARP applies, so ", Tuple(f.pkt),
+                        " is never sent",
+                        n ? absl::StrCat(" (neighbour entry ", absl::StrJoin(n->state, ","), ")")
+                          : std::string()));
+      return false;
+    }
+  }
+  // veth_xmit -> __dev_forward_skb: is_skb_forwardable() drops a frame longer than the
+  // RECEIVING device's MTU + Ethernet header + VLAN_HLEN, silently (no ICMP, no PMTU signal).
+  uint32_t size = f.outer ? f.size + (f.encap_kind == "vxlan" ? 50 : 20) : f.size;
+  if (pif.mtu > 0 && size > pif.mtu + 4) {
+    bool forced = query_.size != 0 && !f.reply;
+    Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+            absl::StrCat(size, "-byte packets leave ", oif.name, " (MTU ", oif.mtu, ") but ",
+                         pif.name, " at the other end of the veth has MTU ", pif.mtu,
+                         ": the veth drops them silently (is_skb_forwardable; no "
+                         "fragmentation-needed reaches the sender)"));
+    if (forced) {
+      graph_.hop(v).action = HopAction::kDrop;
+      return false;
+    }
+    if (!f.outer) f.size = pif.mtu;
+  }
+  return true;
+}
+
 // ------------------------------------------------------------------------------------------
 // Entry points of a netns.
 
@@ -823,13 +953,17 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
     Serve(w, v, std::move(f), std::move(br));
     return;
   }
+  const Interface* out = ns.FindInterface(r.oif);
   if (f.size == 0) {
     if (query_.size && !f.reply) {
       f.size = query_.size;
-    } else if (const Interface* o = ns.FindInterface(r.oif)) {
-      f.size = o->mtu;
+    } else if (out) {
+      f.size = out->mtu;
     }
+  } else if (f.reply && out && out->mtu && f.size > out->mtu) {
+    f.size = out->mtu;  // a TCP server's segments: the client's MSS, capped by its own MTU
   }
+  if (!f.reply && client_size_ == 0) client_size_ = f.size;
   if (!w.in_pod()) {
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, r);
@@ -1269,7 +1403,7 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
     if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
   }
   if (f.size > oif->mtu && oif->mtu > 0) {
-    bool forced = query_.size != 0;
+    bool forced = query_.size != 0 && !f.reply;  // --size sets the request's packets only
     Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
             absl::StrCat(f.size, "-byte packets (", f.reply ? "the server's" : "the sender's",
                          " MTU) exceed the MTU ", oif->mtu, " of ", oif->name,
@@ -1432,8 +1566,21 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
   }
   if (tun.mtu && f.size > tun.mtu) f.size = tun.mtu;  // PMTU discovery against the tunnel MTU
   uint32_t outer_size = f.size + overhead;
-  if (f.size && under->mtu && outer_size > under->mtu) {
-    bool forced = query_.size != 0;
+  // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP layer
+  // fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only lowers the
+  // inner route's PMTU so that later DF packets get "fragmentation needed".
+  bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
+  if (f.size && under->mtu && outer_size > under->mtu && outer_fragments) {
+    Suspect(v, Level::kWarning, "mtu_mismatch",
+            absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
+                         "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
+                         under->name, " has MTU ", under->mtu,
+                         ": the outer packet is fragmented (df unset) and the inner path MTU "
+                         "drops to ",
+                         under->mtu - overhead, " for later packets; ", tun.name,
+                         " MTU should be <= ", under->mtu - overhead));
+  } else if (f.size && under->mtu && outer_size > under->mtu) {
+    bool forced = query_.size != 0 && !f.reply;
     Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
             absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
                          "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
@@ -1531,7 +1678,8 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
   const Netstack& ns = w.ns->netstack;
   // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
   if (!oif.link.empty() && !oif.link_netnsid) {
-    if (ns.FindInterface(oif.link)) {
+    if (const Interface* peer = ns.FindInterface(oif.link)) {
+      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return;
       Receive(w, oif.link, std::move(f), std::move(br),
               Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)});
       return;
@@ -1548,6 +1696,7 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
     if (node->ns && oif.link_index) {
       if (const Interface* hi = node->ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
         iif = hi->name;
+        if (hi->master.empty() && !CrossVeth(w, v, oif, *node, *hi, nexthop, f)) return;
         if (!hi->master.empty()) {
           const Interface* br_dev = node->ns->netstack.FindInterface(hi->master);
           if (br_dev && br_dev->kind == "bridge") {
@@ -1596,13 +1745,28 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
         error_ = pw.status();
         return;
       }
+      if (!CrossVeth(w, v, oif, *pw, *pi, nexthop, f)) return;
       Receive(*pw, pi->name, std::move(f), std::move(br),
               Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
       return;
     }
     if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
+      if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
+        if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return;
+      }
       Receive(o->where, o->ifname, std::move(f), std::move(br),
               Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});
+      return;
+    }
+    if (!error_.ok()) return;
+    // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
+    // hop must resolve there (CrossVeth).
+    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
+      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
+                                   peer->where.node_name, ")")});
       return;
     }
     if (!error_.ok()) return;
@@ -1827,6 +1991,10 @@ void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
   rf.pkt.mark = 0;
   rf.pkt.length = 0;
   rf.reply = true;
+  // TCP: the server's segments are at most the client's MSS (its MTU - 40, announced in the
+  // SYN), so the reply is no larger than the client's own packets. Other protocols: unknown,
+  // full-size (the server's MTU).
+  if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) rf.size = client_size_;
   Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
 }
 
