@@ -1,7 +1,8 @@
 // Cluster::Load parses a large pods.json in parallel slices (ClusterLoadOptions): the pods, and
 // the error of a malformed file, must be exactly those of parsing the file in one piece — for
-// kubectl's indented layout (split), compact JSON (not split) and items whose nested arrays look
-// like item boundaries at a deeper indentation.
+// kubectl's indented layout (split), compact JSON (not split), items whose nested arrays look
+// like item boundaries at a deeper indentation, and members the slices skip (volumes,
+// containerStatuses), whose syntax errors must still be found.
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,13 +58,39 @@ std::string PrettyPod(int i) {
                         "name": "b"
                     }
                 ],
-                "nodeName": "node-)", i % 11, R"("
+                "nodeName": "node-)", i % 11, R"(",
+                "volumes": [
+                    {
+                        "name": "token",
+                        "projected": {
+                            "defaultMode": 420,
+                            "sources": [
+                                {
+                                    "serviceAccountToken": {
+                                        "expirationSeconds": 3607,
+                                        "path": "to\u006ben"
+                                    }
+                                }
+                            ]
+                        }
+                    }
+                ]
             },
             "status": {
                 "conditions": [
                     {
                         "status": "True",
                         "type": "Ready"
+                    }
+                ],
+                "containerStatuses": [
+                    {
+                        "name": "a",
+                        "ready": true,
+                        "restartCount": )", i % 3, R"(,
+                        "state": {
+                            "running": {}
+                        }
                     }
                 ],
                 "phase": "Running",
@@ -181,6 +208,8 @@ TEST_F(SlicedPods, ErrorsAreThoseOfTheWholeParse) {
   std::vector<std::string> bad = {
       absl::StrReplaceAll(good, {{"\"podIP\": \"10.1.4.1\"", "\"podIP\": \"10.1.4.x\""}}),
       good.substr(0, good.size() - 200) + "}}}",
+      // A syntax error inside a member the slices skip (volumes) is still an error.
+      absl::StrReplaceAll(good, {{"\"expirationSeconds\": 3607,\n", "\"expirationSeconds\": 3607,,\n"}}),
       absl::StrReplaceAll(good, {{"\"kind\": \"List\",", "\"kind\": \"List\""}}),
   };
   for (const std::string& text : bad) {
