@@ -188,8 +188,9 @@ class Walker {
   std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
   // Whether the netns `peer` answers, on its device `pif`, an ARP request for `target` from
   // `sender` (arp_process: own address under arp_ignore, or proxy ARP).
+  // `why` (optional) gets the reason when it does not.
   bool AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
-                  const net::Ipv4& sender);
+                  const net::Ipv4& sender, std::string* why = nullptr);
   // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
   // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
   // packet died here (the FATAL is added to `v`).
@@ -762,8 +763,13 @@ std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interfac
 }
 
 bool Walker::AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
-                        const net::Ipv4& sender) {
-  if (pif.noarp) return false;  // arp_rcv drops ARP on IFF_NOARP devices
+                        const net::Ipv4& sender, std::string* why) {
+  std::string scratch;
+  if (why == nullptr) why = &scratch;
+  if (pif.noarp) {  // arp_rcv drops ARP on IFF_NOARP devices
+    *why = absl::StrCat(pif.name, " is NOARP");
+    return false;
+  }
   const Netstack& ns = peer.ns->netstack;
   const model::Sysctls& sc = ns.sysctls();
   auto conf = [&](absl::string_view dev, absl::string_view key) {
@@ -779,18 +785,33 @@ bool Walker::AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4
       if (a.local != target) continue;
       if (ignore == 1 || net::Contains(a.Subnet(), sender)) return true;
     }
+    *why = absl::StrCat("arp_ignore ", ignore, " on ", pif.name);
     return false;
   }
   // Proxy ARP (IN_DEV_PROXY_ARP = all OR dev; arp_fwd_proxy): answered when the device forwards
   // and the kernel would route the target out of another device.
-  if (conf("all", "proxy_arp") == 0 && conf(pif.name, "proxy_arp") == 0) return false;
+  if (conf("all", "proxy_arp") == 0 && conf(pif.name, "proxy_arp") == 0) {
+    *why = absl::StrCat("no local address, and proxy_arp is off on ", pif.name);
+    return false;
+  }
   model::Flow fl;
   fl.dst = target;
   fl.src = sender;
   fl.iif = pif.name;
   model::InputResult in = ns.RouteInput(fl);
-  return in.decision == model::InputDecision::kForward && in.route.type == RouteType::kUnicast &&
-         in.route.oif != pif.name;
+  if (in.decision == model::InputDecision::kForward && in.route.type == RouteType::kUnicast &&
+      in.route.oif != pif.name) {
+    return true;
+  }
+  *why = absl::StrCat(
+      "no local address, and proxy_arp on ", pif.name,
+      " answers only for an address it forwards out of another device: ",
+      in.decision == model::InputDecision::kForward
+          ? absl::StrCat("the route is ", in.route.ToString())
+          : absl::StrCat("no forwarding route (",
+                         in.detail.empty() ? std::string(model::ToString(in.drop)) : in.detail,
+                         ")"));
+  return false;
 }
 
 bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
@@ -801,14 +822,14 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   if (!oif.noarp && w.ns && !f.outer) {
     const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
     bool cached = n && n->Usable();
-    if (!cached && !AnswersArp(peer, pif, nexthop, f.pkt.src)) {
+    std::string why;
+    if (!cached && !AnswersArp(peer, pif, nexthop, f.pkt.src, &why)) {
       std::string where_to =
           peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
       Drop(v, "neighbor_missing",
            absl::StrCat("nothing answers ARP for next hop ", nexthop.to_string(), " on ", oif.name,
-                        ": at the other end (", pif.name, " in ", where_to,
-                        ") it is no local address and no proxy ARP applies, so ", Tuple(f.pkt),
-                        " is never sent",
+                        " (the other end is ", pif.name, " in ", where_to, ": ", why, "), so ",
+                        Tuple(f.pkt), " is never sent",
                         n ? absl::StrCat(" (neighbour entry ", absl::StrJoin(n->state, ","), ")")
                           : std::string()));
       return false;
