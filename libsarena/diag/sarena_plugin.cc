@@ -212,7 +212,8 @@ class SarenaPlugin : public Plugin {
       for (const Packet& f : *p.host_flows) host_flow |= RepliesTo(p.packet, f);
     }
     if (dst && !host_flow) {
-      PluginAction a = Deliver(ctx, w, *dst, hop, "from_container: local_delivery");
+      PluginAction a = Deliver(ctx, w, *dst, hop, "from_container: local_delivery",
+                               /*redirect_peer=*/true);
       return a;
     }
     PluginAction a;
@@ -253,7 +254,9 @@ class SarenaPlugin : public Plugin {
       return PluginAction::Continue();
     }
     const SarenaEndpoint* dst = Find(d, p.packet.dst);
-    if (dst) return Deliver(ctx, w, *dst, hop, "from_host: local_delivery");
+    if (dst) {
+      return Deliver(ctx, w, *dst, hop, "from_host: local_delivery", /*redirect_peer=*/false);
+    }
     const model::Node* k = ctx.cluster->FindNode(w.node_name);
     bool in_cidr = false;
     if (k) {
@@ -375,8 +378,14 @@ class SarenaPlugin : public Plugin {
 
   // local_delivery to endpoint `e`: the redirect target must exist, and the pod must accept
   // the recorded MAC.
+  //
+  // `redirect_peer`: from_container (TC ingress) hands the frame to the pod with
+  // bpf_redirect_peer (sarenad's default --redirect-peer=true): the frame is not classified
+  // again in the pod, so a wrong destination MAC passes (found by the differential suite: a
+  // stale recorded MAC did not stop pod-to-pod traffic). from_host (TC egress) uses
+  // bpf_redirect through the veth: the pod's eth_type_trans sees the MAC and drops a foreign one.
   PluginAction Deliver(const PluginContext& ctx, const Where& w, const SarenaEndpoint& e,
-                       PathGraph::Vertex hop, absl::string_view label) {
+                       PathGraph::Vertex hop, absl::string_view label, bool redirect_peer) {
     const model::Netstack& ns = w.node->netstack;
     const model::Pod* pod = nullptr;
     if (!e.pod_namespace.empty()) {
@@ -431,7 +440,15 @@ class SarenaPlugin : public Plugin {
     auto pod_ns = ctx.snapshot->PodNetns(pod->namespace_, pod->name, pod->node_name);
     if (pod_ns.ok()) {
       const Interface* eth = (*pod_ns)->netstack.FindInterface(a.pod_ifname);
-      if (eth && eth->mac && e.pod_mac && *eth->mac != *e.pod_mac) {
+      if (eth && eth->mac && e.pod_mac && *eth->mac != *e.pod_mac && redirect_peer) {
+        ctx.Suspect(
+            hop, Level::kInfo, "endpoint_mac_mismatch",
+            absl::StrCat("the recorded pod MAC ", net::FormatMac(*e.pod_mac), " of ", pod->Key(),
+                         " is not its ", a.pod_ifname, "'s (", net::FormatMac(*eth->mac),
+                         "): harmless here (bpf_redirect_peer: the pod does not check "
+                         "the destination MAC again), fatal for from_host deliveries "
+                         "(bpf_redirect) and with sarenad --redirect-peer=false"));
+      } else if (eth && eth->mac && e.pod_mac && *eth->mac != *e.pod_mac) {
         a.at_target.push_back(Suspicion{
             Level::kFatal, "endpoint_mac_mismatch", "",
             absl::StrCat("local_delivery rewrites the destination MAC to the recorded pod MAC ",

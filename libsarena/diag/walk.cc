@@ -819,11 +819,11 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   if (peer.ns == nullptr) return true;
   // Neighbour resolution (not for NOARP devices such as sarena_host, nor for a usable cached
   // entry).
-  if (!oif.noarp && w.ns && !f.outer) {
+  if (!oif.noarp && w.ns) {
     const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
     bool cached = n && n->Usable();
     std::string why;
-    if (!cached && !AnswersArp(peer, pif, nexthop, f.pkt.src, &why)) {
+    if (!cached && !AnswersArp(peer, pif, nexthop, f.outer ? f.outer->src : f.pkt.src, &why)) {
       std::string where_to =
           peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
       Drop(v, "neighbor_missing",
@@ -1564,7 +1564,7 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
   fl.proto = outer.proto;
   RouteResult r = ns.RouteOutput(fl);
   if (!r.ok()) {
-    ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"));
+    ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
     return;
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
@@ -1626,6 +1626,18 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
                       Flight f, Branch br, const std::string& label) {
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
+  // A veth cable to another node: the next hop must resolve at its other end, and the frame
+  // must fit the receiving device (CrossVeth).
+  if (oif.kind == "veth") {
+    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
+      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
+      return;
+    }
+    if (!error_.ok()) return;
+  }
   // The next hop is a node?
   if (auto o = OwnerOf(nexthop)) {
     if (!error_.ok()) return;

@@ -254,5 +254,47 @@ TEST(DiagDiff, PrimaryDeviceDownIsLinkDown) {
   EXPECT_NE(m->message().find("eth0"), std::string::npos) << m->message();
 }
 
+TEST(DiagDiff, VxlanOuterPacketNeedsItsNextHopToResolve) {
+  // Without the connected route the outer packet to the peer VTEP follows the default route to
+  // a router that does not exist on the cable.
+  Scratch s("diff-vxlan");
+  EXPECT_EQ(s.RemoveFromList("nodes/vx1/ip-route.json",
+                             [](const google::protobuf::Struct& r) {
+                               return Str(r, "dst") == "192.168.93.0/24";
+                             }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:diff/va", "pod:diff/vc:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "neighbor_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->id(), "vx1");
+  EXPECT_NE(m->message().find("192.168.93.254"), std::string::npos) << m->message();
+}
+
+TEST(DiagDiff, VxlanOuterPacketAboveTheReceivingCablesMtu) {
+  Scratch s("diff-vxlan");
+  SetMtu(s, "nodes/vx2/ip-link.json", "eth0", 1300);
+  auto t = TraceLib(s.dir(), "pod:diff/va", "pod:diff/vc:7777/udp", "auto", 64, 1400);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->id(), "vx1");
+  EXPECT_NE(m->message().find("1450-byte"), std::string::npos) << m->message();
+}
+
+TEST(DiagDiff, UnderlayDownIsLinkDownForTheOuterRoute) {
+  Scratch s("diff-vxlan");
+  SetDown(s, "nodes/vx1", "eth0");
+  auto t = TraceLib(s.dir(), "node:vx1", "pod:diff/vc:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "link_down", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->id(), "vx1");
+  EXPECT_EQ(FindSuspicion(t.report, "no_route", "FATAL"), nullptr) << t.text;
+}
+
 }  // namespace
 }  // namespace sarena::diag

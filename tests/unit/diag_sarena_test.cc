@@ -146,15 +146,16 @@ TEST(DiagSarena, StalePodMac) {
         f["pod_mac"].set_string_value("02:00:00:00:00:99");
     }
   });
+  // Pod to pod: from_container delivers with bpf_redirect_peer, which does not make the pod's
+  // kernel look at the destination MAC again — the kernel delivered in the differential suite.
   auto t = TraceLib(s.dir(), "pod:default/pod-a", "pod:default/pod-b:8080/tcp");
   ASSERT_TRACED(t);
-  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
-  const v1::Suspicion* m = FindSuspicion(t.report, "endpoint_mac_mismatch", "FATAL");
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "endpoint_mac_mismatch", "INFO");
   ASSERT_NE(m, nullptr) << t.text;
-  const v1::Hop* h = HopOf(t.report, m);
-  EXPECT_EQ(h->id(), "default/pod-b");
-  EXPECT_EQ(h->kind(), "pod");
-  EXPECT_EQ(h->action(), "drop");
+  EXPECT_NE(m->message().find("02:00:00:00:00:99"), std::string::npos) << m->message();
+  // from_host's bpf_redirect goes through the veth: the pod drops the frame (PACKET_OTHERHOST);
+  // the node -> pod path of EBPF-01 (public_cases_test.cc) shows it at the pod hop.
 }
 
 TEST(DiagSarena, StaleIfindex) {
