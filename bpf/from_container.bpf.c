@@ -17,7 +17,8 @@
  * Host flows (SARENA_MAP_HOST_FLOWS, see sarena/abi.h): a pod-to-pod packet whose destination
  * (address, port) opened a flow through the host stack is the reply of e.g. a ClusterIP
  * connection kube-proxy DNAT'ed to this pod; it goes back through the host stack (TC_ACT_OK) so
- * conntrack reverses the NAT, instead of reaching the client from the backend's address.
+ * conntrack reverses the NAT, instead of reaching the client from the backend's address. A TCP
+ * SYN a pod sends straight to another pod clears the record of its source port (port reuse).
  *
  * Without a node config (sarenad has not written SARENA_MAP_CONFIG yet) the gateway is unknown:
  * ARP is left to the kernel and redirect_peer is off. Nothing is dropped for lack of config.
@@ -36,6 +37,29 @@
 #include "lib/maps.h"
 
 /*
+ * The TCP flags byte (CWR..FIN, RFC 9293 section 3.1) of `ip`'s segment, 0 when unreadable (not
+ * TCP, a non-first fragment, truncated). Direct packet access when the header is linear.
+ */
+static __always_inline __u8 sarena_tcp_flags(struct __sk_buff *skb,
+                                             const struct sarena_ipv4_info *ip) {
+  if (ip->proto != IPPROTO_TCP || (ip->sport_be == 0 && ip->dport_be == 0)) return 0;
+  __u32 off = ETH_HLEN + ip->hlen + 13;
+  void *data = (void *)(long)skb->data;
+  void *data_end = (void *)(long)skb->data_end;
+  if (off < ETH_HLEN + 60 + 13 && data + off + 1 <= data_end) {
+    __u8 *flags = data + off;
+    if ((void *)(flags + 1) <= data_end) return *flags;
+  }
+  __u8 flags = 0;
+  if (bpf_skb_load_bytes(skb, off, &flags, 1) < 0) return 0;
+  return flags;
+}
+
+static __always_inline int sarena_is_tcp_syn(__u8 flags) {
+  return (flags & (SARENA_TCP_SYN | SARENA_TCP_ACK)) == SARENA_TCP_SYN;
+}
+
+/*
  * Records the flow `ip` opens from a local pod toward a non-endpoint address (see the header).
  * A flow is opened by a TCP SYN without ACK, or by any UDP/other packet; TCP segments of
  * connections the pod accepted (e.g. a reply to a kubelet probe from the node) are not flows the
@@ -46,13 +70,7 @@ static __always_inline void sarena_note_host_flow(struct __sk_buff *skb,
   struct sarena_flow_key key;
   sarena_flow_key_src(ip, &key);
   if (bpf_map_lookup_elem(&sarena_flows, &key)) return;
-  if (ip->proto == IPPROTO_TCP) {
-    __u8 flags = 0;
-    /* Byte 13 of the TCP header holds CWR..FIN (RFC 9293 section 3.1); absent in fragments. */
-    if (ip->sport_be == 0 && ip->dport_be == 0) return;
-    if (bpf_skb_load_bytes(skb, ETH_HLEN + ip->hlen + 13, &flags, 1) < 0) return;
-    if ((flags & (SARENA_TCP_SYN | SARENA_TCP_ACK)) != SARENA_TCP_SYN) return;
-  }
+  if (ip->proto == IPPROTO_TCP && !sarena_is_tcp_syn(sarena_tcp_flags(skb, ip))) return;
   __u64 now = bpf_ktime_get_ns();
   bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
 }
@@ -71,6 +89,16 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
     struct sarena_flow_key key;
+    if (ip.proto == IPPROTO_TCP && sarena_is_tcp_syn(sarena_tcp_flags(skb, &ip))) {
+      /*
+       * The pod opens a direct connection from this port: a host flow recorded for the port
+       * belongs to an earlier connection (the kernel reuses a local port for another
+       * destination once the 4-tuple differs). Forget it, or this connection's replies would
+       * cross the host and meet the old connection's conntrack entry (un-DNAT to a ClusterIP).
+       */
+      sarena_flow_key_src(&ip, &key);
+      bpf_map_delete_elem(&sarena_flows, &key);
+    }
     sarena_flow_key_dst(&ip, &key);
     if (bpf_map_lookup_elem(&sarena_flows, &key)) return TC_ACT_OK; /* host-flow reply */
     const struct sarena_config *cfg = sarena_config_get();

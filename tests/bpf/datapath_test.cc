@@ -451,6 +451,35 @@ TEST_F(DatapathTest, OnlyFlowsThePodOpensAreRecorded) {
   EXPECT_FALSE(HasFlow(Flow(kA.ip, 41001, testing::kIpprotoTcp)));
 }
 
+TEST_F(DatapathTest, ADirectSynFromTheSamePortForgetsTheHostFlow) {
+  // A:40000 -> ClusterIP (DNAT'ed to C:8080 in the host), closed; then the kernel reuses
+  // A:40000 for a direct connection to C:8080. C's replies to it must be delivered directly:
+  // through the host they would meet the old connection's conntrack entry and be un-DNAT'ed.
+  auto svc_syn = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80,
+                            .tcp_flags = 0x02});
+  ExpectToHost(svc_syn, FromContainer(svc_syn, kA));
+  ASSERT_TRUE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+  // A data segment straight to C from that port does not change anything...
+  auto data = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080});
+  ExpectDelivered(data, FromContainer(data, kA), kC);
+  EXPECT_TRUE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+  // ...a SYN does: a new connection from the port.
+  auto direct_syn = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080,
+                               .tcp_flags = 0x02});
+  ExpectDelivered(direct_syn, FromContainer(direct_syn, kA), kC);
+  EXPECT_FALSE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+  auto syn_ack = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000,
+                            .tcp_flags = 0x12});
+  ExpectDelivered(syn_ack, FromContainer(syn_ack, kC), kA);
+  // With IP options the flags are still found after them.
+  ExpectToHost(svc_syn, FromContainer(svc_syn, kA));
+  Ipv4Spec opt{.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080, .tcp_flags = 0x02,
+               .ihl = 15};
+  auto opt_syn = BuildIpv4(opt);
+  ExpectDelivered(opt_syn, FromContainer(opt_syn, kA), kC);
+  EXPECT_FALSE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+}
+
 TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
   // A non-first fragment has no L4 header: its flow key has port 0.
   ASSERT_TRUE(maps().host_flows.Update(Flow(kA.ip, 0, testing::kIpprotoUdp), 1).ok());

@@ -44,6 +44,12 @@ sn_kube_proxy $NODE $VIP 80 "$C" 8080
 sn_check "pod a -> $VIP:80 answers from pod c" sn_answers "$(sn_pod_ns a)" $VIP 80 hello-from-c
 sn_check "pod a's connection to $VIP is a host flow (pod c's reply crosses conntrack)" \
   test "$(sn_host_flows $NODE "$A")" -ge 1
+# The kernel reuses a local port for another destination: the same source port of pod a first to
+# the ClusterIP (DNAT'ed to pod c), then straight to pod c while conntrack still holds the first.
+sn_check "pod a -> $VIP:80 from source port 41234 answers from pod c" \
+  bash -c "[ \"\$(ip netns exec $(sn_pod_ns a) socat -T3 - TCP:$VIP:80,sourceport=41234,reuseaddr </dev/null)\" = hello-from-c ]"
+sn_check "then pod a -> pod c:8080 from the same source port answers directly" \
+  bash -c "[ \"\$(ip netns exec $(sn_pod_ns a) socat -T3 - TCP:$C:8080,sourceport=41234,reuseaddr,connect-timeout=3 </dev/null)\" = hello-from-c ]"
 sn_check "kube-proxy's DNAT rule matched (iptables counters)" bash -c "ip netns exec $NS iptables-save -c -t nat | grep -E '^\[[1-9][0-9]*:[0-9]+\].*DNAT'"
 # A real node routes the Service CIDR somewhere (its default route); here a veth (both ends in the
 # node netns) stands in for the uplink so OUTPUT's DNAT gets a route to re-route from.
