@@ -13,9 +13,10 @@
 #       "NS/NAME:PORTNAME CLUSTER_IP PORT BACKEND_IP:TARGET_PORT" or with BACKEND "-" (none)
 #   kp_restore NETNS CLUSTER_CIDR SERVICE...   installs it in NETNS (replaces nat and filter)
 
-# kp_hash PREFIX TEXT: kube-proxy's chain names are PREFIX + 16 base32 chars of sha256(TEXT).
+# kp_hash PREFIX TEXT: PREFIX + 16 characters of sha256(TEXT) (kube-proxy uses base32 of the
+# hash; any stable 16 characters name the chains as well).
 kp_hash() {
-  printf '%s%s' "$1" "$(printf '%s' "$2" | sha256sum | cut -c1-40 | xxd -r -p | base32 | cut -c1-16)"
+  printf '%s%s' "$1" "$(printf '%s' "$2" | sha256sum | cut -c1-16 | tr a-f A-F)"
 }
 
 kp_rules() {

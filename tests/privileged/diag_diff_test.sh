@@ -46,7 +46,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../lib/k8s-objects.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: must run as root (CI is root; this test never skips)"; exit 1; }
-for t in socat jq bpftool iptables iptables-restore nsenter xxd base32 sha1sum sha256sum bridge ss; do
+for t in socat jq bpftool iptables iptables-restore nsenter sha1sum sha256sum bridge ss; do
   command -v "$t" >/dev/null || { echo "FAIL: $t not installed"; exit 1; }
 done
 DIAG=$SN_BIN/sarena-diag
@@ -611,12 +611,13 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
   else
     mark=DISAGREE; FAILED_IDS+=("$id")
   fi
-  local exp="-"
+  local exp="nothing (healthy)"
   [ "$type" != healthy ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')${X_EXTRA:+ or$X_EXTRA}"
-  printf '%4d %s %-16s %-52s diag=%-11s kernel=%-4s %s %s\n' "$id" "$F_TOPO" "$F_LABEL" \
-    "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+($named)}"
+  # id, topology, flow, fault, verdict, kernel, agreement (the suspicion that named the drop),
+  # and what a drop must be named by.
+  printf '%4d %s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [if dropped: %s]\n' "$id" "$F_TOPO" \
+    "$F_LABEL" "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+ ($named)}" "$exp"
   if [ $agree = 0 ] || [ "$VERBOSE" = 1 ]; then
-    [ $agree = 0 ] && printf '       expected on failure: %s\n' "$exp"
     [ -s "$snap/trace.err" ] && sed 's/^/       trace: /' "$snap/trace.err"
     [ -s "$snap/attempt.err" ] && sed 's/^/       attempt: /' "$snap/attempt.err"
     [ $agree = 0 ] && sed 's/^/       route get: /' "$snap/route-get.txt"
