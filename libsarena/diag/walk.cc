@@ -2412,6 +2412,13 @@ absl::Status Walker::Run() {
         if (const Interface* i = PrimaryInterface(w); i && i->PrimaryAddress()) {
           ip = i->PrimaryAddress()->local;
         }
+        // No Node object and no default route (a live collect of a node whose only address
+        // is on a host device, e.g. sarena_host): its first global address.
+        for (size_t k = 0; !ip && w.ns && k < w.ns->netstack.interfaces().size(); ++k) {
+          const Interface& i = w.ns->netstack.interfaces()[k];
+          const auto* a = i.loopback ? nullptr : i.PrimaryAddress();
+          if (a && a->scope == model::Scope::kUniverse) ip = a->local;
+        }
       }
       if (!ip) {
         return absl::NotFoundError(absl::StrCat("unknown destination node ", q.dst.name,

@@ -253,7 +253,10 @@ setup_bgp
 setup_vxlan
 for t in S B V; do
   T_CLUSTER[$t]=$SN_DIR/cluster-$t
-  if [ $t = S ]; then cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
+  if [ $t = S ]; then
+    cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
+    mkdir -p "${T_CLUSTER[$t]}-live"
+    cp "${T_CLUSTER[$t]}"/{services,endpointslices}.json "${T_CLUSTER[$t]}-live/"
   else cluster_calico $t "${T_CLUSTER[$t]}"; cluster_calico $t "${T_CLUSTER[$t]}-noep" noep; fi
 done
 # The healthy state of every place: main-table routes (replayed after faults that flush them)
@@ -568,8 +571,9 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
   fi
   local snap=$SN_DIR/snap/$id
   mkdir -p "$snap/nodes"
-  local cluster=${T_CLUSTER[$F_TOPO]}
+  local cluster=${T_CLUSTER[$F_TOPO]} topo=$F_TOPO
   [ "$type" = svc_noep ] && cluster+=-noep
+  [ "$VARIANT" = live ] && cluster+=-live topo=S-live
   ln -s "$cluster" "$snap/cluster"
 
   inject "${fault[@]}" >"$snap/inject.log" 2>&1 || { echo "FAIL: inject ${fault[*]}: $(cat "$snap/inject.log")"; exit 1; }
@@ -615,7 +619,7 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
   [ "$type" != healthy ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')${X_EXTRA:+ or$X_EXTRA}"
   # id, topology, flow, fault, verdict, kernel, agreement (the suspicion that named the drop),
   # and what a drop must be named by.
-  printf '%4d %s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [if dropped: %s]\n' "$id" "$F_TOPO" \
+  printf '%4d %-6s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [if dropped: %s]\n' "$id" "$topo" \
     "$F_LABEL" "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+ ($named)}" "$exp"
   if [ $agree = 0 ] || [ "$VERBOSE" = 1 ]; then
     [ -s "$snap/trace.err" ] && sed 's/^/       trace: /' "$snap/trace.err"
@@ -648,17 +652,22 @@ if [ -n "${DIFF_FIXTURES:-}" ]; then
   done
   [ "$COUNT" -eq 0 ] && exit 0
 fi
-SCEN_FLOW=() SCEN_FAULT=()
+SCEN_FLOW=() SCEN_FAULT=() SCEN_VARIANT=()
 for ((i = 1; i <= COUNT; i++)); do
   pick S B V; t=$REPLY
   pick ${T_FLOWS[$t]}; flow=$REPLY
   flow_info "$flow"
   gen_fault
-  SCEN_FLOW+=("$flow") SCEN_FAULT+=("$G_FAULT")
+  # A third of the sarena scenarios see a live snapshot as `collect` alone writes it plus the
+  # Services: no pods.json / nodes.json (pods come from their netns directories).
+  v=full
+  [ "$t" = S ] && [ "${G_FAULT%% *}" != svc_noep ] && chance 33 && v=live
+  SCEN_FLOW+=("$flow") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=("$v")
 done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= COUNT; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
+  VARIANT=${SCEN_VARIANT[$((i - 1))]}
   run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
 done
 

@@ -296,5 +296,22 @@ TEST(DiagDiff, UnderlayDownIsLinkDownForTheOuterRoute) {
   EXPECT_EQ(FindSuspicion(t.report, "no_route", "FATAL"), nullptr) << t.text;
 }
 
+TEST(DiagDiff, NodeDestinationWithoutNodeObjectOrDefaultRoute) {
+  // A live collect has no nodes.json; a node whose addresses are all on host devices (sarena's
+  // node IP on sarena_host) has no default route either: its first global address is used.
+  Scratch s("diff-bgp");
+  s.Remove("cluster/nodes.json");
+  EXPECT_EQ(s.RemoveFromList(
+                kBgp2 + "/ip-route.json",
+                [](const google::protobuf::Struct& r) { return Str(r, "dst") == "default"; }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:diff/ba", "node:bgp2:9090/tcp");
+  ASSERT_TRACED(t);
+  const v1::Hop* first = FindHop(t.report, "diff/ba");
+  ASSERT_NE(first, nullptr) << t.text;
+  EXPECT_EQ(first->packet().dst(), "192.168.91.2");
+  ASSERT_NE(FindHop(t.report, "bgp2"), nullptr) << t.text;
+}
+
 }  // namespace
 }  // namespace sarena::diag
