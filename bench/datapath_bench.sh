@@ -66,6 +66,7 @@ QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then DURATION=${DURATION:-1}; REPEATS=${REPEATS:-1}; RR_WARMUP=${RR_WARMUP:-0.1}; fi
 DURATION=${DURATION:-5}
 REPEATS=${REPEATS:-5}
+DATAPATHS_SET=${DATAPATHS:-}; TESTS_SET=${TESTS:-}; SERVICES_SET=${SERVICES:-}
 DATAPATHS=${DATAPATHS:-"veth ptp bridge sarena sarena-noredirpeer sarena-tc"}
 TESTS=${TESTS:-"rr1 rr1k tput1 tput4 noderr svcrr crr sat4"}
 SERVICES=${SERVICES:-"0 5000"}
@@ -86,7 +87,23 @@ IPERF_PORT=5201
 die() { echo "datapath_bench: $*" >&2; exit 1; }
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# REPORT_ONLY=DIR: recompute summary, tables and chart from DIR/raw.csv of an earlier run (no root,
+# nothing created); the lists default to what the CSV holds, in order of first appearance.
+if [ -n "${REPORT_ONLY:-}" ]; then
+  [ -s "$REPORT_ONLY/raw.csv" ] || die "REPORT_ONLY=$REPORT_ONLY: no raw.csv there"
+  OUT=$REPORT_ONLY
+  firsts() { awk -F, -v c="$1" 'NR > 1 && !seen[$c]++ {printf "%s ", $c}' "$OUT/raw.csv"; }
+  [ -n "${DATAPATHS_SET:-}" ] || DATAPATHS=$(firsts 5)
+  [ -n "${TESTS_SET:-}" ] || TESTS=$(firsts 4)
+  [ -n "${SERVICES_SET:-}" ] || SERVICES=$(firsts 3)
+  REPEATS=$(awk -F, 'NR > 1 && $2 > m {m = $2} END {print m}' "$OUT/raw.csv")
+  DURATION=$(sed -n 's/^command: DURATION=\([0-9]*\).*/\1/p' "$OUT/meta.txt" 2>/dev/null)
+  DURATION=${DURATION:-?}
+  RUN_ID=$(awk -F, 'NR == 2 {print $1}' "$OUT/raw.csv")
+fi
+
 # --- argument and environment checks (nothing created yet) ------------------------------------
+if [ -z "${REPORT_ONLY:-}" ]; then
 [ "$(id -u)" = 0 ] || die "must run as root (creates network namespaces)"
 for dp in $DATAPATHS; do
   case $dp in veth | ptp | bridge | sarena | sarena-noredirpeer | sarena-tc) ;;
@@ -132,6 +149,7 @@ if compgen -G "/tmp/sarena-$RUN_ID.*" >/dev/null; then
   die "refusing to run: /tmp/sarena-$RUN_ID.* already exists"
 fi
 
+
 # --- state and cleanup ---------------------------------------------------------------------------
 . "$ROOT/tests/lib/sarena-node.sh"
 SN_QUIET=1
@@ -163,14 +181,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$OUT/logs" || die "cannot create OUT=$OUT"
+fi  # not REPORT_ONLY
 RAW=$OUT/raw.csv
 SUMMARY=$OUT/summary.csv
-echo "run_id,repeat,services,test,datapath,unit,value,p50_us,p99_us,cpu_s,bytes,cpu_s_per_gb,proc_cpu_s_per_gb,load1" >"$RAW"
+[ -n "${REPORT_ONLY:-}" ] || echo "run_id,repeat,services,test,datapath,unit,value,p50_us,p99_us,cpu_s,bytes,cpu_s_per_gb,proc_cpu_s_per_gb,load1" >"$RAW"
 
 # Runs "$@" in the background and waits for it, so INT/TERM reach the trap at once (bash defers
 # traps while a foreground child runs). Stdout to $RUN_OUT, stderr to $RUN_ERR.
-RUN_OUT=$SN_DIR/run.out
-RUN_ERR=$SN_DIR/run.err
+RUN_OUT=${SN_DIR:-}/run.out
+RUN_ERR=${SN_DIR:-}/run.err
 run() {
   "$@" >"$RUN_OUT" 2>"$RUN_ERR" &
   CHILD=$!
@@ -481,9 +500,17 @@ col() { # col SVC TEST DP COLUMN_NUMBER: values of one column for one group
   awk -F, -v s="$1" -v t="$2" -v d="$3" -v c="$4" 'NR > 1 && $3 == s && $4 == t && $5 == d && $c != "" {print $c}' "$RAW"
 }
 
+# paired SVC TEST DP REF: per-repeat ratios DP/REF (samples of one repeat were taken seconds apart,
+# so slow drift of the machine cancels out of them).
+paired() {
+  awk -F, -v s="$1" -v t="$2" -v d="$3" -v r="$4" 'NR > 1 && $3 == s && $4 == t {
+      if ($5 == d) a[$2] = $7; if ($5 == r) b[$2] = $7 }
+    END { for (k in a) if ((k in b) && b[k] > 0) print a[k] / b[k] }' "$RAW"
+}
+
 summarize() {
-  echo "services,test,datapath,unit,n,median,min,max,p50_us,p99_us,cpu_s_per_gb,proc_cpu_s_per_gb,ratio_veth,ratio_ptp" >"$SUMMARY"
-  local s t dp unit n med mn mx p50 p99 cpg pcpg rv rp ref_v ref_p
+  echo "services,test,datapath,unit,n,median,min,max,p50_us,p99_us,cpu_s_per_gb,proc_cpu_s_per_gb,ratio_veth,ratio_ptp,paired_veth,paired_veth_min,paired_veth_max,paired_ptp,paired_ptp_min,paired_ptp_max" >"$SUMMARY"
+  local s t dp unit n med mn mx p50 p99 cpg pcpg rv rp ref_v ref_p pv pp x
   for s in $SERVICES; do
     for t in $TESTS; do
       ref_v=$(col "$s" "$t" veth 7 | stats | cut -d' ' -f2)
@@ -498,7 +525,9 @@ summarize() {
         pcpg=$(col "$s" "$t" "$dp" 13 | stats | cut -d' ' -f2)
         rv=$(awk -v a="$med" -v b="${ref_v:-nan}" 'BEGIN{if (b + 0 > 0) printf "%.3f", a / b; else print "nan"}')
         rp=$(awk -v a="$med" -v b="${ref_p:-nan}" 'BEGIN{if (b + 0 > 0) printf "%.3f", a / b; else print "nan"}')
-        echo "$s,$t,$dp,$unit,$n,$med,$mn,$mx,$p50,$p99,$cpg,$pcpg,$rv,$rp" >>"$SUMMARY"
+        read -r x pv < <(paired "$s" "$t" "$dp" veth | stats | awk '{print $1, $2 "," $3 "," $4}')
+        read -r x pp < <(paired "$s" "$t" "$dp" ptp | stats | awk '{print $1, $2 "," $3 "," $4}')
+        echo "$s,$t,$dp,$unit,$n,$med,$mn,$mx,$p50,$p99,$cpg,$pcpg,$rv,$rp,$pv,$pp" >>"$SUMMARY"
       done
     done
   done
@@ -509,12 +538,12 @@ fmt_num() { awk -v v="$1" 'BEGIN{ if (v == "nan" || v == "") print "-"; else if 
 print_table() {
   local s t dp line
   {
-    printf '%-7s %-6s %-19s %-7s %10s %21s %9s %9s %8s %7s %7s\n' services test datapath unit median "min-max" "p50 us" "p99 us" "CPU-s/GB" "x veth" "x ptp"
-    tail -n +2 "$SUMMARY" | while IFS=, read -r s t dp unit n med mn mx p50 p99 cpg pcpg rv rp; do
+    printf '%-7s %-6s %-19s %-7s %10s %21s %9s %9s %8s %7s %7s %17s\n' services test datapath unit median "min-max" "p50 us" "p99 us" "CPU-s/GB" "x veth" "x ptp" "x ptp paired"
+    tail -n +2 "$SUMMARY" | while IFS=, read -r s t dp unit n med mn mx p50 p99 cpg pcpg rv rp pv pvmin pvmax pp ppmin ppmax; do
       [ "$unit" = Gbit/s ] || cpg=nan
-      printf '%-7s %-6s %-19s %-7s %10s %21s %9s %9s %8s %7s %7s\n' "$s" "$t" "$dp" "$unit" "$(fmt_num "$med")" \
+      printf '%-7s %-6s %-19s %-7s %10s %21s %9s %9s %8s %7s %7s %17s\n' "$s" "$t" "$dp" "$unit" "$(fmt_num "$med")" \
         "$(fmt_num "$mn")-$(fmt_num "$mx")" "$(fmt_num "$p50")" "$(fmt_num "$p99")" "$(fmt_num "$cpg")" \
-        "$(fmt_num "$rv")" "$(fmt_num "$rp")"
+        "$(fmt_num "$rv")" "$(fmt_num "$rp")" "$(fmt_num "$pp") ($(fmt_num "$ppmin")-$(fmt_num "$ppmax"))"
     done
   } | tee "$OUT/table.txt"
 }
@@ -526,8 +555,8 @@ markdown() {
     for which in abs veth ptp; do
       case $which in
         abs) echo "Medians (min–max over repeats); RR/CRR in transactions/s (p50/p99 µs), iperf3 in Gbit/s (CPU-s/GB for sat4)" ;;
-        veth) echo; echo "Ratio of medians to the direct veth pair" ;;
-        ptp) echo; echo "Ratio of medians to ptp + host-local" ;;
+        veth) echo; echo "Ratio of medians to the direct veth pair (in brackets: the datapath's min and max sample / the reference's median)" ;;
+        ptp) echo; echo "Ratio of medians to ptp + host-local (in brackets: the datapath's min and max sample / the reference's median)" ;;
       esac
       echo
       line="| Services | test |"; for dp in $DATAPATHS; do line="$line $dp |"; done; echo "$line"
@@ -539,7 +568,10 @@ markdown() {
             v=$(awk -F, -v s="$s" -v t="$t" -v d="$dp" -v w="$which" '
               function f(x) { if (x == "nan" || x == "") return "-"; if (x >= 1000) return sprintf("%.0f", x); if (x >= 100) return sprintf("%.1f", x); return sprintf("%.2f", x) }
               NR > 1 && $1 == s && $2 == t && $3 == d {
-                if (w == "veth") print f($13); else if (w == "ptp") print f($14);
+                if (w == "veth" || w == "ptp") {
+                  r = (w == "veth") ? $13 : $14
+                  if (r == "nan" || r == "" || $6 <= 0) print f(r); else print f(r) " (" f(r * $7 / $6) "–" f(r * $8 / $6) ")"
+                }
                 else {
                   o = f($6) " (" f($7) "–" f($8) ")"
                   if ($4 != "Gbit/s") o = o "<br>" f($9) "/" f($10) " µs"
@@ -556,31 +588,39 @@ markdown() {
   } >"$OUT/table.md"
 }
 
-# ratios.dat: one row per (services, test), one column per datapath; two blocks (to veth, to ptp).
+# ratios.dat: one row per (services, test), three columns per datapath — ratio of medians, and the
+# datapath's own min and max divided by the reference's median (the whiskers); two blocks (to veth,
+# to ptp). Rows with no value at all (veth has no node -> pod or ClusterIP path) are left out.
 chart() {
-  local which col_i s t dp v label
+  local which c s t dp v lo hi label row any
   for which in veth ptp; do
-    [ "$which" = veth ] && col_i=13 || col_i=14
-    printf '# ratio of medians to %s\nlabel' "$which"
-    for dp in $DATAPATHS; do printf ' %s' "$dp"; done
-    echo
+    [ "$which" = veth ] && c=13 || c=14
+    echo "# ratio of medians to $which; per datapath: ratio paired_min paired_max"
     for s in $SERVICES; do
       for t in $TESTS; do
         [ "$s" = 0 ] && label=$t || label="$t/${s}svc"
-        printf '%s' "$label"
+        row=$label; any=0
         for dp in $DATAPATHS; do
-          v=$(awk -F, -v s="$s" -v t="$t" -v d="$dp" -v c="$col_i" 'NR > 1 && $1 == s && $2 == t && $3 == d {print $c}' "$SUMMARY")
-          [ -z "$v" ] || [ "$v" = nan ] && v='?'
-          printf ' %s' "$v"
+          read -r v lo hi < <(awk -F, -v s="$s" -v t="$t" -v d="$dp" -v c="$c" \
+            'NR > 1 && $1 == s && $2 == t && $3 == d && $c != "nan" && $6 > 0 {print $c, $c * $7 / $6, $c * $8 / $6}' "$SUMMARY")
+          if [ -z "${v:-}" ] || [ "$v" = nan ]; then
+            row="$row ? ? ?"
+          else
+            row="$row $v $lo $hi"; any=1
+          fi
         done
-        echo
+        [ $any = 1 ] && echo "$row"
       done
     done
     printf '\n\n'
   done >"$OUT/ratios.dat"
   command -v gnuplot >/dev/null || { log "gnuplot not found: no chart"; return 0; }
-  local ndp term
-  ndp=$(echo $DATAPATHS | wc -w)
+  local term plots="" i=0 when
+  for dp in $DATAPATHS; do
+    plots="$plots${plots:+, }'$OUT/ratios.dat' index IDX using $((2 + 3 * i)):$((3 + 3 * i)):$((4 + 3 * i)):xtic(1) title '$dp'"
+    i=$((i + 1))
+  done
+  when=$(sed -n 's/^date: \([0-9-]*\)T.*/\1/p' "$OUT/meta.txt" 2>/dev/null)
   term="pngcairo size 1600,1000 font 'DejaVu Sans,10'"
   gnuplot -e "set terminal $term" -e "quit" 2>/dev/null || term="png size 1600,1000"
   gnuplot >"$OUT/logs/gnuplot.log" 2>&1 <<EOF || log "gnuplot failed (see $OUT/logs/gnuplot.log)"
@@ -588,23 +628,30 @@ set terminal $term
 set output '$OUT/ratios.png'
 set datafile missing '?'
 set style data histograms
-set style histogram clustered gap 1
+set style histogram errorbars gap 1 lw 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set key outside right top vertical
 set grid ytics
 set xtics rotate by -30 nomirror
 set yrange [0:*]
-set multiplot layout 2,1 title "Datapath ratios (median of $REPEATS x ${DURATION}s samples; higher is better; run $RUN_ID, $(date +%F))"
+set multiplot layout 2,1 title "Datapath ratios, higher is better: bars = ratio of medians of $REPEATS x ${DURATION} s samples, whiskers = min and max sample / reference median (run $RUN_ID, ${when:-$(date +%F)})"
 set title 'ratio to the direct veth pair (1.0 = physical limit)'
-plot for [i=2:$((ndp + 1))] '$OUT/ratios.dat' index 0 using i:xtic(1) title columnheader(i), 1 with lines lc rgb 'black' dt 2 notitle
+plot ${plots//IDX/0}, 1 with lines lc rgb 'black' dt 2 notitle
 set title 'ratio to ptp + host-local'
-plot for [i=2:$((ndp + 1))] '$OUT/ratios.dat' index 1 using i:xtic(1) title columnheader(i), 1 with lines lc rgb 'black' dt 2 notitle
+plot ${plots//IDX/1}, 1 with lines lc rgb 'black' dt 2 notitle
 unset multiplot
 EOF
 }
 
 # --- main -----------------------------------------------------------------------------------------
+if [ -n "${REPORT_ONLY:-}" ]; then
+  summarize
+  print_table
+  markdown
+  chart
+  exit 0
+fi
 {
   echo "command: DURATION=$DURATION REPEATS=$REPEATS DATAPATHS=\"$DATAPATHS\" TESTS=\"$TESTS\" SERVICES=\"$SERVICES\" NOEP_SERVICES=$NOEP_SERVICES bash bench/datapath_bench.sh"
   echo "date: $(date -Is)"
