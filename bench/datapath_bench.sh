@@ -659,6 +659,9 @@ fi
   echo "git: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) ($(git -C "$ROOT" status --porcelain -- bpf libsarena tools 2>/dev/null | wc -l) local changes in bpf/ libsarena/ tools/)"
   echo "build: $SARENA_BUILD_DIR (sarenad built $(date -r "$SARENA_BUILD_DIR/tools/sarenad" -Is 2>/dev/null || echo -))"
   echo "datapath sources: sha256 of 'git diff HEAD -- bpf libsarena/datapath libsarena/daemon' = $(git -C "$ROOT" diff HEAD -- bpf libsarena/datapath libsarena/daemon 2>/dev/null | sha256sum | cut -c1-12)"
+  echo "bpf objects: $(for f in "$ROOT"/bpf/*.bpf.c; do n=$(basename "$f" .bpf.c); o=$SARENA_BUILD_DIR/bpf/$n.bpf.o
+    if [ ! -e "$o" ]; then printf '%s(missing) ' "$n"; elif [ "$o" -nt "$f" ]; then printf '%s(built %s) ' "$n" "$(date -r "$o" +%H:%M:%S)"
+    else printf '%s(STALE: older than its source) ' "$n"; fi; done)"
   echo "kernel: $(uname -r)"
   echo "cpus: $(nproc) ($(awk -F: '/model name/{print $2; exit}' /proc/cpuinfo | sed 's/^ *//'))"
   echo "iperf3: $(iperf3 --version | head -1)"
