@@ -47,7 +47,8 @@
 #                DATAPATHS="veth ptp bridge sarena sarena-noredirpeer sarena-tc"
 #                TESTS="rr1 rr1k tput1 tput4 noderr svcrr crr sat4"   SERVICES="0 5000"
 #                NOEP_SERVICES=50   OUT=DIR (CSV, table, chart)   SARENA_BUILD_DIR=build
-#                RUN_ID=NAME (prefix of every name; default dpb<pid hex>)
+#                RUN_ID=NAME (prefix of every name; default dpb<pid hex>)  SVC_CLIENT=c|a
+#                CHART_YMAX=3.2 (y axis of the chart)
 # Output (OUT): raw.csv (one row per sample), summary.csv (median/min/max/ratios), table.txt, table.md,
 #               ratios.dat + ratios.png (gnuplot), meta.txt (command, date, machine, load), logs/.
 # Safety: nothing is created in the root netns but processes (servers and clients run inside the
@@ -588,21 +589,22 @@ markdown() {
   } >"$OUT/table.md"
 }
 
-# ratios.dat: one row per (services, test), three columns per datapath — ratio of medians, and the
-# datapath's own min and max divided by the reference's median (the whiskers); two blocks (to veth,
-# to ptp). Rows with no value at all (veth has no node -> pod or ClusterIP path) are left out.
+# ratios.dat: one row per (services, test), three columns per datapath — the median, min and max of
+# the per-repeat paired ratios to the reference (bar and whiskers; robust against the bursts of a
+# shared machine, which hit all datapaths of one repeat alike); two blocks (to veth, to ptp). Rows
+# with no value at all (veth has no node -> pod or ClusterIP path) are left out.
 chart() {
   local which c s t dp v lo hi label row any
   for which in veth ptp; do
-    [ "$which" = veth ] && c=13 || c=14
-    echo "# ratio of medians to $which; per datapath: ratio paired_min paired_max"
+    [ "$which" = veth ] && c=15 || c=18
+    echo "# paired ratios to $which; per datapath: median min max"
     for s in $SERVICES; do
       for t in $TESTS; do
         [ "$s" = 0 ] && label=$t || label="$t/${s}svc"
         row=$label; any=0
         for dp in $DATAPATHS; do
           read -r v lo hi < <(awk -F, -v s="$s" -v t="$t" -v d="$dp" -v c="$c" \
-            'NR > 1 && $1 == s && $2 == t && $3 == d && $c != "nan" && $6 > 0 {print $c, $c * $7 / $6, $c * $8 / $6}' "$SUMMARY")
+            'NR > 1 && $1 == s && $2 == t && $3 == d && $c != "nan" && $c != "" {print $c, $(c + 1), $(c + 2)}' "$SUMMARY")
           if [ -z "${v:-}" ] || [ "$v" = nan ]; then
             row="$row ? ? ?"
           else
@@ -634,8 +636,8 @@ set boxwidth 0.9
 set key outside right top vertical
 set grid ytics
 set xtics rotate by -30 nomirror
-set yrange [0:*]
-set multiplot layout 2,1 title "Datapath ratios, higher is better: bars = ratio of medians of $REPEATS x ${DURATION} s samples, whiskers = min and max sample / reference median (run $RUN_ID, ${when:-$(date +%F)})"
+set yrange [0:${CHART_YMAX:-3.2}]
+set multiplot layout 2,1 title "Datapath ratios, higher is better: per-repeat paired ratios over $REPEATS repeats of ${DURATION} s samples, bar = median, whiskers = min-max, cut at ${CHART_YMAX:-3.2} (run $RUN_ID, ${when:-$(date +%F)})"
 set title 'ratio to the direct veth pair (1.0 = physical limit)'
 plot ${plots//IDX/0}, 1 with lines lc rgb 'black' dt 2 notitle
 set title 'ratio to ptp + host-local'
