@@ -21,11 +21,11 @@
 #   tput4   pod A -> pod B iperf3 -P 4 (one client and one server process)         Gbit/s
 #   noderr  node -> pod B TCP_RR 1 B (the readiness-probe path; n/a for veth)      tps, p50/p99 µs
 #   svcrr   pod C -> ClusterIP -> pod B TCP_RR 1 B, DNAT by kube-proxy's chains (n/a for veth).
-#           A third pod C is the client (SVC_CLIENT=a makes it pod A): with sarena, a direct pod A
-#           -> pod B connection that reuses the 4-tuple of an earlier pod A -> ClusterIP -> pod B
-#           connection hangs (the host-flow LRU entry and the node's TIME_WAIT conntrack entry
-#           turn its SYN-ACK into a reply from the ClusterIP), which would fail the later crr
-#           samples; see docs/benchmarks.md "Datapath side by side (issue 4)".
+#           A third pod C is the client (SVC_CLIENT=a makes it pod A). Before 8654799 a direct pod A
+#           -> pod B connection reusing the 4-tuple of an earlier pod A -> ClusterIP -> pod B
+#           connection hung on sarena (its SYN-ACK crossed the host and met the old TIME_WAIT
+#           conntrack entry), which failed the later crr samples; SVC_CLIENT=a still exercises that
+#           order. See docs/benchmarks.md "Datapath side by side (issue 4)".
 #   crr     pod A -> pod B TCP_CRR 1 B: a new connection per transaction          connections/s
 #   sat4    4 streams with both CPUs saturated: two iperf3 client/server pairs at once, -P 2 each,
 #           so four busy processes compete for the two CPUs; Gbit/s and CPU cost =
