@@ -189,6 +189,33 @@ absl::StatusOr<net::Ipv4> Ipam::Allocate(const EndpointKey& key) {
                                                    " addresses in use)"));
 }
 
+absl::Status Ipam::Claim(const EndpointKey& key, const net::Ipv4& ip) {
+  SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
+  const uint32_t want = ip.to_uint();
+  if (!Allocatable(want)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "claim ", ip.to_string(), " for ", key.ToString(), ": not allocatable in pod CIDR ",
+        options_.pod_cidr.to_string(), " (gateway ", options_.gateway.to_string(), ")"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (auto it = by_key_.find(key); it != by_key_.end()) {
+    if (it->second == want) return absl::OkStatus();
+    return absl::AlreadyExistsError(absl::StrCat("claim ", ip.to_string(), " for ",
+                                                 key.ToString(), ": the key holds ",
+                                                 FormatIp(it->second), " ('", dir_, "/",
+                                                 FormatIp(it->second), "')"));
+  }
+  if (auto it = by_ip_.find(want); it != by_ip_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat("claim ", ip.to_string(), " for ",
+                                                 key.ToString(), ": '", dir_, "/", FormatIp(want),
+                                                 "' allocates it to ", it->second.ToString()));
+  }
+  SARENA_RETURN_IF_ERROR(CreateFileExclusive(dir_, FormatIp(want), FileContent(key)));
+  by_key_[key] = want;
+  by_ip_[want] = key;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<net::Ipv4>> Ipam::Release(const EndpointKey& key) {
   SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
   absl::MutexLock lock(&mu_);

@@ -86,6 +86,14 @@ class Ipam {
   /// "pod CIDR 10.244.1.0/24 exhausted (253 addresses in use)"; ErrnoStatus on I/O failure.
   absl::StatusOr<net::Ipv4> Allocate(const EndpointKey& key);
 
+  /// Records that `key` holds exactly `ip` (used at start to repair an endpoint record whose
+  /// allocation file is missing, so the live pod's address is never handed out again). Durable
+  /// like Allocate. Idempotent when `key` already holds `ip`.
+  /// Errors: kInvalidArgument when `ip` is outside the allocatable range (network, broadcast,
+  /// gateway or outside pod_cidr); kAlreadyExists when `key` holds another address or `ip` is
+  /// held by another key (the message names both and the allocation file); ErrnoStatus on I/O.
+  absl::Status Claim(const EndpointKey& key, const net::Ipv4& ip);
+
   /// Releases the address of `key`. Idempotent: returns the released address, or std::nullopt
   /// when `key` held none (CNI DEL must succeed when things are already gone). The file removal
   /// is fsynced before this returns. Errors: kInvalidArgument (invalid key); ErrnoStatus on I/O.
@@ -96,6 +104,10 @@ class Ipam {
 
   /// Every allocation, ordered by address.
   std::vector<IpamAllocation> List() const;
+
+  /// Whether `ip` is in the allocatable range: inside pod_cidr, not its network or broadcast
+  /// address, not the gateway.
+  bool IsAllocatable(const net::Ipv4& ip) const { return Allocatable(ip.to_uint()); }
 
   /// Addresses still allocatable (capacity() minus allocations).
   uint32_t FreeCount() const;

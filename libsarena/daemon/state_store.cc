@@ -1,9 +1,11 @@
 #include "libsarena/daemon/state_store.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <openssl/sha.h>
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,18 +13,36 @@
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/daemon/state_file.h"
+#include "libsarena/net/ip.h"
+#include "sarena/abi.h"
 
 namespace sarena::daemon {
 namespace {
 
 constexpr size_t kMaxReportedProblems = 10;
 constexpr absl::string_view kSuffix = ".json";
+constexpr absl::string_view kHashedPrefix = "sha256-";
+constexpr size_t kNameMax = 255;  // NAME_MAX (limits.h), bytes of one path component
 
-// Inverse of EndpointStore::FileName; kInvalidArgument when `name` is not one.
-absl::StatusOr<EndpointKey> KeyFromFileName(absl::string_view name) {
+std::string HashedFileName(const EndpointKey& key) {
+  const std::string input = absl::StrCat(key.container_id, "/", key.ifname);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  return absl::StrCat(kHashedPrefix,
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(digest), sizeof digest)),
+                      kSuffix);
+}
+
+// Inverse of EndpointStore::FileName for the plain form; kInvalidArgument when `name` is not
+// one; std::nullopt for the hashed form (its key is the record's ref, checked after parsing).
+absl::StatusOr<std::optional<EndpointKey>> KeyFromFileName(absl::string_view name) {
   absl::string_view stem = name;
   if (!absl::ConsumeSuffix(&stem, kSuffix)) {
     return absl::InvalidArgumentError("name does not end in .json");
+  }
+  if (absl::StartsWith(stem, kHashedPrefix) && stem.find(':') == absl::string_view::npos) {
+    return std::optional<EndpointKey>();
   }
   size_t colon = stem.find(':');
   if (colon == absl::string_view::npos) {
@@ -30,16 +50,50 @@ absl::StatusOr<EndpointKey> KeyFromFileName(absl::string_view name) {
   }
   EndpointKey key{std::string(stem.substr(0, colon)), std::string(stem.substr(colon + 1))};
   SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
-  return key;
+  return std::optional<EndpointKey>(std::move(key));
 }
 
 }  // namespace
+
+absl::Status ValidateEndpointRecord(const v1::Endpoint& r) {
+  auto bad = [](absl::string_view field, absl::string_view value, absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid ", field, " '", absl::CEscape(value), "': ", why));
+  };
+  if (!net::ParseIpv4(r.ip()).ok()) return bad("ip", r.ip(), "not an IPv4 address");
+  if (r.prefix_len() != 32) return bad("prefix_len", absl::StrCat(r.prefix_len()), "must be 32");
+  if (!net::ParseIpv4(r.gateway()).ok()) {
+    return bad("gateway", r.gateway(), "not an IPv4 address");
+  }
+  if (!net::ParseMac(r.pod_mac()).ok()) return bad("pod_mac", r.pod_mac(), "not a MAC address");
+  if (!r.host_mac().empty() && !net::ParseMac(r.host_mac()).ok()) {
+    return bad("host_mac", r.host_mac(), "not a MAC address");
+  }
+  if (r.host_ifname().empty() || r.host_ifname().size() > 15 ||
+      r.host_ifname().find_first_of("/: \t\n") != std::string::npos) {
+    return bad("host_ifname", r.host_ifname(), "not an interface name (1..15 bytes)");
+  }
+  if (r.endpoint_id() == 0 || r.endpoint_id() >= SARENA_MAX_ENDPOINTS) {
+    return bad("endpoint_id", absl::StrCat(r.endpoint_id()),
+               absl::StrCat("must be 1..", SARENA_MAX_ENDPOINTS - 1));
+  }
+  if (r.mtu() < 68 || r.mtu() > 65535) {
+    return bad("mtu", absl::StrCat(r.mtu()), "must be 68..65535");
+  }
+  return absl::OkStatus();
+}
 
 EndpointStore::EndpointStore(std::string dir, UniqueFd lock_fd)
     : dir_(std::move(dir)), lock_fd_(std::move(lock_fd)) {}
 
 std::string EndpointStore::FileName(const EndpointKey& key) {
-  return absl::StrCat(key.container_id, ":", key.ifname, kSuffix);
+  std::string plain = absl::StrCat(key.container_id, ":", key.ifname, kSuffix);
+  if (plain.size() <= kNameMax) return plain;
+  return HashedFileName(key);
+}
+
+std::string EndpointStore::PathOf(const EndpointKey& key) const {
+  return absl::StrCat(dir_, "/", FileName(key));
 }
 
 absl::StatusOr<std::unique_ptr<EndpointStore>> EndpointStore::Open(EndpointStoreOptions options) {
@@ -68,7 +122,7 @@ absl::Status EndpointStore::Load() {
   for (const std::string& name : names) {
     if (name == kLockName) continue;
     const std::string path = absl::StrCat(dir_, "/", name);
-    absl::StatusOr<EndpointKey> key = KeyFromFileName(name);
+    absl::StatusOr<std::optional<EndpointKey>> key = KeyFromFileName(name);
     if (!key.ok()) {
       problems.push_back(absl::StrCat("unexpected file '", path, "': ", key.status().message()));
       continue;
@@ -87,13 +141,22 @@ absl::Status EndpointStore::Load() {
       continue;
     }
     EndpointKey recorded = EndpointKey::FromProto(ep.ref());
-    if (!(recorded == *key)) {
+    const bool name_matches = key->has_value()
+                                  ? recorded == **key
+                                  : ValidateEndpointKey(recorded).ok() &&
+                                        FileName(recorded) == name;
+    if (!name_matches) {
       problems.push_back(absl::StrCat("endpoint record '", path, "' has content ",
                                       QuoteContent(*content), ": its ref '", recorded.ToString(),
                                       "' does not match the file name"));
       continue;
     }
-    records_[*key] = std::move(ep);
+    if (absl::Status st = ValidateEndpointRecord(ep); !st.ok()) {
+      problems.push_back(absl::StrCat("endpoint record '", path, "' has content ",
+                                      QuoteContent(*content), ": ", st.message()));
+      continue;
+    }
+    records_[recorded] = std::move(ep);
   }
   if (problems.empty()) return absl::OkStatus();
   const size_t n = problems.size();

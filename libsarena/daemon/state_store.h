@@ -6,6 +6,9 @@
 // the Endpoint message in protobuf's JSON mapping (proto field names, e.g. "host_ifname"). ':' is
 // the separator because neither a valid container ID nor a valid ifname can contain it
 // (ValidateEndpointKey), so two keys can never share a file — "_" could ("a_b"+"c" vs "a"+"b_c").
+// A key whose name would exceed NAME_MAX (255 bytes; CNI sets no limit on container IDs) is stored
+// as "sha256-<64 hex of containerID/ifname>.json"; its ref inside the record is the key, checked
+// against the name on load.
 //
 // Every write is atomic and durable before Put returns: content -> temporary file in the same
 // directory -> fsync -> rename(2) over the final name -> fsync of the directory. A crash leaves
@@ -33,6 +36,12 @@
 
 namespace sarena::daemon {
 
+/// Checks that a loaded record can be acted on: ip and gateway are IPv4 dotted quads,
+/// prefix_len 32, pod_mac and host_mac are MACs, host_ifname is a valid interface name
+/// ("lxc..." up to 15 bytes), endpoint_id in 1 .. SARENA_MAX_ENDPOINTS-1, mtu 68 .. 65535.
+/// Errors: kInvalidArgument naming the first bad field and its value.
+absl::Status ValidateEndpointRecord(const v1::Endpoint& record);
+
 struct EndpointStoreOptions {
   /// Root of the daemon's state (--state-dir). Records live in <state_dir>/endpoints/, created
   /// (mode 0700) when missing.
@@ -46,7 +55,8 @@ class EndpointStore {
   /// loads after a downgrade).
   /// Errors: kUnavailable when another process holds the lock; kDataLoss for a corrupt record —
   /// content that is not a valid Endpoint JSON, a file name that is not
-  /// "<containerID>:<ifname>.json", or a record whose ref does not match its file name. The message
+  /// "<containerID>:<ifname>.json" (or the hashed form), a record whose ref does not match its
+  /// file name, or a record that is not usable (ValidateEndpointRecord). The message
   /// names every such file (up to 10) and quotes its content (truncated); nothing is deleted or
   /// reset. ErrnoStatus codes for I/O failures, naming the path.
   static absl::StatusOr<std::unique_ptr<EndpointStore>> Open(EndpointStoreOptions options);
@@ -75,8 +85,12 @@ class EndpointStore {
   /// <state_dir>/endpoints
   const std::string& dir() const { return dir_; }
 
-  /// "<containerID>:<ifname>.json" — the file name of `key`'s record (key must be valid).
+  /// "<containerID>:<ifname>.json" — the file name of `key`'s record (key must be valid); the
+  /// hashed form "sha256-<hex>.json" when that would exceed NAME_MAX.
   static std::string FileName(const EndpointKey& key);
+
+  /// dir() + "/" + FileName(key): where `key`'s record lives, for messages.
+  std::string PathOf(const EndpointKey& key) const;
 
  private:
   EndpointStore(std::string dir, UniqueFd lock_fd);

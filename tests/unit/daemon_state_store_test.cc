@@ -264,6 +264,96 @@ TEST_P(DaemonEndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouc
   EXPECT_TRUE(fs::exists(Dir() + "/good:eth0.json"));
 }
 
+// Issue 10: a CNI_CONTAINERID over ~245 bytes made the record's file name exceed NAME_MAX, so
+// ADD's record write and every later DEL failed forever.
+TEST_F(DaemonEndpointStoreTest, LongContainerIdIsStoredUnderAHashedNameAndReloads) {
+  const std::string long_id = "c" + std::string(299, 'x');
+  {
+    auto store = Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")).ok());
+    ASSERT_TRUE((*store)->Put(MakeEndpoint("short", "eth0", "10.244.1.8")).ok());
+  }
+  const std::string name = EndpointStore::FileName(EndpointKey{long_id, "eth0"});
+  EXPECT_LE(name.size(), 255u);
+  EXPECT_EQ(name.rfind("sha256-", 0), 0u) << name;
+  EXPECT_TRUE(fs::exists(Dir() + "/" + name));
+  auto store = Open();
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Get(EndpointKey{long_id, "eth0"}).has_value());
+  EXPECT_EQ((*store)->Get(EndpointKey{long_id, "eth0"})->ip(), "10.244.1.9");
+  auto deleted = (*store)->Delete(EndpointKey{long_id, "eth0"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(*deleted);
+  EXPECT_FALSE(fs::exists(Dir() + "/" + name));
+}
+
+TEST_F(DaemonEndpointStoreTest, HashedNameWhoseRecordIsAnotherKeyIsCorrupt) {
+  const std::string long_id = "c" + std::string(299, 'x');
+  {
+    auto store = Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")).ok());
+  }
+  const std::string path = Dir() + "/" + EndpointStore::FileName(EndpointKey{long_id, "eth0"});
+  std::string content = ReadFile(path);
+  content.replace(content.find("\"eth0\""), 6, "\"eth1\"");
+  WriteFile(path, content);
+  auto store = Open();
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+  EXPECT_THAT(store.status().message(), HasSubstr("does not match the file name"));
+}
+
+// Issue 10: a record with a bad address or MAC loaded fine and was refused only in the middle
+// of the daemon's reconcile, without its file named. Now Open refuses it, naming file and field.
+struct BadFieldCase {
+  const char* name;
+  const char* field;
+  const char* bad_json_value;
+};
+void PrintTo(const BadFieldCase& c, std::ostream* os) { *os << c.name; }
+
+class DaemonEndpointStoreBadFieldTest : public DaemonEndpointStoreTest,
+                                        public ::testing::WithParamInterface<BadFieldCase> {};
+
+TEST_P(DaemonEndpointStoreBadFieldTest, IsRefusedAtOpenNamingFileAndField) {
+  const BadFieldCase& c = GetParam();
+  v1::Endpoint ep = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
+  google::protobuf::util::JsonPrintOptions po;
+  po.preserve_proto_field_names = true;
+  po.always_print_primitive_fields = true;
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(ep, &json, po).ok());
+  const std::string key = absl::StrCat("\"", c.field, "\":");
+  const size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos) << json;
+  const size_t value_start = at + key.size();
+  const size_t value_end = json.find_first_of(",}", value_start);
+  json.replace(value_start, value_end - value_start, c.bad_json_value);
+  ::mkdir(Dir().c_str(), 0700);
+  const std::string path = Dir() + "/ctr-a:eth0.json";
+  WriteFile(path, json);
+  auto store = Open();
+  ASSERT_FALSE(store.ok()) << json;
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+  EXPECT_THAT(store.status().message(), HasSubstr(absl::StrCat("invalid ", c.field)));
+  EXPECT_EQ(ReadFile(path), json);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, DaemonEndpointStoreBadFieldTest,
+    ::testing::Values(BadFieldCase{"Ip", "ip", "\"10.244.1\""},
+                      BadFieldCase{"PrefixLen", "prefix_len", "24"},
+                      BadFieldCase{"Gateway", "gateway", "\"\""},
+                      BadFieldCase{"PodMac", "pod_mac", "\"zz:bb\""},
+                      BadFieldCase{"HostIfname", "host_ifname", "\"lxc-much-too-long-name\""},
+                      BadFieldCase{"EndpointId", "endpoint_id", "0"},
+                      BadFieldCase{"Mtu", "mtu", "70000"}),
+    [](const ::testing::TestParamInfo<BadFieldCase>& info) { return info.param.name; });
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, DaemonEndpointStoreCorruptTest,
     ::testing::Values(

@@ -1,0 +1,172 @@
+// CrossCheckState and Ipam::Claim: the IPAM allocations and the endpoint records are compared
+// at start, so a live pod's address can never be handed to a second pod (issue 10, item 4).
+// Real directories, no privileges.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "libsarena/daemon/endpoint_manager.h"
+#include "libsarena/daemon/ipam.h"
+#include "libsarena/daemon/state_store.h"
+
+namespace sarena::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+net::Ipv4 Ip(const char* s) { return boost::asio::ip::make_address_v4(s); }
+
+v1::Endpoint Record(const std::string& id, const std::string& ip, uint32_t endpoint_id) {
+  v1::Endpoint ep;
+  ep.mutable_ref()->set_container_id(id);
+  ep.mutable_ref()->set_ifname("eth0");
+  ep.set_netns("/var/run/netns/" + id);
+  ep.set_ip(ip);
+  ep.set_prefix_len(32);
+  ep.set_gateway("10.244.1.1");
+  ep.set_pod_mac("aa:bb:cc:dd:ee:01");
+  ep.set_host_ifname("lxc0123456789a");
+  ep.set_host_mac("aa:bb:cc:dd:ee:02");
+  ep.set_endpoint_id(endpoint_id);
+  ep.set_mtu(1500);
+  ep.set_network_name("sarena");
+  return ep;
+}
+
+class DaemonStateCheckTest : public ::testing::Test {
+ protected:
+  DaemonStateCheckTest() {
+    std::string tmpl = (fs::temp_directory_path() / "sarena-check-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+  }
+  ~DaemonStateCheckTest() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // Opens both stores; call again after closing (the stores hold the dirs' locks).
+  void OpenBoth() {
+    store_.reset();
+    ipam_.reset();
+    auto ipam = Ipam::Open({.state_dir = dir_,
+                            .pod_cidr = *net::ParseIpv4Prefix("10.244.1.0/24"),
+                            .gateway = Ip("10.244.1.1")});
+    ASSERT_TRUE(ipam.ok()) << ipam.status();
+    ipam_ = std::move(*ipam);
+    auto store = EndpointStore::Open({.state_dir = dir_});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  std::string dir_;
+  std::unique_ptr<Ipam> ipam_;
+  std::unique_ptr<EndpointStore> store_;
+};
+
+TEST_F(DaemonStateCheckTest, ConsistentStateNeedsNoRepair) {
+  OpenBoth();
+  auto ip = ipam_->Allocate(EndpointKey{"a", "eth0"});
+  ASSERT_TRUE(ip.ok());
+  ASSERT_TRUE(store_->Put(Record("a", ip->to_string(), 1)).ok());
+  auto repaired = CrossCheckState(*ipam_, *store_);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(*repaired, 0);
+}
+
+// The defect: the allocation file of a live pod vanished (an operator's cleanup, a restore from
+// backup); the next ADD got the live pod's address.
+TEST_F(DaemonStateCheckTest, RecordWithoutAllocationIsRepairedSoTheAddressIsNotReused) {
+  OpenBoth();
+  ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
+  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
+  ASSERT_TRUE(fs::remove(dir_ + "/ipam/10.244.1.2"));
+  OpenBoth();
+  ASSERT_FALSE(ipam_->Lookup(EndpointKey{"a", "eth0"}).has_value());
+  auto repaired = CrossCheckState(*ipam_, *store_);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(*repaired, 1);
+  EXPECT_TRUE(fs::exists(dir_ + "/ipam/10.244.1.2"));  // durable, survives the next start
+  auto next = ipam_->Allocate(EndpointKey{"b", "eth0"});
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(next->to_string(), "10.244.1.2");
+  OpenBoth();
+  EXPECT_EQ(ipam_->Lookup(EndpointKey{"a", "eth0"})->to_string(), "10.244.1.2");
+}
+
+TEST_F(DaemonStateCheckTest, AddressAllocatedToAnotherKeyRefusesStartNamingBothFiles) {
+  OpenBoth();
+  ASSERT_TRUE(ipam_->Allocate(EndpointKey{"other", "eth0"}).ok());  // 10.244.1.2
+  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
+  auto st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.status().message(), HasSubstr(store_->PathOf(EndpointKey{"a", "eth0"})));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_THAT(st.status().message(), HasSubstr("other/eth0"));
+}
+
+TEST_F(DaemonStateCheckTest, KeyHoldingADifferentAddressRefusesStart) {
+  OpenBoth();
+  ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
+  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.7", 1)).ok());
+  auto st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.status().message(), HasSubstr("says 10.244.1.7"));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+}
+
+TEST_F(DaemonStateCheckTest, TwoRecordsOnOneAddressRefuseStartAndNothingIsClaimed) {
+  OpenBoth();
+  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.5", 1)).ok());
+  ASSERT_TRUE(store_->Put(Record("b", "10.244.1.5", 2)).ok());
+  ASSERT_TRUE(store_->Put(Record("c", "10.244.1.6", 3)).ok());
+  auto st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.status().message(), HasSubstr("both hold 10.244.1.5"));
+  EXPECT_TRUE(ipam_->List().empty());  // a refused start changes nothing
+}
+
+TEST_F(DaemonStateCheckTest, RecordOutsideThePodCidrRefusesStart) {
+  OpenBoth();
+  ASSERT_TRUE(store_->Put(Record("a", "10.99.0.5", 1)).ok());  // e.g. --pod-cidr changed
+  auto st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.status().message(), HasSubstr("not allocatable in pod CIDR 10.244.1.0/24"));
+}
+
+TEST_F(DaemonStateCheckTest, AllocationWithoutRecordIsKept) {
+  OpenBoth();
+  ASSERT_TRUE(ipam_->Allocate(EndpointKey{"crashed", "eth0"}).ok());
+  auto repaired = CrossCheckState(*ipam_, *store_);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_TRUE(ipam_->Lookup(EndpointKey{"crashed", "eth0"}).has_value());
+}
+
+TEST_F(DaemonStateCheckTest, ClaimRefusesTakenReservedAndForeignAddresses) {
+  OpenBoth();
+  ASSERT_TRUE(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.9")).ok());
+  EXPECT_TRUE(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.9")).ok());  // idempotent
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"b", "eth0"}, Ip("10.244.1.9")).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.10")).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"c", "eth0"}, Ip("10.244.1.1")).code(),
+            absl::StatusCode::kInvalidArgument);  // the gateway
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"c", "eth0"}, Ip("10.244.1.255")).code(),
+            absl::StatusCode::kInvalidArgument);  // broadcast
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"c", "eth0"}, Ip("10.244.2.3")).code(),
+            absl::StatusCode::kInvalidArgument);
+  auto next = ipam_->Allocate(EndpointKey{"d", "eth0"});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->to_string(), "10.244.1.2");
+  EXPECT_NE(ipam_->Allocate(EndpointKey{"e", "eth0"})->to_string(), "10.244.1.9");
+}
+
+}  // namespace
+}  // namespace sarena::daemon
