@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/types.h"
@@ -31,6 +33,7 @@ datapath::EndpointSpec SpecOf(const v1::Endpoint& e) {
   s.gateway = net::ParseIpv4(e.gateway()).value_or(net::Ipv4());
   s.mtu = e.mtu();
   s.endpoint_id = e.endpoint_id();
+  s.host_ifname = e.host_ifname();
   return s;
 }
 
@@ -40,6 +43,66 @@ absl::Status RequireRef(const v1::EndpointRef& ref) {
 }
 
 }  // namespace
+
+absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
+  std::vector<std::string> problems;
+  std::map<uint32_t, EndpointKey> record_ips;
+  std::vector<std::pair<EndpointKey, net::Ipv4>> to_claim;
+  const std::string ipam_dir = ipam.dir();
+  for (const v1::Endpoint& rec : store.List()) {
+    const EndpointKey key = EndpointKey::FromProto(rec.ref());
+    const std::string file = store.PathOf(key);
+    absl::StatusOr<net::Ipv4> ip = net::ParseIpv4(rec.ip(), "ip");
+    if (!ip.ok()) {
+      problems.push_back(absl::StrCat("endpoint record '", file, "': ", ip.status().message()));
+      continue;
+    }
+    if (auto [it, inserted] = record_ips.emplace(ip->to_uint(), key); !inserted) {
+      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
+                                      store.PathOf(it->second), "' both hold ", rec.ip()));
+      continue;
+    }
+    std::optional<net::Ipv4> held = ipam.Lookup(key);
+    if (held && *held != *ip) {
+      problems.push_back(absl::StrCat("endpoint record '", file, "' says ", rec.ip(),
+                                      " but allocation '", ipam_dir, "/", held->to_string(),
+                                      "' gives ", key.ToString(), " ", held->to_string()));
+      continue;
+    }
+    if (!held) to_claim.emplace_back(key, *ip);
+  }
+  // Check every claim against the allocations first, so a refused start changes nothing.
+  std::map<uint32_t, EndpointKey> alloc_by_ip;
+  for (const IpamAllocation& a : ipam.List()) alloc_by_ip.emplace(a.ip.to_uint(), a.key);
+  for (const auto& [key, ip] : to_claim) {
+    if (auto it = alloc_by_ip.find(ip.to_uint()); it != alloc_by_ip.end()) {
+      problems.push_back(absl::StrCat("endpoint record '", store.PathOf(key), "' holds ",
+                                      ip.to_string(), " but allocation '", ipam_dir, "/",
+                                      ip.to_string(), "' gives it to ", it->second.ToString()));
+    } else if (!ipam.IsAllocatable(ip)) {
+      problems.push_back(absl::StrCat("endpoint record '", store.PathOf(key), "' holds ",
+                                      ip.to_string(), ", not allocatable in pod CIDR ",
+                                      ipam.pod_cidr().to_string()));
+    }
+  }
+  if (!problems.empty()) {
+    return absl::DataLossError(absl::StrCat(
+        "state in '", ipam_dir, "' and the endpoint records disagree (left untouched; fix or ",
+        "remove the files by hand): ", absl::StrJoin(problems, "; ")));
+  }
+  for (const auto& [key, ip] : to_claim) {
+    SARENA_RETURN_IF_ERROR(ipam.Claim(key, ip));
+    SARENA_LOG(Warning, "IPAM: allocation of ", ip.to_string(), " for ", key.ToString(),
+               " was missing (endpoint record '", store.PathOf(key), "'); restored");
+  }
+  for (const IpamAllocation& a : ipam.List()) {
+    if (!store.Get(a.key)) {
+      SARENA_LOG(Warning, "IPAM: ", a.ip.to_string(), " is allocated to ", a.key.ToString(),
+                 " without an endpoint record (an interrupted ADD); kept until its DEL or GC");
+    }
+  }
+  return static_cast<int>(to_claim.size());
+}
 
 EndpointManager::EndpointManager(DaemonOptions options, nl::Socket sock,
                                  datapath::HostDevice host,
@@ -78,6 +141,7 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
       Ipam::Open({.state_dir = o.state_dir, .pod_cidr = o.pod_cidr, .gateway = o.node_ip}));
   SARENA_ASSIGN_OR_RETURN(std::unique_ptr<EndpointStore> store,
                           EndpointStore::Open({.state_dir = o.state_dir}));
+  SARENA_RETURN_IF_ERROR(CrossCheckState(*ipam, *store).status());
   SARENA_ASSIGN_OR_RETURN(nl::Socket sock, nl::Socket::Open());
   SARENA_ASSIGN_OR_RETURN(datapath::HostDevice host,
                           datapath::SetupHostDevice(sock, {.node_ip = o.node_ip,
@@ -233,6 +297,7 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
   rec.set_mtu(mtu);
   rec.set_pod_namespace(req.pod_namespace());
   rec.set_pod_name(req.pod_name());
+  rec.set_network_name(req.network_name());
   if (absl::Status st = store_->Put(rec); !st.ok()) {
     (void)datapath::DeleteEndpoint(*dp_, sock_, state->host_ifname, *ip);
     release();
@@ -252,11 +317,16 @@ absl::Status EndpointManager::RemoveEndpoint(const v1::Endpoint& rec) {
   if (!ip && !rec.ip().empty()) {
     if (absl::StatusOr<net::Ipv4> p = net::ParseIpv4(rec.ip()); p.ok()) ip = *p;
   }
+  // Without a recorded veth name (no record: never added, or a crash before the record) the
+  // name is derived from the key, and the veth's owner mark must not name someone else.
+  const bool by_name = rec.host_ifname().empty();
   const std::string host_ifname =
-      rec.host_ifname().empty() ? datapath::HostVethName(key.container_id, key.ifname)
-                                : rec.host_ifname();
-  SARENA_RETURN_IF_ERROR(cni::WithCniCode(datapath::DeleteEndpoint(*dp_, sock_, host_ifname, ip),
-                                          ErrorCode::kDatapathFailure));
+      by_name ? datapath::HostVethName(key.container_id, key.ifname) : rec.host_ifname();
+  std::optional<std::string> owner;
+  if (by_name) owner = datapath::VethOwnerAlias(key.container_id, key.ifname);
+  SARENA_RETURN_IF_ERROR(
+      cni::WithCniCode(datapath::DeleteEndpoint(*dp_, sock_, host_ifname, ip, owner),
+                       ErrorCode::kDatapathFailure));
   SARENA_RETURN_IF_ERROR(store_->Delete(key).status());
   SARENA_RETURN_IF_ERROR(ipam_->Release(key).status());
   return absl::OkStatus();
@@ -323,6 +393,10 @@ v1::StatusResponse EndpointManager::Status() {
 }
 
 absl::StatusOr<v1::GcResponse> EndpointManager::Gc(const v1::GcRequest& req) {
+  if (req.network_name().empty()) {
+    return cni::MakeCniError(ErrorCode::kInvalidNetworkConfig, absl::StatusCode::kInvalidArgument,
+                             "GC without a network name: GC is per network (CNI spec 1.1, GC)");
+  }
   std::set<EndpointKey> valid;
   for (const v1::EndpointRef& r : req.valid()) valid.insert(EndpointKey::FromProto(r));
   v1::GcResponse resp;
@@ -330,6 +404,10 @@ absl::StatusOr<v1::GcResponse> EndpointManager::Gc(const v1::GcRequest& req) {
   for (const v1::Endpoint& rec : store_->List()) {
     const EndpointKey key = EndpointKey::FromProto(rec.ref());
     if (valid.count(key)) continue;
+    // Only this network's attachments: another network's valid list is not in this request.
+    // A record without a network name (written before GC was per network) belongs to an
+    // unknown network: kept, its runtime's DEL removes it.
+    if (rec.network_name() != req.network_name()) continue;
     absl::Status st = RemoveEndpoint(rec);
     if (st.ok()) {
       *resp.add_removed() = rec.ref();

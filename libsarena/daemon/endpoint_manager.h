@@ -30,13 +30,27 @@ struct DaemonOptions {
   bool ip_forward = true;                      // --ip-forward
 };
 
+/// Cross-checks the IPAM allocations against the endpoint records at start, before anything
+/// touches the kernel (issue: "never a second pod on a live pod's IP"):
+/// - a record whose allocation file is missing is repaired by claiming its address for its key
+///   (Ipam::Claim, durable), logged as a warning naming the record file;
+/// - a record whose key holds a different address, whose address is allocated to another key,
+///   that shares its address with another record, or whose address is not allocatable in the
+///   pod CIDR refuses the start: kDataLoss naming the record file(s) and the allocation file,
+///   nothing changed (an operator must look);
+/// - an allocation without a record (a crash between allocation and record in ADD) stays: it
+///   holds no live pod, and the runtime's DEL or GC of that attachment releases it (logged).
+/// Returns the number of allocations repaired.
+absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store);
+
 class EndpointManager {
  public:
   /// Brings the node up: host device, BPF datapath (pins reused), IPAM and endpoint records
-  /// loaded, then Reconcile(). Never interrupts forwarding of endpoints that already exist.
+  /// loaded and cross-checked (CrossCheckState), then Reconcile(). Never interrupts forwarding
+  /// of endpoints that already exist.
   /// Errors: kInvalidArgument for inconsistent options (node IP inside the pod CIDR's network or
-  /// broadcast address, MTU outside 68..65535); kDataLoss for corrupt state files (named);
-  /// kernel errors otherwise.
+  /// broadcast address, MTU outside 68..65535); kDataLoss for corrupt or inconsistent state
+  /// files (named); kernel errors otherwise.
   static absl::StatusOr<std::unique_ptr<EndpointManager>> Create(const DaemonOptions& options);
 
   /// Executes one request; failures become Response.error with a CNI code.

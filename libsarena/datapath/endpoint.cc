@@ -65,6 +65,9 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
                                            .peer_netns = &pod_ns,
                                            .mtu = spec.mtu}));
   rollback.Add([&node, name = st.host_ifname] { (void)node.DeleteLink(name); });
+  // Owner mark first: a DEL without a record checks it before deleting a veth by name.
+  SARENA_RETURN_IF_ERROR(
+      node.SetAlias(host.ifindex, VethOwnerAlias(spec.container_id, spec.ifname)));
   st.host_ifindex = host.ifindex;
   st.host_mac = host.mac;
   SARENA_ASSIGN_OR_RETURN(nl::Link peer, pod.GetLink(spec.ifname));
@@ -113,11 +116,19 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 }
 
 absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
-                            const std::optional<net::Ipv4>& ip) {
+                            const std::optional<net::Ipv4>& ip,
+                            const std::optional<std::string>& expected_owner) {
   int ifindex = 0;
   absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
+  if (host.ok() && expected_owner && !host->alias.empty() && host->alias != *expected_owner) {
+    SARENA_LOG(Warning, "delete endpoint: veth '", host_ifname, "' belongs to '", host->alias,
+               "', not '", *expected_owner, "'; left alone");
+    host = absl::NotFoundError("not ours");
+  }
   if (host.ok()) ifindex = host->ifindex;
-  SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
+  if (host.ok() || !expected_owner) {
+    SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
+  }
   if (ip.has_value()) {
     const bpf::EndpointKey key = bpf::MakeEndpointKey(*ip);
     absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(key);
@@ -136,7 +147,9 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
 }
 
 absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& spec) {
-  const std::string host_ifname = HostVethName(spec.container_id, spec.ifname);
+  const std::string host_ifname = spec.host_ifname.empty()
+                                      ? HostVethName(spec.container_id, spec.ifname)
+                                      : spec.host_ifname;
   const std::string what = absl::StrCat("check endpoint '", spec.container_id, "/", spec.ifname,
                                         "': ");
   absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
@@ -158,12 +171,43 @@ absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& s
     return absl::FailedPreconditionError(absl::StrCat(what, "interface '", spec.ifname,
                                                       "' is down"));
   }
+  if (host->mtu != spec.mtu || peer->mtu != spec.mtu) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, "mtu ", spec.mtu, " expected, host veth '", host_ifname, "' has ", host->mtu,
+        ", '", spec.ifname, "' has ", peer->mtu));
+  }
   SARENA_ASSIGN_OR_RETURN(std::vector<nl::Address> addrs, pod.ListAddresses(peer->ifindex));
+  const net::Ipv4Prefix want_addr(spec.ip, 32);
   bool has_ip = false;
-  for (const nl::Address& a : addrs) has_ip |= a.prefix.address() == spec.ip;
+  for (const nl::Address& a : addrs) {
+    if (a.prefix.address() == spec.ip && a.prefix.prefix_length() == 32) {
+      has_ip = true;
+    } else if (a.prefix.address() == spec.ip) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, "interface '", spec.ifname, "' has ", a.prefix.to_string(), ", ADD set ",
+          want_addr.to_string()));
+    }
+  }
   if (!has_ip) {
     return absl::FailedPreconditionError(absl::StrCat(what, "interface '", spec.ifname,
-                                                      "' lacks address ", spec.ip.to_string()));
+                                                      "' lacks address ", want_addr.to_string()));
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<nl::Route> routes, pod.ListRoutes({.oif = peer->ifindex}));
+  bool gw_route = false, default_route = false;
+  for (const nl::Route& r : routes) {
+    if (r.type != nl::RouteType::kUnicast) continue;
+    gw_route |= r.dst == net::Ipv4Prefix(spec.gateway, 32) && !r.gateway;
+    default_route |= r.dst.prefix_length() == 0 && r.gateway == spec.gateway;
+  }
+  if (!gw_route) {
+    return absl::FailedPreconditionError(absl::StrCat(what, "route ", spec.gateway.to_string(),
+                                                      "/32 dev ", spec.ifname,
+                                                      " is missing in netns '", spec.netns, "'"));
+  }
+  if (!default_route) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, "default route via ", spec.gateway.to_string(), " dev ", spec.ifname,
+                     " is missing in netns '", spec.netns, "'"));
   }
   absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(bpf::MakeEndpointKey(spec.ip));
   if (!ep.ok()) {

@@ -26,6 +26,9 @@ struct EndpointSpec {
   net::Ipv4 gateway;         // --node-ip
   uint32_t mtu = 1500;       // bytes, both veth ends
   uint32_t endpoint_id = 0;  // counter index, < SARENA_MAX_ENDPOINTS
+  /// Host-side veth name; empty = HostVethName(container_id, ifname). CHECK passes the recorded
+  /// name, so endpoints created under an earlier naming scheme stay checkable.
+  std::string host_ifname;
 };
 
 /// What was created.
@@ -38,7 +41,8 @@ struct EndpointState {
 };
 
 /// Creates the endpoint in this order, so no pod packet ever meets a half-built datapath:
-/// veth pair (both ends down; the peer created directly in the pod netns), endpoint-map entry
+/// veth pair (both ends down; the peer created directly in the pod netns), the owner mark
+/// (IFLA_IFALIAS = VethOwnerAlias) on the host side, endpoint-map entry
 /// and zeroed counters, from_container on the host side's TCX ingress, host side up, the
 /// endpoint route (EndpointRoute), then the
 /// pod side: address, link up, on-link route to the gateway, default route.
@@ -52,12 +56,22 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 /// Removes the endpoint of `ip` whose host side is `host_ifname`: from_container link, the
 /// endpoint-map entry (only when it still points at that ifindex), the veth pair. Idempotent:
 /// everything already gone is fine (CNI DEL). `ip` may be nullopt when unknown.
+/// `expected_owner` (a VethOwnerAlias value) is for deletes without a record: a veth of that
+/// name whose alias names another attachment is left alone (it is not ours; a warning is
+/// logged) and only this attachment's IP is cleaned; a veth without an alias (a crash between
+/// creating it and marking it) is taken as ours, the name being derived from the key.
+/// Errors: netlink/BPF errors other than kNotFound.
 absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
-                            const std::optional<net::Ipv4>& ip);
+                            const std::optional<net::Ipv4>& ip,
+                            const std::optional<std::string>& expected_owner = std::nullopt);
 
-/// Verifies an endpoint is intact: host veth present and up, peer CNI_IFNAME in the pod netns,
-/// up, with the IP, map entry equal to the live ifindex and MACs, the endpoint route in place
-/// (the kernel routes the pod IP through the host veth), from_container attached.
+/// Verifies an endpoint is intact, i.e. everything ADD created and put in the CNI result (CNI
+/// spec, CHECK: "the plugin must verify the interfaces, addresses and routes"): host veth
+/// present, up, with the ADD's MTU; peer CNI_IFNAME in the pod netns, up, with the MTU and
+/// exactly the IP as /32 (a changed prefix or a second address from the pool fails); the pod's
+/// on-link route to the gateway and its default route via the gateway out of CNI_IFNAME; map
+/// entry equal to the live ifindex and MACs; the endpoint route in place (the kernel routes
+/// the pod IP through the host veth); from_container attached.
 /// Errors: kFailedPrecondition / kNotFound naming the first thing that differs.
 absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& spec);
 

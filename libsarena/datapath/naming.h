@@ -14,10 +14,18 @@ inline constexpr char kHostDevice[] = "sarena_host";
 inline constexpr char kNetDevice[] = "sarena_net";
 
 /// Host-side veth name of one pod attachment: "lxc" + the first 11 hex digits of
-/// SHA-256(container_id + ifname) — 14 characters, under IFNAMSIZ (16 incl. NUL). Deterministic,
-/// so DEL and CHECK find the veth from the CNI arguments alone (CNI spec: CNI_CONTAINERID and
-/// CNI_IFNAME identify an attachment).
+/// SHA-256(container_id + "/" + ifname) — 14 characters, under IFNAMSIZ (16 incl. NUL).
+/// Deterministic, so DEL and CHECK find the veth from the CNI arguments alone (CNI spec:
+/// CNI_CONTAINERID and CNI_IFNAME identify an attachment). The separator can occur in neither
+/// part, so distinct attachments hash distinct inputs; the 44-bit truncation can still collide
+/// (about 2^-44 per pair), which is why ADD refuses an existing name and a DEL without a record
+/// checks the owner mark (VethOwnerAlias) before deleting.
 std::string HostVethName(absl::string_view container_id, absl::string_view ifname);
+
+/// Owner mark set as IFLA_IFALIAS on the host-side veth at ADD: "sarena:" + container_id + "/" +
+/// ifname (at most IFALIASZ-1 = 255 bytes; longer container IDs are cut to fit, which keeps the
+/// prefix unique enough for a mismatch check). `ip link show` prints it as "alias".
+std::string VethOwnerAlias(absl::string_view container_id, absl::string_view ifname);
 
 }  // namespace sarena::datapath
 

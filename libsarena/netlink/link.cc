@@ -351,6 +351,19 @@ absl::Status Socket::SetMac(LinkRef link, const net::Mac& mac) {
                  absl::StrCat("set mac of link '", link.ToString(), "' to ", net::FormatMac(mac)));
 }
 
+absl::Status Socket::SetAlias(LinkRef link, absl::string_view alias) {
+  if (alias.size() > 255) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid alias of link '", link.ToString(),
+                                                   "': ", alias.size(),
+                                                   " bytes, at most 255 (IFALIASZ - 1)"));
+  }
+  MsgBuf buf;
+  nlmsghdr* nlh = StartLinkMsg(buf, RTM_SETLINK, 0, link);
+  // Not NUL-terminated: the kernel takes the attribute's length (an empty one clears the alias).
+  mnl_attr_put(nlh, IFLA_IFALIAS, alias.size(), alias.data());
+  return Request(nlh, absl::StrCat("set alias of link '", link.ToString(), "'"));
+}
+
 absl::Status Socket::SetMaster(LinkRef link, int master_ifindex) {
   MsgBuf buf;
   nlmsghdr* nlh = StartLinkMsg(buf, RTM_SETLINK, 0, link);

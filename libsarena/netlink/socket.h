@@ -123,6 +123,10 @@ class Socket {
   absl::Status SetMtu(LinkRef link, uint32_t mtu);
   /// IFLA_ADDRESS. Errors: kNotFound, kInvalidArgument (e.g. a multicast MAC).
   absl::Status SetMac(LinkRef link, const net::Mac& mac);
+  /// IFLA_IFALIAS (`ip link set LINK alias TEXT`); an empty `alias` clears it. At most 255
+  /// bytes (IFALIASZ - 1). The kernel ignores IFLA_IFALIAS in the RTM_NEWLINK that creates a
+  /// link, so this is a separate request. Errors: kNotFound, kInvalidArgument when too long.
+  absl::Status SetAlias(LinkRef link, absl::string_view alias);
   /// IFLA_MASTER (enslave to a bridge/bond/VRF); `master` 0 = release (`nomaster`).
   absl::Status SetMaster(LinkRef link, int master_ifindex);
   /// Moves the link into `ns` (IFLA_NET_NS_FD), renaming it to `new_name` when non-empty (the
