@@ -39,7 +39,8 @@ absl::StatusOr<std::string> RequiredString(const JsonObject& o, absl::string_vie
 absl::StatusOr<std::vector<Attachment>> ParseAttachments(const JsonObject& o,
                                                          absl::string_view key) {
   SARENA_CONFIG_GET(auto list, o.GetObjectArray(key));
-  if (!list) return ConfigError(absl::StrCat("field '", key, "' is null, want an array"));
+  // libcni >= 1.2 sends null when no attachment is valid (Go's nil slice): none to keep.
+  if (!list) return std::vector<Attachment>();
   std::vector<Attachment> out;
   for (const JsonObject& j : *list) {
     Attachment a;
