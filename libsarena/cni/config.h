@@ -66,7 +66,11 @@ struct NetConf {
 /// Parses and validates the config for `command`.
 /// Errors (each an absl::Status carrying the CNI code):
 ///   6 kDecodingFailure     — not valid JSON, or not a JSON object (msg has the parser's text),
-///                            or a cniVersion that is not MAJOR.MINOR.PATCH;
+///                            or a cniVersion that is not MAJOR.MINOR.PATCH; refused before
+///                            parsing (json.h, CheckJsonText): text that is not UTF-8 ("not valid
+///                            UTF-8 at byte offset N") and arrays/objects nested deeper than
+///                            kMaxJsonDepth (32) anywhere — prevResult, runtimeConfig, args
+///                            included ("nesting deeper than 32 levels at byte offset N");
 ///   7 kInvalidNetworkConfig — a required key missing ("missing field 'name'"), a key of the
 ///                            wrong type or value ("field 'mtu' is a string \"x\", want ...",
 ///                            "invalid mtu 20: must be 68..65535"), a conflist ("plugins") given

@@ -23,7 +23,65 @@ bool IsAlnum(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c))
 // Quotes an environment value for a message, escaping control characters.
 std::string Quote(absl::string_view v) { return absl::StrCat("'", absl::CEscape(v), "'"); }
 
+// Decodes the UTF-8 sequence at text[i] into *cp and its length into *len; false when the bytes
+// there are not a well-formed sequence (RFC 3629, Table 3-7 of the Unicode standard).
+bool DecodeUtf8(absl::string_view text, size_t i, uint32_t* cp, size_t* len) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b0 = byte(i);
+  if (b0 < 0x80) {
+    *cp = b0;
+    *len = 1;
+    return true;
+  }
+  size_t n;
+  uint32_t min;
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    n = 2, min = 0x80, *cp = b0 & 0x1f;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    n = 3, min = 0x800, *cp = b0 & 0x0f;
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    n = 4, min = 0x10000, *cp = b0 & 0x07;
+  } else {
+    return false;  // continuation byte, overlong lead 0xc0/0xc1, or 0xf5..0xff
+  }
+  if (i + n > text.size()) return false;
+  for (size_t k = 1; k < n; ++k) {
+    unsigned char b = byte(i + k);
+    if ((b & 0xc0) != 0x80) return false;
+    *cp = (*cp << 6) | (b & 0x3f);
+  }
+  if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff)) return false;
+  *len = n;
+  return true;
+}
+
+// Unicode White_Space outside ASCII (what Go's unicode.IsSpace, used by libcni, rejects).
+bool IsUnicodeSpace(uint32_t cp) {
+  return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
 }  // namespace
+
+std::optional<size_t> FirstInvalidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    uint32_t cp;
+    size_t len;
+    if (!DecodeUtf8(text, i, &cp, &len)) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+absl::Status ValidateUtf8(absl::string_view variable, absl::string_view value) {
+  std::optional<size_t> bad = FirstInvalidUtf8(value);
+  if (!bad) return absl::OkStatus();
+  return EnvError(absl::StrCat("invalid ", variable, " '", absl::CHexEscape(value),
+                               "': not valid UTF-8 (byte 0x",
+                               absl::Hex(static_cast<unsigned char>(value[*bad]), absl::kZeroPad2),
+                               " at offset ", *bad, ")"));
+}
 
 absl::string_view ToString(Command command) {
   switch (command) {
@@ -96,10 +154,21 @@ absl::Status ValidateIfname(absl::string_view name) {
     return EnvError(absl::StrCat("invalid CNI_IFNAME ", Quote(name), ": ", why));
   };
   if (name.empty()) return EnvError("CNI_IFNAME is not set");
+  if (absl::Status s = ValidateUtf8("CNI_IFNAME", name); !s.ok()) return s;
   if (name.size() > 15) {
     return bad(absl::StrCat("is ", name.size(), " bytes, an interface name has at most 15"));
   }
   if (name == "." || name == "..") return bad("'.' and '..' are not interface names");
+  for (size_t i = 0; i < name.size();) {
+    uint32_t cp;
+    size_t len;
+    DecodeUtf8(name, i, &cp, &len);  // valid: checked above
+    i += len;
+    if (IsUnicodeSpace(cp)) {
+      return bad(absl::StrCat("contains the Unicode space U+",
+                              absl::Hex(cp, absl::kZeroPad4)));
+    }
+  }
   for (char c : name) {
     if (c == '/' || c == ':') return bad(absl::StrCat("contains '", std::string(1, c), "'"));
     if (absl::ascii_isspace(static_cast<unsigned char>(c))) return bad("contains whitespace");
@@ -112,6 +181,7 @@ absl::Status ValidateIfname(absl::string_view name) {
 
 absl::Status ValidateNetns(absl::string_view netns) {
   if (netns.empty()) return EnvError("CNI_NETNS is not set");
+  if (absl::Status s = ValidateUtf8("CNI_NETNS", netns); !s.ok()) return s;
   if (netns[0] != '/') {
     return EnvError(absl::StrCat("invalid CNI_NETNS ", Quote(netns),
                                  ": want an absolute path to a network namespace"));
@@ -130,6 +200,8 @@ absl::StatusOr<CniArgs> ParseCniArgs(absl::string_view text) {
     }
     absl::string_view key = pair.substr(0, eq);
     absl::string_view value = pair.substr(eq + 1);
+    if (FirstInvalidUtf8(key)) return ValidateUtf8("CNI_ARGS", text);
+    if (absl::Status s = ValidateUtf8(absl::StrCat("CNI_ARGS ", key), value); !s.ok()) return s;
     if (key == "K8S_POD_NAMESPACE") {
       args.pod_namespace = std::string(value);
     } else if (key == "K8S_POD_NAME") {

@@ -34,17 +34,34 @@ absl::string_view MinimumVersionFor(Command command);
 /// the network config has '1.0.0'"; CNI code 6 when `cni_version` does not parse.
 absl::Status CheckCommandVersion(Command command, absl::string_view cni_version);
 
+/// The byte offset of the first byte that does not start a well-formed UTF-8 sequence in `text`
+/// (RFC 3629: no overlong forms, no surrogates U+D800..U+DFFF, nothing above U+10FFFF, no
+/// truncated sequence), or std::nullopt when all of `text` is valid UTF-8.
+std::optional<size_t> FirstInvalidUtf8(absl::string_view text);
+
+/// Checks that the value of the environment variable `variable` (e.g. "CNI_IFNAME", or
+/// "CNI_ARGS K8S_POD_NAME") is valid UTF-8. Everything sarena-cni passes on to sarenad travels in
+/// protobuf `string` fields, which must be UTF-8: without this check the daemon cannot decode the
+/// request and the plugin would report "try again later" (11) forever.
+/// Errors: CNI code 4, kInvalidArgument "invalid <variable> '<value, \xNN-escaped>': not valid
+/// UTF-8 (byte 0xNN at offset N)".
+absl::Status ValidateUtf8(absl::string_view variable, absl::string_view value);
+
 /// CNI_CONTAINERID: non-empty, `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$` (spec, "Parameters").
 /// Errors: CNI code 4, kInvalidArgument "invalid CNI_CONTAINERID '<v>': <reason>".
 absl::Status ValidateContainerId(absl::string_view container_id);
 
-/// CNI_IFNAME: a Linux interface name — non-empty, at most 15 bytes (IFNAMSIZ - 1), not "." or
-/// "..", no '/', ':' or whitespace (spec, "Parameters"; kernel dev_valid_name()).
-/// Errors: CNI code 4, kInvalidArgument "invalid CNI_IFNAME '<v>': <reason>".
+/// CNI_IFNAME: a Linux interface name (spec, "Parameters"; libcni's ValidateInterfaceName and the
+/// kernel's dev_valid_name()) — valid UTF-8 (see ValidateUtf8), non-empty, at most 15 bytes
+/// (IFNAMSIZ - 1), not "." or "..", no '/', ':', control character or whitespace (ASCII or
+/// Unicode White_Space, e.g. U+00A0, as Go's unicode.IsSpace).
+/// Errors: CNI code 4, kInvalidArgument "invalid CNI_IFNAME '<v>': <reason>" (the value
+/// C-escaped; for bad UTF-8 the message of ValidateUtf8, \xNN-escaped).
 absl::Status ValidateIfname(absl::string_view ifname);
 
-/// CNI_NETNS: an absolute path (e.g. /var/run/netns/x or /proc/<pid>/ns/net). Existence is
-/// checked by sarenad when it opens it. Errors: CNI code 4 "invalid CNI_NETNS '<v>': ...".
+/// CNI_NETNS: an absolute path (e.g. /var/run/netns/x or /proc/<pid>/ns/net), valid UTF-8 (it is
+/// sent to sarenad in a protobuf string). Existence is checked by sarenad when it opens it.
+/// Errors: CNI code 4 "invalid CNI_NETNS '<v>': ...".
 absl::Status ValidateNetns(absl::string_view netns);
 
 /// CNI_ARGS: "KEY=VALUE" pairs separated by ';' (spec; keys from the Kubernetes convention).
@@ -60,7 +77,9 @@ struct CniArgs {
 
 /// Parses CNI_ARGS. Empty text -> defaults; empty segments (";;") are skipped; a value may
 /// contain '='. Errors (CNI code 4, kInvalidArgument): a segment without '=' or with an empty
-/// key ("invalid CNI_ARGS pair 'X': want KEY=VALUE"); an unknown key when IgnoreUnknown is not
+/// key ("invalid CNI_ARGS pair 'X': want KEY=VALUE"); a key or value that is not valid UTF-8
+/// ("invalid CNI_ARGS K8S_POD_NAME 'web\\xff': not valid UTF-8 (byte 0xff at offset 3)", the
+/// whole-text offset for a bad key); an unknown key when IgnoreUnknown is not
 /// set ("CNI_ARGS key 'X' is unknown ... set IgnoreUnknown=1"); an IgnoreUnknown value that is
 /// not a boolean.
 absl::StatusOr<CniArgs> ParseCniArgs(absl::string_view text);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "libsarena/cni/env.h"
 
 namespace sarena::cni {
 namespace {
@@ -104,7 +105,43 @@ std::string JsonValueText(const Value& value, size_t max_len) {
   return text;
 }
 
+absl::Status CheckJsonText(absl::string_view json, int max_depth) {
+  if (std::optional<size_t> bad = FirstInvalidUtf8(json)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not valid UTF-8 at byte offset ", *bad, " (byte 0x",
+                     absl::Hex(static_cast<unsigned char>(json[*bad]), absl::kZeroPad2), ")"));
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return absl::InvalidArgumentError(absl::StrCat("nesting deeper than ", max_depth,
+                                                       " levels at byte offset ", i));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Value> ParseJsonValue(absl::string_view json, std::string* parser_detail) {
+  if (absl::Status s = CheckJsonText(json); !s.ok()) {
+    if (parser_detail) *parser_detail = std::string(s.message());
+    return absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", s.message()));
+  }
   Value value;
   google::protobuf::util::JsonParseOptions options;
   auto status = google::protobuf::util::JsonStringToMessage(

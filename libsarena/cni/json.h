@@ -23,9 +23,24 @@ std::string JsonValueText(const google::protobuf::Value& value, size_t max_len =
 /// "a string", "a number", "a boolean", "null", "an object", "an array".
 absl::string_view JsonKindName(const google::protobuf::Value& value);
 
-/// Parses any JSON text into a Value. Errors: kInvalidArgument "not valid JSON: <parser message,
-/// one line>"; the parser's full message (with the caret line) goes in `*parser_detail` when
-/// non-null. Note: numbers are doubles (exact up to 2^53), objects keep no key order.
+/// Deepest nesting of arrays/objects ParseJsonValue accepts. A CNI config (with prevResult,
+/// runtimeConfig, args) needs fewer than 10; the bound keeps a hostile 40 KB document of 20,000
+/// nested arrays from costing the parser tens of seconds of CPU (and deep recursion).
+/// protobuf's JSON-to-Struct transcoder itself gives up (after the long walk) at about 50
+/// levels with an unhelpful "invalid protobuf output", so the bound sits below that.
+inline constexpr int kMaxJsonDepth = 32;
+
+/// A linear pre-scan of JSON text, before any parser sees it: the text is valid UTF-8 (RFC 8259
+/// section 8.1) and no array/object nests deeper than `max_depth` (brackets inside strings do not
+/// count). It does not check the rest of the grammar.
+/// Errors: kInvalidArgument "nesting deeper than 32 levels at byte offset N" (N: the bracket
+/// that opens level 33; the document's own braces are level 1) or "not valid UTF-8 at byte offset N (byte 0xNN)".
+absl::Status CheckJsonText(absl::string_view json, int max_depth = kMaxJsonDepth);
+
+/// Parses any JSON text into a Value. Errors: kInvalidArgument "not valid JSON: <reason>" where
+/// the reason is CheckJsonText's (too deep, bad UTF-8 — refused before parsing) or the parser's
+/// message, one line; the parser's full message (with the caret line) goes in `*parser_detail`
+/// when non-null. Note: numbers are doubles (exact up to 2^53), objects keep no key order.
 absl::StatusOr<google::protobuf::Value> ParseJsonValue(absl::string_view json,
                                                        std::string* parser_detail = nullptr);
 

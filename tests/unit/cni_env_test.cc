@@ -2,6 +2,7 @@
 // CNI_ARGS validation and the per-command required variables (CNI spec 1.1.0, "Parameters").
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -235,6 +236,69 @@ TEST(CniEnvironment, MissingCommand) {
   absl::StatusOr<Environment> env = Parse({});
   EXPECT_EQ(CniCodeOf(env.status()), kEnvCode);
   EXPECT_THAT(env.status().message(), HasSubstr("CNI_COMMAND"));
+}
+
+// Issue 10 defect 7: bad UTF-8 in a variable sarena-cni sends to sarenad (protobuf strings) used
+// to come back as "try again later" (11) forever; it is a decode error naming the variable.
+TEST(CniEnvironment, InvalidUtf8IsCode4NamingTheVariableAndBytes) {
+  struct Case {
+    std::string var, value, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"CNI_IFNAME", "eth\xff", "invalid CNI_IFNAME 'eth\\xff': not valid UTF-8 (byte 0xff at offset 3)"},
+           {"CNI_IFNAME", "\xc0\xaf", "CNI_IFNAME '\\xc0\\xaf': not valid UTF-8 (byte 0xc0 at offset 0)"},
+           {"CNI_IFNAME", "e\xed\xa0\x80", "CNI_IFNAME 'e\\xed\\xa0\\x80': not valid UTF-8 (byte 0xed at offset 1)"},
+           {"CNI_NETNS", "/var/run/netns/\xe2\x82", "invalid CNI_NETNS '/var/run/netns/\\xe2\\x82': not valid UTF-8 (byte 0xe2 at offset 15)"},
+           {"CNI_ARGS", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-\xfe",
+            "invalid CNI_ARGS K8S_POD_NAME 'web-\\xfe': not valid UTF-8 (byte 0xfe at offset 4)"},
+           {"CNI_ARGS", "K8S_POD_UID=\xf4\x90\x80\x80", "CNI_ARGS K8S_POD_UID '\\xf4\\x90\\x80\\x80'"},
+           {"CNI_ARGS", "IgnoreUnknown=1;K\xff=v", "invalid CNI_ARGS 'IgnoreUnknown=1;K\\xff=v': not valid UTF-8 (byte 0xff at offset 17)"},
+       }) {
+    SCOPED_TRACE(c.var + " " + c.says);
+    auto vars = AddEnv();
+    vars[c.var] = c.value;
+    absl::StatusOr<Environment> env = Parse(vars);
+    ASSERT_FALSE(env.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(env.status())) << env.status();
+    EXPECT_EQ(CniCodeOf(env.status()), kEnvCode);
+    EXPECT_THAT(env.status().message(), HasSubstr(c.says));
+  }
+  // DEL checks them too (it sends ifname and netns).
+  auto vars = AddEnv();
+  vars["CNI_COMMAND"] = "DEL";
+  vars["CNI_IFNAME"] = "eth\x80";
+  EXPECT_EQ(CniCodeOf(Parse(vars).status()), kEnvCode);
+  // Valid multi-byte UTF-8 stays valid (the kernel allows non-ASCII interface names).
+  vars = AddEnv();
+  vars["CNI_IFNAME"] = "eth\xc3\xa9";  // "ethé"
+  vars["CNI_ARGS"] = "K8S_POD_NAME=caf\xc3\xa9-\xf0\x9f\x98\x80";
+  absl::StatusOr<Environment> env = Parse(vars);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->args.pod_name, "caf\xc3\xa9-\xf0\x9f\x98\x80");
+}
+
+TEST(CniEnvironment, IfnameRejectsUnicodeWhitespaceLikeLibcni) {
+  for (const char* ifname : {"eth\xc2\xa0" "0", "e\xe2\x80\x83x", "\xe3\x80\x80"}) {
+    SCOPED_TRACE(ifname);
+    absl::Status s = ValidateIfname(ifname);
+    EXPECT_EQ(CniCodeOf(s), kEnvCode) << s;
+    EXPECT_THAT(s.message(), HasSubstr("Unicode space U+"));
+  }
+}
+
+TEST(CniUtf8, FirstInvalidUtf8) {
+  EXPECT_EQ(FirstInvalidUtf8(""), std::nullopt);
+  EXPECT_EQ(FirstInvalidUtf8("plain ascii"), std::nullopt);
+  EXPECT_EQ(FirstInvalidUtf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"), std::nullopt);
+  EXPECT_EQ(FirstInvalidUtf8("ab\x80"), 2u);                // stray continuation
+  EXPECT_EQ(FirstInvalidUtf8("a\xc1\xbf"), 1u);             // overlong 2-byte
+  EXPECT_EQ(FirstInvalidUtf8("\xe0\x80\xaf"), 0u);          // overlong 3-byte
+  EXPECT_EQ(FirstInvalidUtf8("\xf0\x80\x80\xaf"), 0u);      // overlong 4-byte
+  EXPECT_EQ(FirstInvalidUtf8("x\xed\xbf\xbf"), 1u);         // surrogate U+DFFF
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);      // above U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("ok\xe2\x82"), 2u);            // truncated at the end
+  EXPECT_EQ(FirstInvalidUtf8("\xe2(\xa1"), 0u);             // bad continuation
+  EXPECT_EQ(FirstInvalidUtf8(std::string("a\0b", 3)), std::nullopt);  // NUL is valid UTF-8
 }
 
 }  // namespace
