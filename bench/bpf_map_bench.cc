@@ -13,16 +13,16 @@
 
 #include "benchmark/benchmark.h"
 #include "libsarena/bpf/map.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 
 namespace {
 
-using EndpointMap = sarena::bpf::Map<sarena::bpf::EndpointKey, sarena::bpf::Endpoint>;
+using EndpointMap = sarena::bpf::Map<sarena::datapath::EndpointKey, sarena::datapath::Endpoint>;
 
 EndpointMap NewMap() {
   LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-  int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "sarena_bench", sizeof(sarena::bpf::EndpointKey),
-                          sizeof(sarena::bpf::Endpoint), SARENA_MAX_ENDPOINTS, &opts);
+  int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "sarena_bench", sizeof(sarena::datapath::EndpointKey),
+                          sizeof(sarena::datapath::Endpoint), SARENA_MAX_ENDPOINTS, &opts);
   if (fd < 0) {
     std::fprintf(stderr, "bpf_map_create failed: %d (root needed)\n", fd);
     std::exit(1);
@@ -33,12 +33,12 @@ EndpointMap NewMap() {
 }
 
 struct Data {
-  std::vector<sarena::bpf::EndpointKey> keys;
-  std::vector<sarena::bpf::Endpoint> values;
+  std::vector<sarena::datapath::EndpointKey> keys;
+  std::vector<sarena::datapath::Endpoint> values;
   explicit Data(size_t n) {
     for (size_t i = 0; i < n; ++i) {
-      keys.push_back(sarena::bpf::MakeEndpointKey(sarena::net::Ipv4(0x0a000000u + uint32_t(i))));
-      values.push_back(sarena::bpf::MakeEndpoint(
+      keys.push_back(sarena::datapath::MakeEndpointKey(sarena::net::Ipv4(0x0a000000u + uint32_t(i))));
+      values.push_back(sarena::datapath::MakeEndpoint(
           uint32_t(1000 + i), {0x0a, 0, 0, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)},
           {0x02, 0, 0, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)},
           uint32_t(i % SARENA_MAX_ENDPOINTS)));

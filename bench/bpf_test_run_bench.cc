@@ -22,14 +22,14 @@
 
 #include "benchmark/benchmark.h"
 #include "libsarena/bpf/bpffs.h"
-#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/objects.h"
 #include "libsarena/bpf/test_run.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 
 namespace {
 
-using sarena::bpf::Objects;
-using sarena::bpf::Program;
+using sarena::datapath::Objects;
+using sarena::datapath::Program;
 
 constexpr uint32_t kRepeat = 200;
 constexpr uint32_t kSrcIfindex = 1010;
@@ -47,7 +47,7 @@ struct Env {
     if (!o.ok()) Die(o.status().ToString());
     objs.emplace(std::move(*o));
     const auto& m = objs->maps();
-    sarena::bpf::Config cfg = {};
+    sarena::datapath::Config cfg = {};
     cfg.node_ip_be = htonl(0x0af40101);  // 10.244.1.1
     cfg.host_ifindex = 500;
     cfg.net_ifindex = 501;
@@ -57,8 +57,8 @@ struct Env {
     Check(m.WriteConfig(cfg));
     for (uint32_t i = 10; i < 12; ++i) {
       Check(m.endpoints.Update(
-          sarena::bpf::MakeEndpointKey(sarena::net::Ipv4(0x0af40100 + i)),
-          sarena::bpf::MakeEndpoint(1000 + i, {0x0a, 0, 0, 0, 0, uint8_t(i)},
+          sarena::datapath::MakeEndpointKey(sarena::net::Ipv4(0x0af40100 + i)),
+          sarena::datapath::MakeEndpoint(1000 + i, {0x0a, 0, 0, 0, 0, uint8_t(i)},
                                     {0x02, 0, 0, 0, 0, uint8_t(i)}, i)));
     }
   }

@@ -4,22 +4,22 @@
 #include <cstdio>
 #include <string>
 
-#include "libsarena/bpf/objects.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/abi.h"
 
 int main(int argc, char** argv) {
   const std::string pins = argc > 1 ? argv[1] : "/sys/fs/bpf/sarena";
-  absl::StatusOr<sarena::bpf::Maps> maps = sarena::bpf::Maps::FromPinRoot(pins);
+  absl::StatusOr<sarena::datapath::Maps> maps = sarena::datapath::Maps::FromPinRoot(pins);
   if (!maps.ok()) {
     std::fprintf(stderr, "%s\n", std::string(maps.status().message()).c_str());
     return 1;
   }
-  absl::Status st = maps->endpoints.ForEach([&](const sarena::bpf::EndpointKey& key,
-                                                const sarena::bpf::Endpoint& ep) {
-    absl::StatusOr<sarena::bpf::EndpointCounters> c =
+  absl::Status st = maps->endpoints.ForEach([&](const sarena::datapath::EndpointKey& key,
+                                                const sarena::datapath::Endpoint& ep) {
+    absl::StatusOr<sarena::datapath::EndpointCounters> c =
         maps->ReadEndpointCounters(ep.endpoint_id);
-    std::printf("%-15s %s rx=%llu tx=%llu\n", sarena::bpf::FormatEndpointKey(key).c_str(),
-                sarena::bpf::FormatEndpoint(ep).c_str(),
+    std::printf("%-15s %s rx=%llu tx=%llu\n", sarena::datapath::FormatEndpointKey(key).c_str(),
+                sarena::datapath::FormatEndpoint(ep).c_str(),
                 c.ok() ? static_cast<unsigned long long>(c->rx_packets) : 0ULL,
                 c.ok() ? static_cast<unsigned long long>(c->tx_packets) : 0ULL);
     return true;
@@ -28,12 +28,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<sarena::bpf::DropCounter>> drops = maps->ReadDrops();
+  absl::StatusOr<std::vector<sarena::datapath::DropCounter>> drops = maps->ReadDrops();
   if (drops.ok()) {
     for (size_t i = 1; i < drops->size(); ++i) {
       if ((*drops)[i].packets == 0) continue;
       std::printf("drop %-16s %llu packets\n",
-                  sarena::bpf::DropReasonName(static_cast<uint32_t>(i)).c_str(),
+                  sarena::datapath::DropReasonName(static_cast<uint32_t>(i)).c_str(),
                   static_cast<unsigned long long>((*drops)[i].packets));
     }
   }

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/daemon/client.h"
 #include "libsarena/datapath/endpoint.h"
@@ -182,9 +182,9 @@ absl::StatusOr<int> EndpointManager::Reconcile() {
     live_ifnames.insert(rec.host_ifname());
     live_ips.insert(ip.to_uint());
     SARENA_RETURN_IF_ERROR(dp_->maps().endpoints.Update(
-        bpf::MakeEndpointKey(ip), bpf::MakeEndpoint(static_cast<uint32_t>(host->ifindex),
+        datapath::MakeEndpointKey(ip), datapath::MakeEndpoint(static_cast<uint32_t>(host->ifindex),
                                                     pod_mac, host->mac, rec.endpoint_id())));
-    SARENA_RETURN_IF_ERROR(dp_->Attach(bpf::Program::kFromContainer, rec.host_ifname(),
+    SARENA_RETURN_IF_ERROR(dp_->Attach(datapath::Program::kFromContainer, rec.host_ifname(),
                                        host->ifindex, bpf::Direction::kIngress));
     if (host->up) {  // a route through a down device is refused; CHECK reports the device
       SARENA_RETURN_IF_ERROR(
@@ -193,11 +193,11 @@ absl::StatusOr<int> EndpointManager::Reconcile() {
     ++restored;
   }
   // Map entries without a live record (e.g. a crash between map write and record write).
-  SARENA_ASSIGN_OR_RETURN(std::vector<bpf::EndpointKey> keys, dp_->maps().endpoints.Keys());
-  for (const bpf::EndpointKey& k : keys) {
-    std::optional<net::Ipv4> ip = bpf::EndpointKeyIpv4(k);
+  SARENA_ASSIGN_OR_RETURN(std::vector<datapath::EndpointKey> keys, dp_->maps().endpoints.Keys());
+  for (const datapath::EndpointKey& k : keys) {
+    std::optional<net::Ipv4> ip = datapath::EndpointKeyIpv4(k);
     if (ip && !live_ips.count(ip->to_uint())) {
-      SARENA_LOG(Warning, "removing orphan endpoint-map entry ", bpf::FormatEndpointKey(k));
+      SARENA_LOG(Warning, "removing orphan endpoint-map entry ", datapath::FormatEndpointKey(k));
       (void)dp_->maps().endpoints.Delete(k);
     }
   }
@@ -366,7 +366,7 @@ absl::Status EndpointManager::Check(const v1::EndpointCheckRequest& req) {
 absl::StatusOr<v1::EndpointListResponse> EndpointManager::List() {
   v1::EndpointListResponse resp;
   for (v1::Endpoint& e : store_->List()) {
-    absl::StatusOr<bpf::EndpointCounters> c =
+    absl::StatusOr<datapath::EndpointCounters> c =
         dp_->maps().ReadEndpointCounters(e.endpoint_id());
     if (c.ok()) {
       v1::Counters* out = e.mutable_counters();

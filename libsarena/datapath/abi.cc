@@ -1,4 +1,4 @@
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 
 #include <arpa/inet.h>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace sarena::bpf {
+namespace sarena::datapath {
 
 EndpointKey MakeEndpointKey(const net::Ipv4& ip, uint16_t cluster_id) {
   EndpointKey key;
@@ -124,4 +124,4 @@ std::string DropReasonName(uint32_t reason) {
   }
 }
 
-}  // namespace sarena::bpf
+}  // namespace sarena::datapath

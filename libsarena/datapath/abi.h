@@ -1,8 +1,8 @@
 // C++ helpers for the ABI structs of sarena/abi.h (the one definition of map keys and values):
 // building keys from addresses, reading them back, formatting, summing per-CPU counters and
 // naming drop reasons.
-#ifndef LIBSARENA_BPF_TYPES_H_
-#define LIBSARENA_BPF_TYPES_H_
+#ifndef LIBSARENA_DATAPATH_ABI_H_
+#define LIBSARENA_DATAPATH_ABI_H_
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +14,7 @@
 #include "libsarena/net/ip.h"
 #include "sarena/abi.h"
 
-namespace sarena::bpf {
+namespace sarena::datapath {
 
 using EndpointKey = ::sarena_endpoint_key;
 using Endpoint = ::sarena_endpoint;
@@ -64,6 +64,6 @@ DropCounter SumCounters(absl::Span<const DropCounter> per_cpu);
 /// "bad_ip_header", "spoofed_source"; "reason_N" for values >= SARENA_DROP_REASON_MAX.
 std::string DropReasonName(uint32_t reason);
 
-}  // namespace sarena::bpf
+}  // namespace sarena::datapath
 
-#endif  // LIBSARENA_BPF_TYPES_H_
+#endif  // LIBSARENA_DATAPATH_ABI_H_

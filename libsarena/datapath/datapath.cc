@@ -40,8 +40,8 @@ absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& 
   SARENA_ASSIGN_OR_RETURN(std::string mounted, bpf::EnsureBpffs(options.bpffs));
   if (!mounted.empty()) SARENA_LOG(Info, "mounted bpffs at ", mounted);
   SARENA_RETURN_IF_ERROR(MkdirP(absl::StrCat(options.bpffs, "/links")));
-  SARENA_ASSIGN_OR_RETURN(bpf::Objects objects,
-                          bpf::Objects::Load({.pin_root = options.bpffs}));
+  SARENA_ASSIGN_OR_RETURN(datapath::Objects objects,
+                          datapath::Objects::Load({.pin_root = options.bpffs}));
 
   bpf::AttachMode mode = options.attach_mode;
   if (mode == bpf::AttachMode::kAuto) {
@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& 
   SARENA_LOG(Info, "BPF programs loaded, maps pinned under ", options.bpffs, ", attach mode ",
              bpf::ToString(mode));
 
-  bpf::Config cfg{};
+  datapath::Config cfg{};
   cfg.node_ip_be = net::ToBe32(node_ip);
   cfg.host_ifindex = static_cast<uint32_t>(host.host.ifindex);
   cfg.net_ifindex = static_cast<uint32_t>(host.net.ifindex);
@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& 
   SARENA_RETURN_IF_ERROR(objects.maps().WriteConfig(cfg));
 
   std::unique_ptr<Datapath> dp(new Datapath(options, std::move(objects), mode));
-  SARENA_RETURN_IF_ERROR(dp->Attach(bpf::Program::kFromHost, kHostDevice, host.host.ifindex,
+  SARENA_RETURN_IF_ERROR(dp->Attach(datapath::Program::kFromHost, kHostDevice, host.host.ifindex,
                                     bpf::Direction::kEgress));
   return dp;
 }
@@ -75,7 +75,7 @@ std::string Datapath::LinkPinPath(absl::string_view ifname, bpf::Direction direc
   return absl::StrCat(options_.bpffs, "/links/", name, "_", bpf::ToString(direction));
 }
 
-absl::Status Datapath::Attach(bpf::Program program, absl::string_view ifname, int ifindex,
+absl::Status Datapath::Attach(datapath::Program program, absl::string_view ifname, int ifindex,
                               bpf::Direction direction) {
   const int prog_fd = objects_.prog_fd(program);
   const std::string pin = LinkPinPath(ifname, direction);
@@ -86,7 +86,7 @@ absl::Status Datapath::Attach(bpf::Program program, absl::string_view ifname, in
   if (pinned.ok()) {
     if (pinned->ifindex() == ifindex) {
       SARENA_RETURN_IF_ERROR(pinned->Update(prog_fd));
-      SARENA_LOG(Info, "updated ", bpf::ToString(program), " on ", ifname, " ",
+      SARENA_LOG(Info, "updated ", ToString(program), " on ", ifname, " ",
                  bpf::ToString(direction), " (link ", pinned->link_id(), ")");
       return absl::OkStatus();
     }
@@ -122,19 +122,19 @@ absl::Status Datapath::Detach(absl::string_view ifname, int ifindex, bpf::Direct
         bpf::QueryAttached(ifindex, direction);
     if (progs.ok() && !progs->empty()) {
       absl::StatusOr<bpf::Link> tc =
-          bpf::Link::AttachTc(objects_.prog_fd(bpf::Program::kNoop), ifindex, direction);
+          bpf::Link::AttachTc(objects_.prog_fd(datapath::Program::kNoop), ifindex, direction);
       if (tc.ok()) (void)tc->Detach();
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> Datapath::IsAttached(bpf::Program program, int ifindex,
+absl::StatusOr<bool> Datapath::IsAttached(datapath::Program program, int ifindex,
                                           bpf::Direction direction) const {
   SARENA_ASSIGN_OR_RETURN(std::vector<bpf::AttachedProgram> progs,
                           bpf::QueryAttached(ifindex, direction));
   for (const bpf::AttachedProgram& p : progs) {
-    if (p.name == bpf::ToString(program)) return true;
+    if (p.name == ToString(program)) return true;
   }
   return false;
 }

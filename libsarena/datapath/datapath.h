@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "libsarena/bpf/link.h"
-#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/host_device.h"
 
 namespace sarena::datapath {
@@ -36,7 +36,7 @@ class Datapath {
   /// (node IP, pod CIDR, sarena_host/sarena_net ifindexes and MACs, flags) and attaches
   /// from_host to the TCX egress of sarena_host — replacing the program of an existing pinned
   /// link atomically, so a restart never leaves the hook empty.
-  /// Errors: those of bpf::EnsureBpffs, bpf::Objects::Load (verifier log in the message) and
+  /// Errors: those of bpf::EnsureBpffs, datapath::Objects::Load (verifier log in the message) and
   /// Attach.
   static absl::StatusOr<std::unique_ptr<Datapath>> Open(const DatapathOptions& options,
                                                         const HostDevice& host,
@@ -47,7 +47,7 @@ class Datapath {
   /// link for the same device is updated to the freshly loaded program (bpf_link_update); a
   /// pin left by a device that no longer exists (a defunct link, or another ifindex) is
   /// replaced. TCX links are pinned at <bpffs>/links/<ifname>_<direction>.
-  absl::Status Attach(bpf::Program program, absl::string_view ifname, int ifindex,
+  absl::Status Attach(datapath::Program program, absl::string_view ifname, int ifindex,
                       bpf::Direction direction);
 
   /// Detaches whatever this datapath attached to `ifname` in `direction` and removes the pin.
@@ -55,12 +55,12 @@ class Datapath {
   absl::Status Detach(absl::string_view ifname, int ifindex, bpf::Direction direction);
 
   /// True when `program` (by name) is attached to `ifindex` in `direction`.
-  absl::StatusOr<bool> IsAttached(bpf::Program program, int ifindex,
+  absl::StatusOr<bool> IsAttached(datapath::Program program, int ifindex,
                                   bpf::Direction direction) const;
 
   /// The shared maps (endpoint map, config, counters, drops, host flows).
-  const bpf::Maps& maps() const { return objects_.maps(); }
-  const bpf::Objects& objects() const { return objects_; }
+  const datapath::Maps& maps() const { return objects_.maps(); }
+  const datapath::Objects& objects() const { return objects_; }
   /// The mechanism in use: kTcx or kTc (resolved from kAuto).
   bpf::AttachMode attach_mode() const { return mode_; }
   const std::string& bpffs() const { return options_.bpffs; }
@@ -68,11 +68,11 @@ class Datapath {
   std::string LinkPinPath(absl::string_view ifname, bpf::Direction direction) const;
 
  private:
-  Datapath(DatapathOptions options, bpf::Objects objects, bpf::AttachMode mode)
+  Datapath(DatapathOptions options, datapath::Objects objects, bpf::AttachMode mode)
       : options_(std::move(options)), objects_(std::move(objects)), mode_(mode) {}
 
   DatapathOptions options_;
-  bpf::Objects objects_;
+  datapath::Objects objects_;
   bpf::AttachMode mode_;
 };
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 #include "libsarena/datapath/naming.h"
 #include "libsarena/netlink/netns.h"
 #include "libsarena/netlink/sysctl.h"
@@ -75,15 +75,15 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   st.pod_ifindex = peer.ifindex;
 
   // Endpoint-map entry and counters before the program, the program before the link is up.
-  const bpf::Maps& maps = dp.maps();
+  const datapath::Maps& maps = dp.maps();
   SARENA_RETURN_IF_ERROR(maps.ResetEndpointCounters(spec.endpoint_id));
-  const bpf::EndpointKey key = bpf::MakeEndpointKey(spec.ip);
+  const datapath::EndpointKey key = datapath::MakeEndpointKey(spec.ip);
   SARENA_RETURN_IF_ERROR(maps.endpoints.Update(
-      key, bpf::MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
+      key, datapath::MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
                              spec.endpoint_id)));
   rollback.Add([&maps, key] { (void)maps.endpoints.Delete(key); });
   SARENA_RETURN_IF_ERROR(
-      dp.Attach(bpf::Program::kFromContainer, st.host_ifname, host.ifindex,
+      dp.Attach(datapath::Program::kFromContainer, st.host_ifname, host.ifindex,
                 bpf::Direction::kIngress));
   rollback.Add([&dp, name = st.host_ifname, idx = host.ifindex] {
     (void)dp.Detach(name, idx, bpf::Direction::kIngress);
@@ -130,8 +130,8 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
     SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
   }
   if (ip.has_value()) {
-    const bpf::EndpointKey key = bpf::MakeEndpointKey(*ip);
-    absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(key);
+    const datapath::EndpointKey key = datapath::MakeEndpointKey(*ip);
+    absl::StatusOr<datapath::Endpoint> ep = dp.maps().endpoints.Lookup(key);
     // Only remove the entry when it still belongs to this endpoint's veth (or the veth is gone
     // and nothing else claimed the IP).
     if (ep.ok() && (ifindex == 0 || ep->ifindex == static_cast<uint32_t>(ifindex))) {
@@ -209,17 +209,17 @@ absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& s
         absl::StrCat(what, "default route via ", spec.gateway.to_string(), " dev ", spec.ifname,
                      " is missing in netns '", spec.netns, "'"));
   }
-  absl::StatusOr<bpf::Endpoint> ep = dp.maps().endpoints.Lookup(bpf::MakeEndpointKey(spec.ip));
+  absl::StatusOr<datapath::Endpoint> ep = dp.maps().endpoints.Lookup(datapath::MakeEndpointKey(spec.ip));
   if (!ep.ok()) {
     return absl::NotFoundError(absl::StrCat(what, "no endpoint-map entry for ",
                                             spec.ip.to_string()));
   }
-  const bpf::Endpoint want = bpf::MakeEndpoint(static_cast<uint32_t>(host->ifindex), peer->mac,
+  const datapath::Endpoint want = datapath::MakeEndpoint(static_cast<uint32_t>(host->ifindex), peer->mac,
                                                host->mac, ep->endpoint_id, ep->flags);
-  if (!bpf::Equal(*ep, want)) {
+  if (!datapath::Equal(*ep, want)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        what, "endpoint-map entry {", bpf::FormatEndpoint(*ep), "} differs from the live veth {",
-        bpf::FormatEndpoint(want), "}"));
+        what, "endpoint-map entry {", datapath::FormatEndpoint(*ep), "} differs from the live veth {",
+        datapath::FormatEndpoint(want), "}"));
   }
   absl::StatusOr<nl::Route> route = node.GetRoute(spec.ip);
   if (!route.ok() || route->oif != host->ifindex) {
@@ -228,7 +228,7 @@ absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& s
         route.ok() ? absl::StrCat("routed via ifindex ", route->oif) : route.status().ToString(),
         ")"));
   }
-  SARENA_ASSIGN_OR_RETURN(bool attached, dp.IsAttached(bpf::Program::kFromContainer,
+  SARENA_ASSIGN_OR_RETURN(bool attached, dp.IsAttached(datapath::Program::kFromContainer,
                                                        host->ifindex, bpf::Direction::kIngress));
   if (!attached) {
     return absl::FailedPreconditionError(absl::StrCat(what, "from_container is not attached to ",

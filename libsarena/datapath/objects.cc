@@ -1,4 +1,4 @@
-#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/objects.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -17,7 +17,13 @@
 #include "libsarena/bpf/libbpf_log.h"
 #include "libsarena/bpf/link.h"
 
-namespace sarena::bpf {
+namespace sarena::datapath {
+
+using bpf::Map;
+using bpf::PerCpuMap;
+using bpf::GetProgramInfo;
+using bpf::ProgramInfo;
+namespace internal = bpf::internal;
 namespace {
 
 // An owned duplicate of a libbpf-owned fd, so typed maps outlive nothing they should not.
@@ -198,4 +204,4 @@ const Maps& Objects::maps() const { return *impl_->maps; }
 
 const std::string& Objects::pin_root() const { return impl_->pin_root; }
 
-}  // namespace sarena::bpf
+}  // namespace sarena::datapath

@@ -6,8 +6,8 @@
 // <pin_root>/<name> for every map of sarena/abi.h (SARENA_MAP_*), and every later load — the other
 // objects, a restarted daemon, a test — reuses the pinned maps instead of creating new ones.
 // Programs are not pinned here: attach them (link.h) and pin the links.
-#ifndef LIBSARENA_BPF_OBJECTS_H_
-#define LIBSARENA_BPF_OBJECTS_H_
+#ifndef LIBSARENA_DATAPATH_OBJECTS_H_
+#define LIBSARENA_DATAPATH_OBJECTS_H_
 
 #include <cstdint>
 #include <memory>
@@ -18,9 +18,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "libsarena/bpf/map.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 
-namespace sarena::bpf {
+namespace sarena::datapath {
 
 /// The BPF programs of the datapath, one per attach point.
 enum class Program {
@@ -34,11 +34,11 @@ absl::string_view ToString(Program program);
 
 /// The shared maps, typed with the structs of sarena/abi.h. Move-only (owns one fd per map).
 struct Maps {
-  Map<EndpointKey, Endpoint> endpoints;             // SARENA_MAP_ENDPOINTS, hash
-  Map<uint32_t, Config> config;                     // SARENA_MAP_CONFIG, array of 1
-  PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
-  PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason
-  Map<FlowKey, uint64_t> host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
+  bpf::Map<EndpointKey, Endpoint> endpoints;             // SARENA_MAP_ENDPOINTS, hash
+  bpf::Map<uint32_t, Config> config;                     // SARENA_MAP_CONFIG, array of 1
+  bpf::PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
+  bpf::PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason
+  bpf::Map<FlowKey, uint64_t> host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
 
   /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad), checking
   /// their key/value sizes against sarena/abi.h. Errors: kNotFound naming the missing pin,
@@ -96,6 +96,6 @@ class Objects {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace sarena::bpf
+}  // namespace sarena::datapath
 
-#endif  // LIBSARENA_BPF_OBJECTS_H_
+#endif  // LIBSARENA_DATAPATH_OBJECTS_H_

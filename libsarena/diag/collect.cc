@@ -25,8 +25,8 @@
 #include "absl/strings/strip.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/link.h"
-#include "libsarena/bpf/objects.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/abi.h"
 #include "libsarena/model/json.h"
 #include "libsarena/model/snapshot.h"
 #include "libsarena/net/ip.h"
@@ -269,18 +269,18 @@ struct EndpointRow {
 absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
                                              const std::string& daemon_json,
                                              std::vector<std::string>* notes) {
-  SARENA_ASSIGN_OR_RETURN(bpf::Maps maps, bpf::Maps::FromPinRoot(pin_root));
+  SARENA_ASSIGN_OR_RETURN(datapath::Maps maps, datapath::Maps::FromPinRoot(pin_root));
   std::map<std::string, EndpointRow> rows;
   SARENA_RETURN_IF_ERROR(
-      maps.endpoints.ForEach([&](const bpf::EndpointKey& k, const bpf::Endpoint& e) {
-        std::optional<net::Ipv4> ip = bpf::EndpointKeyIpv4(k);
+      maps.endpoints.ForEach([&](const datapath::EndpointKey& k, const datapath::Endpoint& e) {
+        std::optional<net::Ipv4> ip = datapath::EndpointKeyIpv4(k);
         if (!ip) return true;
         EndpointRow& r = rows[ip->to_string()];
         r.ip = ip->to_string();
         r.in_map = true;
         r.host_ifindex = e.ifindex;
-        r.pod_mac = net::FormatMac(bpf::ToMac(e.pod_mac));
-        r.host_mac = net::FormatMac(bpf::ToMac(e.host_mac));
+        r.pod_mac = net::FormatMac(datapath::ToMac(e.pod_mac));
+        r.host_mac = net::FormatMac(datapath::ToMac(e.host_mac));
         r.endpoint_id = e.endpoint_id;
         return true;
       }));

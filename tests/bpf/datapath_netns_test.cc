@@ -17,13 +17,22 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/bpf/link.h"
-#include "libsarena/bpf/objects.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/abi.h"
 #include "tests/bpf/bpf_test_env.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::bpf {
 namespace {
+
+using ::sarena::datapath::Endpoint;
+using ::sarena::datapath::Config;
+using ::sarena::datapath::EndpointCounters;
+using ::sarena::datapath::MakeEndpointKey;
+using ::sarena::datapath::MakeEndpoint;
+using ::sarena::datapath::DropReasonName;
+using ::sarena::datapath::Program;
+using ::sarena::datapath::Objects;
 
 using ::sarena::testing::RunOk;
 using ::sarena::testing::ScopedNetns;

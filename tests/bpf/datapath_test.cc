@@ -1,4 +1,4 @@
-// The real from_container / from_host programs, loaded by sarena::bpf::Objects into a private
+// The real from_container / from_host programs, loaded by sarena::datapath::Objects into a private
 // bpffs and run on crafted frames with BPF_PROG_TEST_RUN.
 //
 // What BPF_PROG_TEST_RUN lets us observe (net/bpf/test_run.c, Linux 6.18): the verdict, the
@@ -16,14 +16,25 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/objects.h"
 #include "libsarena/bpf/test_run.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/abi.h"
 #include "tests/bpf/bpf_test_env.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::bpf {
 namespace {
+
+using ::sarena::datapath::Config;
+using ::sarena::datapath::EndpointCounters;
+using ::sarena::datapath::FlowKey;
+using ::sarena::datapath::MakeEndpointKey;
+using ::sarena::datapath::MakeEndpoint;
+using ::sarena::datapath::FormatFlowKey;
+using ::sarena::datapath::DropReasonName;
+using ::sarena::datapath::Program;
+using ::sarena::datapath::Maps;
+using ::sarena::datapath::Objects;
 
 using ::sarena::testing::ArpSpec;
 using ::sarena::testing::BuildArp;

@@ -11,12 +11,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/bpf/link.h"
-#include "libsarena/bpf/objects.h"
+#include "libsarena/datapath/objects.h"
 #include "tests/bpf/bpf_test_env.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::bpf {
 namespace {
+
+using ::sarena::datapath::Program;
+using ::sarena::datapath::Objects;
 
 using ::testing::HasSubstr;
 

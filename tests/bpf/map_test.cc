@@ -15,13 +15,30 @@
 #include "gtest/gtest.h"
 #include "libsarena/bpf/bpffs.h"
 #include "libsarena/bpf/map.h"
-#include "libsarena/bpf/objects.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/abi.h"
 #include "tests/bpf/bpf_test_env.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::bpf {
 namespace {
+
+using ::sarena::datapath::EndpointKey;
+using ::sarena::datapath::Endpoint;
+using ::sarena::datapath::EndpointCounters;
+using ::sarena::datapath::FlowKey;
+using ::sarena::datapath::MakeEndpointKey;
+using ::sarena::datapath::EndpointKeyIpv4;
+using ::sarena::datapath::MakeEndpoint;
+using ::sarena::datapath::Equal;
+using ::sarena::datapath::FormatEndpointKey;
+using ::sarena::datapath::FormatEndpoint;
+using ::sarena::datapath::FormatFlowKey;
+using ::sarena::datapath::SumCounters;
+using ::sarena::datapath::DropReasonName;
+using ::sarena::datapath::Program;
+using ::sarena::datapath::Maps;
+using ::sarena::datapath::Objects;
 
 using ::testing::HasSubstr;
 

@@ -14,8 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "libsarena/base/cli.h"
-#include "libsarena/bpf/objects.h"
-#include "libsarena/bpf/types.h"
+#include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/abi.h"
 #include "libsarena/daemon/client.h"
 
 ABSL_FLAG(std::string, socket, "/run/sarena/sarenad.sock", "sarenad's unix socket");
@@ -94,7 +94,7 @@ int EndpointList() {
 }
 
 int Drops() {
-  auto maps = sarena::bpf::Maps::FromPinRoot(absl::GetFlag(FLAGS_bpffs));
+  auto maps = sarena::datapath::Maps::FromPinRoot(absl::GetFlag(FLAGS_bpffs));
   if (!maps.ok()) return Fail(maps.status());
   auto drops = maps->ReadDrops();
   if (!drops.ok()) return Fail(drops.status());
@@ -104,7 +104,7 @@ int Drops() {
   bool first = true;
   for (size_t i = 1; i < drops->size(); ++i) {
     const auto& d = (*drops)[i];
-    std::string name = sarena::bpf::DropReasonName(static_cast<uint32_t>(i));
+    std::string name = sarena::datapath::DropReasonName(static_cast<uint32_t>(i));
     if (json) {
       std::printf("%s\n  {\"reason\": \"%s\", \"packets\": %llu, \"bytes\": %llu}",
                   first ? "" : ",", name.c_str(), (unsigned long long)d.packets,
