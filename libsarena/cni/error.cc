@@ -50,6 +50,8 @@ absl::string_view ToString(ErrorCode code) {
       return "check failed";
     case ErrorCode::kProtocolError:
       return "daemon protocol error";
+    case ErrorCode::kUntrustedDaemon:
+      return "untrusted daemon socket";
   }
   return "error";
 }

@@ -37,6 +37,8 @@ enum class ErrorCode : uint32_t {
   kDatapathFailure = 103,      // sarenad could not program the datapath (veth, route, BPF map)
   kCheckFailed = 104,          // CHECK: live state or prevResult differs from what ADD made
   kProtocolError = 105,        // sarenad's reply is malformed or does not match the request
+  kUntrustedDaemon = 106,      // daemonSocket's directory is writable by others / not root's,
+                               // or the peer on it is not root: nothing was sent to it
 };
 
 /// Lower-case summary used as the spec's "msg" prefix when none is given, e.g.

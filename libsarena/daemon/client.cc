@@ -5,12 +5,14 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/daemon/framing.h"
@@ -115,6 +117,98 @@ absl::StatusOr<Client> Client::Connect(absl::string_view socket_path, absl::Dura
   return Client(std::move(fd), std::string(socket_path));
 }
 
+std::vector<uid_t> TrustedDaemonUids() {
+  std::vector<uid_t> uids = {0};
+  if (::geteuid() != 0) uids.push_back(::geteuid());
+  return uids;
+}
+
+namespace {
+
+absl::Status Untrusted(absl::string_view path, absl::string_view why) {
+  return cni::MakeCniError(
+      cni::ErrorCode::kUntrustedDaemon, absl::StatusCode::kPermissionDenied,
+      absl::StrCat("refusing sarenad socket '", path, "': ", why));
+}
+
+std::string WantUids(const std::vector<uid_t>& allowed) {
+  return absl::StrCat(allowed.size() > 1 ? "want one of uids " : "want uid ",
+                      absl::StrJoin(allowed, ", "));
+}
+
+bool Allowed(const std::vector<uid_t>& allowed, uid_t uid) {
+  return std::find(allowed.begin(), allowed.end(), uid) != allowed.end();
+}
+
+}  // namespace
+
+absl::Status CheckSocketDirectory(absl::string_view socket_path) {
+  return CheckSocketDirectory(socket_path, TrustedDaemonUids());
+}
+
+absl::Status CheckSocketDirectory(absl::string_view socket_path,
+                                  const std::vector<uid_t>& allowed_owners) {
+  std::string path(socket_path);
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return ConnectError(socket_path, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Untrusted(socket_path, absl::StrCat("'", dir, "' is not a directory"));
+  }
+  if (!Allowed(allowed_owners, st.st_uid)) {
+    return Untrusted(socket_path, absl::StrCat("its directory '", dir, "' is owned by uid ",
+                                               st.st_uid, ", ", WantUids(allowed_owners)));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    absl::string_view who = (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+                            : (st.st_mode & S_IWGRP)                        ? "its group"
+                                                                            : "others";
+    return Untrusted(socket_path,
+                     absl::StrCat("its directory '", dir, "' is writable by ", who, " (mode 0",
+                                  absl::Hex(st.st_mode & 07777), ")"));
+  }
+  struct stat sock {};
+  if (::lstat(path.c_str(), &sock) == 0 && !S_ISSOCK(sock.st_mode)) {
+    return Untrusted(socket_path, "it is not a socket");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Client> Client::ConnectTrusted(absl::string_view socket_path,
+                                              absl::Duration timeout) {
+  if (absl::Status s = CheckSocketDirectory(socket_path); !s.ok()) return s;
+  absl::StatusOr<Client> client = Connect(socket_path, timeout);
+  if (!client.ok()) return client.status();
+  if (absl::Status s = client->VerifyPeer(TrustedDaemonUids()); !s.ok()) return s;
+  return client;
+}
+
+absl::Status Client::VerifyPeer(const std::vector<uid_t>& allowed_uids) const {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(fd_.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    int err = errno;
+    return absl::InternalError(absl::StrCat("sarenad socket '", socket_path_,
+                                            "': SO_PEERCRED: ", strerror(err), " (errno ", err,
+                                            ")"));
+  }
+  if (Allowed(allowed_uids, cred.uid)) return absl::OkStatus();
+  return Untrusted(socket_path_, absl::StrCat("it is served by uid ", cred.uid, " (pid ",
+                                              cred.pid, "), ", WantUids(allowed_uids)));
+}
+
+absl::Status CheckResponseKind(const v1::Request& request, const v1::Response& response,
+                               absl::string_view socket_path) {
+  if (response.has_error() || KindsMatch(request.kind_case(), response.kind_case())) {
+    return absl::OkStatus();
+  }
+  return cni::MakeCniError(
+      cni::ErrorCode::kProtocolError, absl::StatusCode::kInternal,
+      absl::StrCat("sarenad at '", socket_path, "' answered ", KindName(response.kind_case()),
+                   " to ", KindName(request.kind_case())));
+}
+
 absl::StatusOr<v1::Response> Client::Call(const v1::Request& request, absl::Duration timeout) {
   if (broken_) {
     return absl::FailedPreconditionError(
@@ -148,12 +242,7 @@ absl::StatusOr<v1::Response> Client::CallChecked(const v1::Request& request,
   absl::StatusOr<v1::Response> response = Call(request, timeout);
   if (!response.ok()) return response.status();
   if (response->has_error()) return StatusFromError(response->error());
-  if (!KindsMatch(request.kind_case(), response->kind_case())) {
-    return cni::MakeCniError(
-        cni::ErrorCode::kProtocolError, absl::StatusCode::kInternal,
-        absl::StrCat("sarenad answered ", KindName(response->kind_case()), " to ",
-                     KindName(request.kind_case())));
-  }
+  if (absl::Status s = CheckResponseKind(request, *response, socket_path_); !s.ok()) return s;
   return response;
 }
 

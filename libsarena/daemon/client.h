@@ -4,7 +4,10 @@
 #ifndef LIBSARENA_DAEMON_CLIENT_H_
 #define LIBSARENA_DAEMON_CLIENT_H_
 
+#include <sys/types.h>
+
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +35,19 @@ class Client {
   static absl::StatusOr<Client> Connect(absl::string_view socket_path,
                                         absl::Duration timeout = kDefaultConnectTimeout);
 
+  /// Connect for the CNI plugin, which must not hand pod data to, or take a result from,
+  /// whatever happens to listen on daemonSocket (issue 10, defect 7): CheckSocketDirectory
+  /// first, then Connect, then VerifyPeer(TrustedDaemonUids()). Errors: those of the three;
+  /// the directory and peer refusals carry CNI code 106 (kUntrustedDaemon) and name the path.
+  static absl::StatusOr<Client> ConnectTrusted(absl::string_view socket_path,
+                                               absl::Duration timeout = kDefaultConnectTimeout);
+
+  /// Checks the credentials of the process that listens on the other end (SO_PEERCRED: the
+  /// listener's uid at listen() time) against `allowed_uids`.
+  /// Errors: kPermissionDenied, CNI code 106, "refusing sarenad socket '<path>': it is served by
+  /// uid U (pid P), want uid 0"; kInternal when getsockopt fails.
+  absl::Status VerifyPeer(const std::vector<uid_t>& allowed_uids) const;
+
   Client(Client&&) = default;
   Client& operator=(Client&&) = default;
 
@@ -49,7 +65,7 @@ class Client {
   /// `error.code` (an absl::StatusCode value; kUnknown when out of range), its message
   /// `error.message`, and `error.cni_code` (when non-zero) is attached as the CNI error code
   /// payload (read it back with sarena::cni::CniCodeOf). Also checks that the Response's kind
-  /// matches the Request's (kInternal "sarenad answered <kind> to <kind>" otherwise).
+  /// matches the Request's (see CheckResponseKind).
   absl::StatusOr<v1::Response> CallChecked(const v1::Request& request,
                                            absl::Duration timeout = kDefaultCallTimeout);
 
@@ -66,6 +82,29 @@ class Client {
   std::string socket_path_;
   bool broken_ = false;
 };
+
+/// The uids whose daemon the plugin trusts: {0}, plus the caller's effective uid when it is not
+/// root (a test or a rootless setup running plugin and daemon as one user). A root plugin trusts
+/// only root.
+std::vector<uid_t> TrustedDaemonUids();
+
+/// The plugin side of "the socket's directory must not be writable by others": the directory
+/// holding `socket_path` (stat, following symlinks) must be a directory owned by a uid in
+/// `allowed_owners` (default TrustedDaemonUids()) with neither group nor other write permission —
+/// otherwise another user could have replaced the socket. When the socket file exists it must be
+/// a socket. Ancestors are not checked (a sticky /tmp above a 0700 root directory is fine).
+/// Errors: kPermissionDenied, CNI code 106, "refusing sarenad socket '<path>': its directory
+/// '<dir>' is writable by group and others (mode 0777)" / "... is owned by uid U, want uid 0" /
+/// "... is not a socket"; kUnavailable (as Connect) when the directory does not exist.
+absl::Status CheckSocketDirectory(absl::string_view socket_path);
+absl::Status CheckSocketDirectory(absl::string_view socket_path,
+                                  const std::vector<uid_t>& allowed_owners);
+
+/// Checks that `response` answers `request`: it carries `error`, or the kind of the request
+/// (endpoint_add for endpoint_add, ...). Errors: kInternal, CNI code 105 (kProtocolError),
+/// "sarenad at '<socket_path>' answered <kind> to <kind>" ("nothing" for an empty Response).
+absl::Status CheckResponseKind(const v1::Request& request, const v1::Response& response,
+                               absl::string_view socket_path);
 
 /// Converts a daemon-reported v1::Error into an absl::Status (never OK): code from `error.code`
 /// (kUnknown when it is 0/OK or out of range), message `error.message`, CNI code payload from

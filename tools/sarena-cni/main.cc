@@ -15,6 +15,10 @@
 //   sarenad no longer knows (existed=false, or a NotFound error) succeeds (idempotent).
 //   STATUS with sarenad unreachable or not ready -> 50 "plugin not available" (existing pods keep
 //   forwarding: the BPF datapath is pinned and runs without the daemon, hence 50, not 51).
+//   A daemonSocket whose directory is group/other-writable or owned by another user than root
+//   (or the plugin's own uid when it is not root), or whose peer (SO_PEERCRED) is not such a
+//   uid -> 106 "untrusted daemon socket" naming the path (STATUS: 50), nothing sent. A reply of
+//   the wrong kind, a garbage or oversized frame -> 105 naming the socket path.
 //   Errors reported by sarenad keep the CNI code it chose (v1::Error.cni_code), or the default
 //   mapping of its absl::StatusCode (libsarena/cni/error.h, DefaultCniCode).
 #include <fcntl.h>
@@ -97,11 +101,26 @@ absl::StatusOr<v1::Response> CallDaemon(Client& client, const v1::Request& reque
     return cni::WithCniCode(s, unreachable_code);
   }
   if (response->has_error()) return sarena::daemon::StatusFromError(response->error());
+  // A reply of another kind (or none) than the request's: 105, naming the socket.
+  absl::Status kind = sarena::daemon::CheckResponseKind(request, *response, client.socket_path());
+  if (!kind.ok()) return kind;
   return response;
 }
 
 absl::StatusOr<Client> ConnectDaemon(const cni::NetConf& conf, cni::ErrorCode unreachable_code) {
-  absl::StatusOr<Client> client = Client::Connect(conf.daemon_socket, kConnectTimeout);
+  // Checks the socket's directory and the peer's uid (SO_PEERCRED) before sending anything.
+  absl::StatusOr<Client> client = Client::ConnectTrusted(conf.daemon_socket, kConnectTimeout);
+  if (!client.ok() && cni::CniCodeOf(client.status()) ==
+                          static_cast<uint32_t>(cni::ErrorCode::kUntrustedDaemon)) {
+    // Not transient: retrying does not help until the node is fixed. STATUS still says 50.
+    absl::Status s = cni::WithCniDetails(
+        client.status(),
+        "daemonSocket must be in a directory owned by root (or by the plugin's own user when it "
+        "is not root) that only its owner can write, and be served by root; nothing was sent");
+    return unreachable_code == cni::ErrorCode::kPluginNotAvailable
+               ? cni::WithCniCode(s, unreachable_code)
+               : s;
+  }
   if (!client.ok()) {
     return cni::WithCniDetails(
         cni::WithCniCode(
@@ -264,6 +283,7 @@ absl::Status Gc(const cni::NetConf& conf) {
   if (!client.ok()) return client.status();
   v1::Request req;
   auto* gc = req.mutable_gc();
+  gc->set_network_name(conf.name);  // GC is per network: the daemon keeps other networks' pods
   for (const cni::Attachment& a : conf.valid_attachments) {
     v1::EndpointRef* ref = gc->add_valid();
     ref->set_container_id(a.container_id);
