@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -164,9 +165,10 @@ absl::Status CheckSocketDirectory(absl::string_view socket_path,
     absl::string_view who = (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
                             : (st.st_mode & S_IWGRP)                        ? "its group"
                                                                             : "others";
-    return Untrusted(socket_path,
-                     absl::StrCat("its directory '", dir, "' is writable by ", who, " (mode 0",
-                                  absl::Hex(st.st_mode & 07777), ")"));
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "0%o", static_cast<unsigned>(st.st_mode & 07777));
+    return Untrusted(socket_path, absl::StrCat("its directory '", dir, "' is writable by ", who,
+                                               " (mode ", mode, ")"));
   }
   struct stat sock {};
   if (::lstat(path.c_str(), &sock) == 0 && !S_ISSOCK(sock.st_mode)) {

@@ -2,15 +2,21 @@
 // socketpairs / pipes / unix sockets, and the blocking Client the CNI plugin uses.
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -408,6 +414,186 @@ TEST(DaemonClient, ProtoErrorConversion) {
   EXPECT_FALSE(StatusFromError(weird).ok());
   weird.set_code(999);
   EXPECT_EQ(StatusFromError(weird).code(), absl::StatusCode::kUnknown);
+}
+
+// Issue 10 defect 7: the plugin trusted whatever answered on daemonSocket. A reply of the wrong
+// kind, an empty reply, a garbage or oversized frame are errors naming the socket path.
+TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
+  ScriptedPeer peer([](int fd) {
+    v1::Request req;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    v1::Response wrong;
+    wrong.mutable_endpoint_add();  // answers STATUS with ADD
+    if (!WriteFrame(fd, wrong, absl::Seconds(5)).ok()) return;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    if (!WriteFrame(fd, v1::Response(), absl::Seconds(5)).ok()) return;  // no kind at all
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::Request req;
+  req.mutable_status();
+  absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsInternal(r.status())) << r.status();
+  EXPECT_EQ(cni::CniCodeOf(r.status()), 105u);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr(absl::StrCat("sarenad at '", peer.path(), "' answered endpoint_add to status")));
+  r = c->CallChecked(req, absl::Seconds(5));
+  EXPECT_EQ(cni::CniCodeOf(r.status()), 105u) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("answered nothing to status"));
+  EXPECT_THAT(r.status().message(), HasSubstr(peer.path()));
+  // CheckResponseKind on its own: an error reply is always a valid answer.
+  v1::Response err;
+  err.mutable_error()->set_message("x");
+  EXPECT_TRUE(CheckResponseKind(req, err, "/s").ok());
+
+  ScriptedPeer garbage([](int fd) {
+    v1::Request req;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    WriteRaw(fd, Header(6) + "\xff\xff\xff\xff\xff\xff");
+  });
+  c = Client::Connect(garbage.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  r = c->CallChecked(req, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(garbage.path()));
+
+  ScriptedPeer huge([](int fd) {
+    v1::Request req;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    WriteRaw(fd, Header(0xfffffff0u));
+  });
+  c = Client::Connect(huge.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  r = c->CallChecked(req, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(huge.path()));
+}
+
+// A listener created by this (root) process in a root-owned 0700 directory, then served by a
+// forked child that first drops to `uid`: SO_PEERCRED reports the uid at listen() time.
+class ForkedPeer {
+ public:
+  explicit ForkedPeer(uid_t uid) {
+    char tmpl[] = "/tmp/sarena-client-peer-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/sarenad.sock";
+    UniqueFd listen_fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::bind(listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    int ready[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    v1::Response resp;
+    resp.mutable_status()->set_ready(true);
+    std::string frame = *EncodeFrame(resp);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::alarm(20);
+      if (::setuid(uid) != 0 || ::listen(listen_fd.get(), 4) != 0) ::_exit(1);
+      char ok = 1;
+      (void)!::write(ready[1], &ok, 1);
+      int conn = ::accept(listen_fd.get(), nullptr, nullptr);
+      char buf[256];
+      if (conn >= 0 && ::read(conn, buf, sizeof buf) > 0) {
+        (void)!::write(conn, frame.data(), frame.size());
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    char ok = 0;
+    EXPECT_EQ(::read(ready[0], &ok, 1), 1) << "child could not drop to uid " << uid;
+    ::close(ready[0]);
+  }
+  ~ForkedPeer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  pid_t pid_ = -1;
+};
+
+TEST(DaemonClient, TrustsOnlyARootPeer) {
+  EXPECT_EQ(TrustedDaemonUids().front(), 0u);
+  if (::geteuid() == 0) {
+    EXPECT_EQ(TrustedDaemonUids(), std::vector<uid_t>{0});
+    ForkedPeer nobody(65534);
+    absl::StatusOr<Client> c = Client::ConnectTrusted(nobody.path(), absl::Seconds(2));
+    ASSERT_FALSE(c.ok());
+    EXPECT_TRUE(absl::IsPermissionDenied(c.status())) << c.status();
+    EXPECT_EQ(cni::CniCodeOf(c.status()), 106u);
+    EXPECT_THAT(c.status().message(),
+                HasSubstr(absl::StrCat("refusing sarenad socket '", nobody.path(), "'")));
+    EXPECT_THAT(c.status().message(), HasSubstr("served by uid 65534"));
+    EXPECT_THAT(c.status().message(), HasSubstr("want uid 0"));
+
+    ForkedPeer root(0);  // the same setup served by root is trusted and works
+    c = Client::ConnectTrusted(root.path(), absl::Seconds(2));
+    ASSERT_TRUE(c.ok()) << c.status();
+    v1::Request req;
+    req.mutable_status();
+    absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->status().ready());
+  } else {
+    // Unprivileged run: the peer is this uid, which a root-only allow list refuses.
+    ScriptedPeer self([](int) {});
+    absl::StatusOr<Client> c = Client::Connect(self.path());
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::Status s = c->VerifyPeer({0});
+    EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("served by uid ", ::geteuid())));
+    EXPECT_TRUE(c->VerifyPeer(TrustedDaemonUids()).ok());
+  }
+}
+
+TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
+  char tmpl[] = "/tmp/sarena-client-dir-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string sock = dir + "/sarenad.sock";
+  EXPECT_TRUE(CheckSocketDirectory(sock).ok());  // 0700, ours
+  for (auto [mode, says] : std::vector<std::pair<mode_t, std::string>>{
+           {0777, "writable by group and others (mode 0777)"},
+           {0775, "writable by its group (mode 0775)"},
+           {01757, "writable by others (mode 01757)"}}) {
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    absl::Status s = CheckSocketDirectory(sock);
+    EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+    EXPECT_EQ(cni::CniCodeOf(s), 106u);
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("refusing sarenad socket '", sock,
+                                                    "': its directory '", dir, "' is ", says)));
+    // ConnectTrusted refuses before connecting.
+    EXPECT_EQ(cni::CniCodeOf(Client::ConnectTrusted(sock, absl::Seconds(1)).status()), 106u);
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  EXPECT_TRUE(CheckSocketDirectory(sock).ok());
+  absl::Status s = CheckSocketDirectory(sock, {12345});  // owner not in the allow list
+  EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("its directory '", dir, "' is owned by uid ",
+                                                  ::geteuid(), ", want uid 12345")));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    s = CheckSocketDirectory(sock);
+    EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
+    EXPECT_THAT(s.message(), HasSubstr("is owned by uid 65534, want uid 0"));
+    ASSERT_EQ(::chown(dir.c_str(), 0, 0), 0);
+  }
+  // A regular file where the socket should be.
+  { std::ofstream(sock) << "x"; }
+  s = CheckSocketDirectory(sock);
+  EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
+  EXPECT_THAT(s.message(), HasSubstr("is not a socket"));
+  // A missing directory is "unreachable" like Connect (11), not untrusted.
+  s = CheckSocketDirectory(dir + "/nope/sarenad.sock");
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_EQ(cni::CniCodeOf(s), 11u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
