@@ -1,7 +1,5 @@
 #include "libsarena/daemon/endpoint_manager.h"
 
-#include <dirent.h>
-#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -104,19 +102,32 @@ absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
   return static_cast<int>(to_claim.size());
 }
 
-EndpointManager::EndpointManager(DaemonOptions options, nl::Socket sock,
-                                 datapath::HostDevice host,
-                                 std::unique_ptr<datapath::Datapath> dp,
+EndpointManager::EndpointManager(DaemonOptions options,
+                                 std::unique_ptr<datapath::EndpointDatapath> node,
                                  std::unique_ptr<Ipam> ipam, std::unique_ptr<EndpointStore> store)
     : options_(std::move(options)),
-      sock_(std::move(sock)),
-      host_(std::move(host)),
-      dp_(std::move(dp)),
+      node_(std::move(node)),
       ipam_(std::move(ipam)),
       store_(std::move(store)) {}
 
 absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
     const DaemonOptions& o) {
+  return CreateWith(o, [&o]() -> absl::StatusOr<std::unique_ptr<datapath::EndpointDatapath>> {
+    SARENA_ASSIGN_OR_RETURN(std::unique_ptr<datapath::Node> node,
+                            datapath::Node::Create({.node_ip = o.node_ip,
+                                                    .pod_cidr = o.pod_cidr,
+                                                    .mtu = o.mtu,
+                                                    .ip_forward = o.ip_forward,
+                                                    .datapath = {.bpffs = o.bpffs,
+                                                                 .attach_mode = o.attach_mode,
+                                                                 .redirect_peer =
+                                                                     o.redirect_peer}}));
+    return std::unique_ptr<datapath::EndpointDatapath>(std::move(node));
+  });
+}
+
+absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::CreateWith(
+    const DaemonOptions& o, const DatapathFactory& make_datapath) {
   if (o.pod_cidr.canonical() != o.pod_cidr) {
     return absl::InvalidArgumentError(absl::StrCat("invalid --pod-cidr '", o.pod_cidr.to_string(),
                                                    "': host bits set (did you mean ",
@@ -142,22 +153,9 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
   SARENA_ASSIGN_OR_RETURN(std::unique_ptr<EndpointStore> store,
                           EndpointStore::Open({.state_dir = o.state_dir}));
   SARENA_RETURN_IF_ERROR(CrossCheckState(*ipam, *store).status());
-  SARENA_ASSIGN_OR_RETURN(nl::Socket sock, nl::Socket::Open());
-  SARENA_ASSIGN_OR_RETURN(datapath::HostDevice host,
-                          datapath::SetupHostDevice(sock, {.node_ip = o.node_ip,
-                                                           .pod_cidr = o.pod_cidr,
-                                                           .mtu = o.mtu,
-                                                           .ip_forward = o.ip_forward}));
-  SARENA_LOG(Info, "host device ", datapath::kHostDevice, " (ifindex ", host.host.ifindex, ") ",
-             o.node_ip.to_string(), "/32, route ", o.pod_cidr.to_string(), " via ",
-             o.node_ip.to_string());
-  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<datapath::Datapath> dp,
-                          datapath::Datapath::Open({.bpffs = o.bpffs,
-                                                    .attach_mode = o.attach_mode,
-                                                    .redirect_peer = o.redirect_peer},
-                                                   host, o.node_ip, o.pod_cidr));
-  std::unique_ptr<EndpointManager> m(new EndpointManager(
-      o, std::move(sock), std::move(host), std::move(dp), std::move(ipam), std::move(store)));
+  SARENA_ASSIGN_OR_RETURN(std::unique_ptr<datapath::EndpointDatapath> node, make_datapath());
+  std::unique_ptr<EndpointManager> m(
+      new EndpointManager(o, std::move(node), std::move(ipam), std::move(store)));
   SARENA_ASSIGN_OR_RETURN(int restored, m->Reconcile());
   SARENA_LOG(Info, "ready: ", restored, " endpoint(s) restored, ", m->ipam_->FreeCount(),
              " of ", m->ipam_->capacity(), " pod IPs free");
@@ -167,54 +165,26 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
 absl::StatusOr<int> EndpointManager::Reconcile() {
   int restored = 0;
   std::set<std::string> live_ifnames;
-  std::set<uint32_t> live_ips;
+  std::set<net::Ipv4> live_ips;
   for (const v1::Endpoint& rec : store_->List()) {
-    absl::StatusOr<nl::Link> host = sock_.GetLink(rec.host_ifname());
-    if (!host.ok()) {
-      SARENA_LOG(Warning, "endpoint ", rec.ref().container_id(), "/", rec.ref().ifname(),
-                 ": veth ", rec.host_ifname(),
-                 " is gone (pod netns deleted without DEL?); its IP ", rec.ip(),
+    // Fields were validated when the store loaded (ValidateEndpointRecord).
+    datapath::RecordedEndpoint e{.host_ifname = rec.host_ifname(),
+                                 .ip = net::ParseIpv4(rec.ip()).value_or(net::Ipv4()),
+                                 .pod_mac = net::ParseMac(rec.pod_mac()).value_or(net::Mac{}),
+                                 .endpoint_id = rec.endpoint_id()};
+    absl::Status st = node_->Restore(e);
+    if (absl::IsNotFound(st)) {
+      SARENA_LOG(Warning, "endpoint ", rec.ref().container_id(), "/", rec.ref().ifname(), ": ",
+                 st.message(), " (pod netns deleted without DEL?); its IP ", rec.ip(),
                  " stays allocated until DEL or GC");
       continue;
     }
-    SARENA_ASSIGN_OR_RETURN(net::Ipv4 ip, net::ParseIpv4(rec.ip(), "endpoint record ip"));
-    SARENA_ASSIGN_OR_RETURN(net::Mac pod_mac, net::ParseMac(rec.pod_mac(), "endpoint pod_mac"));
-    live_ifnames.insert(rec.host_ifname());
-    live_ips.insert(ip.to_uint());
-    SARENA_RETURN_IF_ERROR(dp_->maps().endpoints.Update(
-        datapath::MakeEndpointKey(ip), datapath::MakeEndpoint(static_cast<uint32_t>(host->ifindex),
-                                                    pod_mac, host->mac, rec.endpoint_id())));
-    SARENA_RETURN_IF_ERROR(dp_->Attach(datapath::Program::kFromContainer, rec.host_ifname(),
-                                       host->ifindex, bpf::Direction::kIngress));
-    if (host->up) {  // a route through a down device is refused; CHECK reports the device
-      SARENA_RETURN_IF_ERROR(
-          sock_.ReplaceRoute(datapath::EndpointRoute(ip, options_.node_ip, host->ifindex)));
-    }
+    SARENA_RETURN_IF_ERROR(st);
+    live_ifnames.insert(e.host_ifname);
+    live_ips.insert(e.ip);
     ++restored;
   }
-  // Map entries without a live record (e.g. a crash between map write and record write).
-  SARENA_ASSIGN_OR_RETURN(std::vector<datapath::EndpointKey> keys, dp_->maps().endpoints.Keys());
-  for (const datapath::EndpointKey& k : keys) {
-    std::optional<net::Ipv4> ip = datapath::EndpointKeyIpv4(k);
-    if (ip && !live_ips.count(ip->to_uint())) {
-      SARENA_LOG(Warning, "removing orphan endpoint-map entry ", datapath::FormatEndpointKey(k));
-      (void)dp_->maps().endpoints.Delete(k);
-    }
-  }
-  // Link pins of devices that no longer have a record.
-  const std::string links_dir = absl::StrCat(dp_->bpffs(), "/links");
-  if (DIR* d = ::opendir(links_dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (!absl::StartsWith(name, "lxc")) continue;
-      std::string ifname = name.substr(0, name.rfind('_'));
-      if (!live_ifnames.count(ifname)) {
-        SARENA_LOG(Warning, "removing orphan link pin ", links_dir, "/", name);
-        ::unlink(absl::StrCat(links_dir, "/", name).c_str());
-      }
-    }
-    ::closedir(d);
-  }
+  SARENA_RETURN_IF_ERROR(node_->PruneOrphans(live_ips, live_ifnames).status());
   return restored;
 }
 
@@ -243,7 +213,7 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
   }
   if (std::optional<v1::Endpoint> existing = store_->Get(key)) {
     // A repeated ADD of a healthy attachment returns it (the runtime retried after a timeout).
-    absl::Status check = datapath::CheckEndpoint(*dp_, sock_, SpecOf(*existing));
+    absl::Status check = node_->Check(SpecOf(*existing));
     if (check.ok() && existing->netns() == req.netns()) {
       v1::EndpointAddResponse resp;
       *resp.mutable_endpoint() = *existing;
@@ -274,7 +244,7 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
                               .gateway = options_.node_ip,
                               .mtu = mtu,
                               .endpoint_id = endpoint_id};
-  absl::StatusOr<datapath::EndpointState> state = datapath::CreateEndpoint(*dp_, sock_, spec);
+  absl::StatusOr<datapath::EndpointState> state = node_->Create(spec);
   if (!state.ok()) {
     release();
     absl::Status st = state.status();
@@ -299,7 +269,7 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
   rec.set_pod_name(req.pod_name());
   rec.set_network_name(req.network_name());
   if (absl::Status st = store_->Put(rec); !st.ok()) {
-    (void)datapath::DeleteEndpoint(*dp_, sock_, state->host_ifname, *ip);
+    (void)node_->Delete(state->host_ifname, *ip, std::nullopt);
     release();
     return cni::WithCniCode(st, ErrorCode::kInternal);
   }
@@ -325,7 +295,7 @@ absl::Status EndpointManager::RemoveEndpoint(const v1::Endpoint& rec) {
   std::optional<std::string> owner;
   if (by_name) owner = datapath::VethOwnerAlias(key.container_id, key.ifname);
   SARENA_RETURN_IF_ERROR(
-      cni::WithCniCode(datapath::DeleteEndpoint(*dp_, sock_, host_ifname, ip, owner),
+      cni::WithCniCode(node_->Delete(host_ifname, ip, owner),
                        ErrorCode::kDatapathFailure));
   SARENA_RETURN_IF_ERROR(store_->Delete(key).status());
   SARENA_RETURN_IF_ERROR(ipam_->Release(key).status());
@@ -360,14 +330,13 @@ absl::Status EndpointManager::Check(const v1::EndpointCheckRequest& req) {
   }
   datapath::EndpointSpec spec = SpecOf(*rec);
   if (!req.netns().empty()) spec.netns = req.netns();
-  return cni::WithCniCode(datapath::CheckEndpoint(*dp_, sock_, spec), ErrorCode::kCheckFailed);
+  return cni::WithCniCode(node_->Check(spec), ErrorCode::kCheckFailed);
 }
 
 absl::StatusOr<v1::EndpointListResponse> EndpointManager::List() {
   v1::EndpointListResponse resp;
   for (v1::Endpoint& e : store_->List()) {
-    absl::StatusOr<datapath::EndpointCounters> c =
-        dp_->maps().ReadEndpointCounters(e.endpoint_id());
+    absl::StatusOr<datapath::EndpointCounters> c = node_->Counters(e.endpoint_id());
     if (c.ok()) {
       v1::Counters* out = e.mutable_counters();
       out->set_rx_packets(c->rx_packets);
@@ -387,7 +356,7 @@ v1::StatusResponse EndpointManager::Status() {
   s.set_node_ip(options_.node_ip.to_string());
   s.set_endpoints(static_cast<uint32_t>(store_->size()));
   s.set_ips_free(ipam_->FreeCount());
-  s.set_attach_mode(std::string(bpf::ToString(dp_->attach_mode())));
+  s.set_attach_mode(std::string(bpf::ToString(node_->attach_mode())));
   s.set_version(kVersion);
   return s;
 }

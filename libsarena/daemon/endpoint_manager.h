@@ -4,6 +4,7 @@
 #ifndef LIBSARENA_DAEMON_ENDPOINT_MANAGER_H_
 #define LIBSARENA_DAEMON_ENDPOINT_MANAGER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,9 +13,7 @@
 #include "libsarena/daemon/sarenad.pb.h"
 #include "libsarena/daemon/server.h"
 #include "libsarena/daemon/state_store.h"
-#include "libsarena/datapath/datapath.h"
-#include "libsarena/datapath/host_device.h"
-#include "libsarena/netlink/socket.h"
+#include "libsarena/datapath/node.h"
 
 namespace sarena::daemon {
 
@@ -53,6 +52,15 @@ class EndpointManager {
   /// files (named); kernel errors otherwise.
   static absl::StatusOr<std::unique_ptr<EndpointManager>> Create(const DaemonOptions& options);
 
+  /// Makes the node's datapath once the state has loaded and passed its cross-check.
+  using DatapathFactory =
+      std::function<absl::StatusOr<std::unique_ptr<datapath::EndpointDatapath>>()>;
+  /// Create with another datapath (tests: a fake). Option checks, state loading, cross-check and
+  /// Reconcile as Create; `make_datapath` is called only after the state loaded. Errors: as
+  /// Create, plus those of `make_datapath`.
+  static absl::StatusOr<std::unique_ptr<EndpointManager>> CreateWith(
+      const DaemonOptions& options, const DatapathFactory& make_datapath);
+
   /// Executes one request; failures become Response.error with a CNI code.
   v1::Response Handle(const v1::Request& request, const PeerCred& peer);
 
@@ -63,9 +71,8 @@ class EndpointManager {
   absl::StatusOr<int> Reconcile();
 
  private:
-  EndpointManager(DaemonOptions options, nl::Socket sock, datapath::HostDevice host,
-                  std::unique_ptr<datapath::Datapath> dp, std::unique_ptr<Ipam> ipam,
-                  std::unique_ptr<EndpointStore> store);
+  EndpointManager(DaemonOptions options, std::unique_ptr<datapath::EndpointDatapath> node,
+                  std::unique_ptr<Ipam> ipam, std::unique_ptr<EndpointStore> store);
 
   absl::StatusOr<v1::EndpointAddResponse> Add(const v1::EndpointAddRequest& req);
   absl::StatusOr<v1::EndpointDelResponse> Del(const v1::EndpointDelRequest& req);
@@ -77,9 +84,7 @@ class EndpointManager {
   absl::StatusOr<uint32_t> FreeEndpointId() const;
 
   DaemonOptions options_;
-  nl::Socket sock_;
-  datapath::HostDevice host_;
-  std::unique_ptr<datapath::Datapath> dp_;
+  std::unique_ptr<datapath::EndpointDatapath> node_;
   std::unique_ptr<Ipam> ipam_;
   std::unique_ptr<EndpointStore> store_;
 };

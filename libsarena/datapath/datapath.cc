@@ -1,11 +1,13 @@
 #include "libsarena/datapath/datapath.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
@@ -73,6 +75,36 @@ std::string Datapath::LinkPinPath(absl::string_view ifname, bpf::Direction direc
   std::string name(ifname);
   std::replace(name.begin(), name.end(), '.', '-');
   return absl::StrCat(options_.bpffs, "/links/", name, "_", bpf::ToString(direction));
+}
+
+absl::StatusOr<int> Datapath::RemoveLinkPinsExcept(absl::string_view ifname_prefix,
+                                                   const std::set<std::string>& keep) const {
+  std::set<std::string> wanted;
+  for (const std::string& ifname : keep) {
+    for (bpf::Direction d : {bpf::Direction::kIngress, bpf::Direction::kEgress}) {
+      wanted.insert(LinkPinPath(ifname, d));
+    }
+  }
+  const std::string dir = absl::StrCat(options_.bpffs, "/links");
+  const std::string prefix = LinkPinPath(ifname_prefix, bpf::Direction::kIngress)
+                                 .substr(dir.size() + 1, ifname_prefix.size());
+  int removed = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (!wanted.count(path)) stale.push_back(path);
+  }
+  ::closedir(d);
+  for (const std::string& path : stale) {
+    SARENA_LOG(Warning, "removing orphan link pin ", path);
+    SARENA_RETURN_IF_ERROR(Unpin(path));
+    ++removed;
+  }
+  return removed;
 }
 
 absl::Status Datapath::Attach(datapath::Program program, absl::string_view ifname, int ifindex,

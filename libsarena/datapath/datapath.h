@@ -8,6 +8,7 @@
 #define LIBSARENA_DATAPATH_DATAPATH_H_
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -66,6 +67,13 @@ class Datapath {
   const std::string& bpffs() const { return options_.bpffs; }
   /// "<bpffs>/links/<ifname>_<ingress|egress>" (bpffs forbids '.' in names: dots become '-')
   std::string LinkPinPath(absl::string_view ifname, bpf::Direction direction) const;
+
+  /// Removes the link pins under <bpffs>/links of devices whose name starts with
+  /// `ifname_prefix` and is not in `keep` (either direction). The pin-name convention lives in
+  /// LinkPinPath only; this compares against it. Returns the number removed. Errors: ErrnoStatus
+  /// when a pin cannot be removed (a missing links directory is fine).
+  absl::StatusOr<int> RemoveLinkPinsExcept(absl::string_view ifname_prefix,
+                                           const std::set<std::string>& keep) const;
 
  private:
   Datapath(DatapathOptions options, datapath::Objects objects, bpf::AttachMode mode)

@@ -1,0 +1,110 @@
+// One node's datapath as the endpoint life cycle needs it: the sarena_host device, the loaded BPF
+// datapath and a netlink socket in the node's namespace, behind one interface with the verbs of
+// an endpoint's life — create, delete, check, restore after a restart, prune what no endpoint
+// owns, read counters. The daemon's EndpointManager holds an EndpointDatapath; tests give it a
+// fake (tests/lib/fake_endpoint_datapath.h) to unit-test rollback and reconcile.
+// Pin names (<bpffs>/links/<ifname>_<direction>) are Datapath::LinkPinPath's alone.
+#ifndef LIBSARENA_DATAPATH_NODE_H_
+#define LIBSARENA_DATAPATH_NODE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libsarena/bpf/link.h"
+#include "libsarena/datapath/abi.h"
+#include "libsarena/datapath/datapath.h"
+#include "libsarena/datapath/endpoint.h"
+#include "libsarena/datapath/host_device.h"
+#include "libsarena/net/ip.h"
+#include "libsarena/netlink/socket.h"
+
+namespace sarena::datapath {
+
+/// An endpoint as the daemon recorded it, to be restored after a restart.
+struct RecordedEndpoint {
+  std::string host_ifname;   // the recorded host-side veth ("lxc...")
+  net::Ipv4 ip;              // pod IP
+  net::Mac pod_mac{};        // CNI_IFNAME's MAC inside the pod
+  uint32_t endpoint_id = 0;  // counter index, < SARENA_MAX_ENDPOINTS
+};
+
+/// The verbs of an endpoint's life on one node. Implementations: Node (the kernel), and a fake
+/// in tests/lib. Not thread-safe; the daemon calls it one request at a time.
+class EndpointDatapath {
+ public:
+  virtual ~EndpointDatapath() = default;
+
+  /// CreateEndpoint (endpoint.h): everything or nothing.
+  virtual absl::StatusOr<EndpointState> Create(const EndpointSpec& spec) = 0;
+  /// DeleteEndpoint (endpoint.h): idempotent; `expected_owner` guards a delete by derived name.
+  virtual absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
+                              const std::optional<std::string>& expected_owner) = 0;
+  /// CheckEndpoint (endpoint.h).
+  virtual absl::Status Check(const EndpointSpec& spec) = 0;
+  /// Brings one recorded endpoint back after a restart without interrupting it: rewrites its
+  /// endpoint-map entry from the live veth, re-attaches from_container (bpf_link_update of the
+  /// pinned link) and re-installs its endpoint route when the veth is up.
+  /// Errors: kNotFound when the host veth is gone (pod netns deleted without DEL); BPF/netlink
+  /// errors otherwise.
+  virtual absl::Status Restore(const RecordedEndpoint& endpoint) = 0;
+  /// Removes endpoint-map entries whose IPv4 address is not in `live_ips` and from_container
+  /// link pins of "lxc" devices not in `live_host_ifnames` (a crash between a datapath write and
+  /// the record). Returns how many were removed. Errors: BPF errors reading the map.
+  virtual absl::StatusOr<int> PruneOrphans(const std::set<net::Ipv4>& live_ips,
+                                           const std::set<std::string>& live_host_ifnames) = 0;
+  /// Per-endpoint counters summed over CPUs. kInvalidArgument when endpoint_id is out of range.
+  virtual absl::StatusOr<EndpointCounters> Counters(uint32_t endpoint_id) = 0;
+  /// kTcx or kTc.
+  virtual bpf::AttachMode attach_mode() const = 0;
+};
+
+/// How to bring a node's datapath up (the daemon's flags).
+struct NodeOptions {
+  net::Ipv4 node_ip;            // --node-ip
+  net::Ipv4Prefix pod_cidr;     // --pod-cidr
+  uint32_t mtu = 1500;          // --mtu, bytes
+  bool ip_forward = true;       // --ip-forward
+  DatapathOptions datapath;     // --bpffs, --attach-mode, --redirect-peer
+};
+
+/// The kernel implementation: sarena_host (SetupHostDevice), the BPF datapath (Datapath::Open)
+/// and a netlink socket, all in the calling thread's network namespace.
+class Node final : public EndpointDatapath {
+ public:
+  /// SetupHostDevice then Datapath::Open. Errors: theirs.
+  static absl::StatusOr<std::unique_ptr<Node>> Create(const NodeOptions& options);
+
+  absl::StatusOr<EndpointState> Create(const EndpointSpec& spec) override;
+  absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
+                      const std::optional<std::string>& expected_owner) override;
+  absl::Status Check(const EndpointSpec& spec) override;
+  absl::Status Restore(const RecordedEndpoint& endpoint) override;
+  absl::StatusOr<int> PruneOrphans(const std::set<net::Ipv4>& live_ips,
+                                   const std::set<std::string>& live_host_ifnames) override;
+  absl::StatusOr<EndpointCounters> Counters(uint32_t endpoint_id) override;
+  bpf::AttachMode attach_mode() const override { return dp_->attach_mode(); }
+
+  const HostDevice& host() const { return host_; }
+  Datapath& datapath() { return *dp_; }
+
+ private:
+  Node(NodeOptions options, nl::Socket sock, HostDevice host, std::unique_ptr<Datapath> dp)
+      : options_(std::move(options)),
+        sock_(std::move(sock)),
+        host_(std::move(host)),
+        dp_(std::move(dp)) {}
+
+  NodeOptions options_;
+  nl::Socket sock_;
+  HostDevice host_;
+  std::unique_ptr<Datapath> dp_;
+};
+
+}  // namespace sarena::datapath
+
+#endif  // LIBSARENA_DATAPATH_NODE_H_

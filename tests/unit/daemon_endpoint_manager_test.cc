@@ -1,0 +1,192 @@
+// EndpointManager against a fake datapath (tests/lib/fake_endpoint_datapath.h): the bookkeeping
+// of the endpoint life cycle without a kernel — ADD rollback, idempotent DEL, DEL ownership, GC
+// per network (libcni's null list), restart reconcile and the start-up cross-check. The same
+// verbs run against the kernel in tests/privileged/node_e2e_test.sh and cni_conformance_test.sh.
+#include "libsarena/daemon/endpoint_manager.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/lib/fake_endpoint_datapath.h"
+
+namespace sarena::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::sarena::testing::FakeEndpointDatapath;
+using ::testing::HasSubstr;
+
+class EndpointManagerTest : public ::testing::Test {
+ protected:
+  EndpointManagerTest() {
+    std::string tmpl = (fs::temp_directory_path() / "sarena-em-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+    options_.pod_cidr = *net::ParseIpv4Prefix("10.250.0.0/24");
+    options_.node_ip = boost::asio::ip::make_address_v4("10.250.0.1");
+    options_.state_dir = dir_ + "/state";
+  }
+  ~EndpointManagerTest() override {
+    manager_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  absl::Status Start() {
+    manager_.reset();
+    auto m = EndpointManager::CreateWith(
+        options_, [this]() -> absl::StatusOr<std::unique_ptr<datapath::EndpointDatapath>> {
+          return std::make_unique<FakeEndpointDatapath>(&world_);
+        });
+    if (!m.ok()) return m.status();
+    manager_ = std::move(*m);
+    return absl::OkStatus();
+  }
+  v1::Response Add(const std::string& id, const std::string& network = "net-a") {
+    v1::Request r;
+    auto* a = r.mutable_endpoint_add();
+    a->mutable_ref()->set_container_id(id);
+    a->mutable_ref()->set_ifname("eth0");
+    a->set_netns("/var/run/netns/" + id);
+    a->set_network_name(network);
+    return manager_->Handle(r, {});
+  }
+  v1::Response Del(const std::string& id, const std::string& ifname = "eth0") {
+    v1::Request r;
+    r.mutable_endpoint_del()->mutable_ref()->set_container_id(id);
+    r.mutable_endpoint_del()->mutable_ref()->set_ifname(ifname);
+    return manager_->Handle(r, {});
+  }
+  v1::Response Gc(const std::string& network, const std::vector<std::string>& valid) {
+    v1::Request r;
+    r.mutable_gc()->set_network_name(network);
+    for (const std::string& id : valid) {
+      auto* ref = r.mutable_gc()->add_valid();
+      ref->set_container_id(id);
+      ref->set_ifname("eth0");
+    }
+    return manager_->Handle(r, {});
+  }
+  std::vector<std::string> Listed() {
+    v1::Request r;
+    r.mutable_endpoint_list();
+    std::vector<std::string> out;
+    const v1::Response resp = manager_->Handle(r, {});
+    for (const auto& e : resp.endpoint_list().endpoints()) {
+      out.push_back(e.ref().container_id());
+    }
+    return out;
+  }
+  bool IpamFile(const std::string& ip) { return fs::exists(options_.state_dir + "/ipam/" + ip); }
+
+  std::string dir_;
+  DaemonOptions options_;
+  FakeEndpointDatapath::World world_;
+  std::unique_ptr<EndpointManager> manager_;
+};
+
+TEST_F(EndpointManagerTest, AddRecordsNetworkAndDatapathFailureLeavesNothing) {
+  ASSERT_TRUE(Start().ok());
+  v1::Response ok = Add("a");
+  ASSERT_FALSE(ok.has_error()) << ok.error().message();
+  EXPECT_EQ(ok.endpoint_add().endpoint().ip(), "10.250.0.2");
+  EXPECT_EQ(ok.endpoint_add().endpoint().network_name(), "net-a");
+
+  world_.fail_create = absl::UnavailableError("netlink says no");
+  v1::Response bad = Add("b");
+  ASSERT_TRUE(bad.has_error());
+  EXPECT_THAT(bad.error().message(), HasSubstr("netlink says no"));
+  EXPECT_FALSE(IpamFile("10.250.0.3"));  // the allocation was rolled back
+  EXPECT_EQ(Listed(), std::vector<std::string>{"a"});
+  v1::Response again = Add("b");  // and the next ADD gets that address
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  EXPECT_EQ(again.endpoint_add().endpoint().ip(), "10.250.0.3");
+}
+
+TEST_F(EndpointManagerTest, DelIsIdempotentAndARecordlessDelSparesAnotherOwnersVeth) {
+  ASSERT_TRUE(Start().ok());
+  ASSERT_FALSE(Add("a").has_error());
+  v1::Response d1 = Del("a");
+  ASSERT_FALSE(d1.has_error());
+  EXPECT_TRUE(d1.endpoint_del().existed());
+  v1::Response d2 = Del("a");  // kubelet retries DEL
+  ASSERT_FALSE(d2.has_error());
+  EXPECT_FALSE(d2.endpoint_del().existed());
+  EXPECT_TRUE(world_.veths.empty());
+  EXPECT_FALSE(IpamFile("10.250.0.2"));
+
+  // A veth carrying the derived name of ghost/eth0 but marked for someone else.
+  world_.veths[datapath::HostVethName("ghost", "eth0")] = {"sarena:someone/eth0", ""};
+  ASSERT_FALSE(Del("ghost").has_error());
+  EXPECT_EQ(world_.veths.count(datapath::HostVethName("ghost", "eth0")), 1u);
+}
+
+TEST_F(EndpointManagerTest, GcTouchesOnlyItsNetworkAndAnEmptyListRemovesAllOfIt) {
+  ASSERT_TRUE(Start().ok());
+  ASSERT_FALSE(Add("a1", "net-a").has_error());
+  ASSERT_FALSE(Add("a2", "net-a").has_error());
+  ASSERT_FALSE(Add("b1", "net-b").has_error());
+  v1::Response r = Gc("net-a", {"a1"});
+  ASSERT_FALSE(r.has_error()) << r.error().message();
+  ASSERT_EQ(r.gc().removed_size(), 1);
+  EXPECT_EQ(r.gc().removed(0).container_id(), "a2");
+  EXPECT_EQ(Listed(), (std::vector<std::string>{"a1", "b1"}));
+  r = Gc("net-b", {});  // libcni's null: none valid
+  ASSERT_FALSE(r.has_error()) << r.error().message();
+  EXPECT_EQ(Listed(), std::vector<std::string>{"a1"});
+  r = Gc("", {});
+  ASSERT_TRUE(r.has_error());
+  EXPECT_THAT(r.error().message(), HasSubstr("network name"));
+  EXPECT_EQ(Listed(), std::vector<std::string>{"a1"});
+}
+
+TEST_F(EndpointManagerTest, RestartRestoresLiveEndpointsKeepsVanishedOnesAndPrunesOrphans) {
+  ASSERT_TRUE(Start().ok());
+  ASSERT_FALSE(Add("a").has_error());
+  ASSERT_FALSE(Add("b").has_error());
+  const std::string veth_b = datapath::HostVethName("b", "eth0");
+  world_.veths.erase(veth_b);  // pod b's netns was deleted without DEL
+  world_.entries[boost::asio::ip::make_address_v4("10.250.0.99")] = "lxcdead";  // crash leftover
+  world_.pins.insert("lxcdead");
+  ASSERT_TRUE(Start().ok());
+  EXPECT_EQ(world_.restores, 2);
+  EXPECT_EQ(world_.entries.size(), 1u);  // a's entry; b's and the orphan pruned
+  EXPECT_EQ(world_.pins, std::set<std::string>{datapath::HostVethName("a", "eth0")});
+  EXPECT_TRUE(IpamFile("10.250.0.3"));  // b's IP stays allocated until its DEL or GC
+  EXPECT_EQ(Listed(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_FALSE(Del("b").has_error());
+  EXPECT_FALSE(IpamFile("10.250.0.3"));
+}
+
+TEST_F(EndpointManagerTest, StartRefusedByTheCrossCheckNeverMakesTheDatapath) {
+  ASSERT_TRUE(Start().ok());
+  ASSERT_FALSE(Add("a").has_error());
+  manager_.reset();
+  // Another key now holds a's address in IPAM: a second pod would get a live pod's IP.
+  fs::remove(options_.state_dir + "/ipam/10.250.0.2");
+  {
+    auto ipam = Ipam::Open({.state_dir = options_.state_dir,
+                            .pod_cidr = options_.pod_cidr,
+                            .gateway = options_.node_ip});
+    ASSERT_TRUE(ipam.ok());
+    ASSERT_TRUE((*ipam)->Claim(EndpointKey{"intruder", "eth0"},
+                               boost::asio::ip::make_address_v4("10.250.0.2"))
+                    .ok());
+  }
+  bool made = false;
+  auto m = EndpointManager::CreateWith(
+      options_, [&]() -> absl::StatusOr<std::unique_ptr<datapath::EndpointDatapath>> {
+        made = true;
+        return std::make_unique<FakeEndpointDatapath>(&world_);
+      });
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(m.status().message(), HasSubstr("intruder/eth0"));
+  EXPECT_FALSE(made);
+}
+
+}  // namespace
+}  // namespace sarena::daemon
