@@ -2,9 +2,14 @@
 // variables (and nothing else: env -i) plus the plugin config on stdin. Each case asserts the
 // spec's error code, that msg names the field/variable and its value, that stdout is exactly one
 // JSON object (the error), that the exit status is non-zero, and that nothing was left behind
-// (no file besides the plugin's own log). No root needed: every case fails before sarena-cni
-// could change anything. (The exhausted-pool case needs the real sarenad: integration tier.)
+// (no file besides the plugin's own log). Every case fails before sarena-cni could change
+// anything. As root (CI) UntrustedDaemonSocketIsCode106 also serves a socket as uid 65534. (The exhausted-pool case needs the real sarenad: integration tier.)
 #include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,10 +23,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/cni/json.h"
+#include "libsarena/daemon/framing.h"
+#include "libsarena/daemon/sarenad.pb.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::cni {
@@ -280,6 +288,173 @@ TEST_F(CniBadInput, VersionNeedsNothingButTheCommand) {
     EXPECT_THAT(o->GetStringArray("supportedVersions")->value_or(std::vector<std::string>{}),
                 ::testing::ElementsAre("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"));
     EXPECT_TRUE(scratch_.Entries().empty());
+  }
+}
+
+// ---- Issue 10 defect 7: input edges ----
+
+// Bad UTF-8 reached sarenad in protobuf strings, which it could not decode: "try again later"
+// (11) forever. Now a decode error naming the variable, bytes escaped, before any connection.
+TEST_F(CniBadInput, InvalidUtf8InIfnameOrPodNameIsCode4) {
+  auto env = AddEnv();
+  env["CNI_IFNAME"] = "eth\xff";
+  ExpectError(env, Config(), 4,
+              {"invalid CNI_IFNAME 'eth\\xff': not valid UTF-8 (byte 0xff at offset 3)"});
+  env = AddEnv();
+  env["CNI_ARGS"] = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-\xc3";
+  ExpectError(env, Config(), 4,
+              {"invalid CNI_ARGS K8S_POD_NAME 'web-\\xc3': not valid UTF-8 (byte 0xc3 at offset 4)"});
+  env = AddEnv();
+  env["CNI_COMMAND"] = "DEL";
+  env["CNI_IFNAME"] = "e\xed\xa0\x80";  // a UTF-16 surrogate
+  ExpectError(env, Config(), 4, {"CNI_IFNAME 'e\\xed\\xa0\\x80'", "not valid UTF-8"});
+  // ... and in the config: JSON must be UTF-8 (RFC 8259), so the GC list is refused with 6.
+  ExpectError({{"CNI_COMMAND", "GC"}},
+              Config("\"cni.dev/valid-attachments\":[{\"containerID\":\"a\",\"ifname\":\"\xff\"}]",
+                     "1.1.0"),
+              6, {"not valid UTF-8 at byte offset"});
+}
+
+// 20,000 nested arrays (40 KB) took ~30-47 s of CPU before the parser gave up.
+TEST_F(CniBadInput, DeeplyNestedConfigIsCode6AtOnce) {
+  const std::string deep = std::string(20000, '[') + std::string(20000, ']');
+  for (const char* key : {"runtimeConfig", "prevResult", "args"}) {
+    SCOPED_TRACE(key);
+    auto env = AddEnv();
+    if (std::string(key) == "prevResult") env["CNI_COMMAND"] = "CHECK";
+    absl::Time start = absl::Now();
+    Error e = ExpectError(env, Config(absl::StrCat("\"", key, "\":", deep)), 6,
+                          {"decode network config", "nesting deeper than 32 levels at byte offset"});
+    absl::Duration took = absl::Now() - start;
+    EXPECT_LT(took, absl::Seconds(2)) << "took " << took;
+    EXPECT_EQ(e.cni_version, "1.1.0");  // the version peek is bounded too
+  }
+}
+
+// A daemon stand-in on a unix socket in a root-owned 0700 directory: bound by this process,
+// listened on and served by a forked child running as `uid` (SO_PEERCRED reports the uid at
+// listen()), answering every request with `reply` (raw frame bytes).
+class FakeDaemon {
+ public:
+  FakeDaemon(uid_t uid, std::string reply) {
+    char tmpl[] = "/tmp/sarena-cni-fake-daemon-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/sarenad.sock";
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    int ready[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::alarm(30);
+      if ((uid != 0 && ::setuid(uid) != 0) || ::listen(fd, 8) != 0) ::_exit(1);
+      char ok = 1;
+      (void)!::write(ready[1], &ok, 1);
+      while (true) {
+        int conn = ::accept(fd, nullptr, nullptr);
+        if (conn < 0) ::_exit(1);
+        char buf[65536];
+        while (::read(conn, buf, sizeof buf) > 0) {
+          (void)!::write(conn, reply.data(), reply.size());
+        }
+        ::close(conn);
+      }
+    }
+    ::close(fd);
+    ::close(ready[1]);
+    char ok = 0;
+    EXPECT_EQ(::read(ready[0], &ok, 1), 1) << "fake daemon could not start as uid " << uid;
+    ::close(ready[0]);
+  }
+  ~FakeDaemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  const std::string& dir() const { return dir_; }
+  const std::string& path() const { return path_; }
+
+  static std::string Frame(const daemon::v1::Response& r) {
+    absl::StatusOr<std::string> f = daemon::EncodeFrame(r);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.value_or("");
+  }
+
+ private:
+  std::string dir_, path_;
+  pid_t pid_ = -1;
+};
+
+// The plugin used to take any answer: a GC answered with an ADD reply "succeeded", a STATUS
+// answered so was "not ready". Now the reply's kind and frame are checked: 105 naming the socket.
+TEST_F(CniBadInput, ReplyOfTheWrongShapeIsCode105NamingTheSocket) {
+  daemon::v1::Response add;
+  add.mutable_endpoint_add()->mutable_endpoint()->set_ip("10.244.0.9");
+  FakeDaemon wrong_kind(0, FakeDaemon::Frame(add));
+  auto with_socket = [&](const std::string& sock, absl::string_view extra, absl::string_view v) {
+    return absl::StrReplaceAll(Config(extra, v), {{scratch_.path() + "/sarenad.sock", sock}});
+  };
+  ExpectError({{"CNI_COMMAND", "GC"}},
+              with_socket(wrong_kind.path(), R"("cni.dev/valid-attachments":[])", "1.1.0"), 105,
+              {absl::StrCat("sarenad at '", wrong_kind.path(), "' answered endpoint_add to gc")});
+  auto env = AddEnv();
+  env["CNI_COMMAND"] = "DEL";
+  ExpectError(env, with_socket(wrong_kind.path(), "", "1.0.0"), 105,
+              {wrong_kind.path(), "answered endpoint_add to endpoint_del"});
+
+  FakeDaemon garbage(0, std::string("\x00\x00\x00\x06\xff\xff\xff\xff\xff\xff", 10));
+  ExpectError(AddEnv(), with_socket(garbage.path(), "", "1.0.0"), 105, {garbage.path()});
+  FakeDaemon huge(0, std::string("\xff\xff\xff\xf0", 4));
+  ExpectError(AddEnv(), with_socket(huge.path(), "", "1.0.0"), 105,
+              {huge.path(), "exceeds the limit"});
+}
+
+// Whatever listens on daemonSocket got the pod's data and was believed. Now the peer must be
+// root (SO_PEERCRED) and the socket's directory root's and writable only by root: code 106,
+// naming the path, nothing sent.
+TEST_F(CniBadInput, UntrustedDaemonSocketIsCode106) {
+  const bool root = ::geteuid() == 0;  // CI: root. Unprivileged: the mode checks only.
+  daemon::v1::Response st;
+  st.mutable_status()->set_ready(true);
+  auto with_socket = [&](const std::string& sock, absl::string_view extra, absl::string_view v) {
+    return absl::StrReplaceAll(Config(extra, v), {{scratch_.path() + "/sarenad.sock", sock}});
+  };
+  {
+    FakeDaemon root(0, FakeDaemon::Frame(st));  // control: the same setup served by root works
+    PluginRun run = RunPlugin({{"CNI_COMMAND", "STATUS"}}, with_socket(root.path(), "", "1.1.0"),
+                              scratch_.path());
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_EQ(run.out, "");
+  }
+  if (root) {
+    FakeDaemon nobody(65534, FakeDaemon::Frame(st));
+    Error e = ExpectError(AddEnv(), with_socket(nobody.path(), "", "1.0.0"), 106,
+                          {absl::StrCat("refusing sarenad socket '", nobody.path(), "'"),
+                           "served by uid 65534", "want uid 0"});
+    EXPECT_FALSE(e.details.empty());
+    // STATUS reports it as "not available" (50), still naming why.
+    ExpectError({{"CNI_COMMAND", "STATUS"}}, with_socket(nobody.path(), "", "1.1.0"), 50,
+                {"served by uid 65534"});
+  }
+
+  FakeDaemon daemon(0, FakeDaemon::Frame(st));
+  ASSERT_EQ(::chmod(daemon.dir().c_str(), 0777), 0);
+  ExpectError(AddEnv(), with_socket(daemon.path(), "", "1.0.0"), 106,
+              {absl::StrCat("refusing sarenad socket '", daemon.path(), "': its directory '",
+                            daemon.dir(), "' is writable by group and others (mode 0777)")});
+  ASSERT_EQ(::chmod(daemon.dir().c_str(), 0770), 0);
+  ExpectError(AddEnv(), with_socket(daemon.path(), "", "1.0.0"), 106, {"writable by its group"});
+  ASSERT_EQ(::chmod(daemon.dir().c_str(), 0755), 0);
+  if (root) {
+    ASSERT_EQ(::chown(daemon.dir().c_str(), 65534, 65534), 0);
+    ExpectError(AddEnv(), with_socket(daemon.path(), "", "1.0.0"), 106,
+                {daemon.path(), "is owned by uid 65534, want uid 0"});
+    ASSERT_EQ(::chown(daemon.dir().c_str(), 0, 0), 0);
   }
 }
 
