@@ -15,6 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/reflection.h"
+#include "libsarena/cni/env.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/daemon/framing.h"
 
@@ -116,6 +120,55 @@ absl::StatusOr<Client> Client::Connect(absl::string_view socket_path, absl::Dura
     return ConnectError(socket_path, err);
   }
   return Client(std::move(fd), std::string(socket_path));
+}
+
+namespace {
+
+// The dotted path of the first string field (recursively) of `msg` that is not UTF-8, and the
+// offending offset; "" when all are valid.
+std::string FindInvalidUtf8Field(const google::protobuf::Message& msg, const std::string& prefix,
+                                 size_t* offset) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* refl = msg.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  refl->ListFields(msg, &fields);
+  for (const FieldDescriptor* f : fields) {
+    std::string path = prefix.empty() ? f->name() : absl::StrCat(prefix, ".", f->name());
+    if (f->type() == FieldDescriptor::TYPE_STRING) {
+      int n = f->is_repeated() ? refl->FieldSize(msg, f) : 1;
+      for (int i = 0; i < n; ++i) {
+        std::string v = f->is_repeated() ? refl->GetRepeatedString(msg, f, i)
+                                         : refl->GetString(msg, f);
+        if (std::optional<size_t> bad = cni::FirstInvalidUtf8(v)) {
+          *offset = *bad;
+          return f->is_repeated() ? absl::StrCat(path, "[", i, "]") : path;
+        }
+      }
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      int n = f->is_repeated() ? refl->FieldSize(msg, f) : 1;
+      for (int i = 0; i < n; ++i) {
+        const google::protobuf::Message& sub = f->is_repeated()
+                                                   ? refl->GetRepeatedMessage(msg, f, i)
+                                                   : refl->GetMessage(msg, f);
+        std::string p = f->is_repeated() ? absl::StrCat(path, "[", i, "]") : path;
+        std::string found = FindInvalidUtf8Field(sub, p, offset);
+        if (!found.empty()) return found;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status CheckRequestUtf8(const v1::Request& request) {
+  size_t offset = 0;
+  std::string field = FindInvalidUtf8Field(request, "", &offset);
+  if (field.empty()) return absl::OkStatus();
+  return cni::MakeCniError(
+      cni::ErrorCode::kInternal, absl::StatusCode::kInvalidArgument,
+      absl::StrCat("request field '", field, "' is not valid UTF-8 (offset ", offset,
+                   "): sarenad could not decode it; nothing was sent"));
 }
 
 std::vector<uid_t> TrustedDaemonUids() {
@@ -220,6 +273,9 @@ absl::StatusOr<v1::Response> Client::Call(const v1::Request& request, absl::Dura
   if (!fd_) {
     return absl::FailedPreconditionError("call sarenad: client is not connected");
   }
+  // proto3 strings must be UTF-8: the daemon refuses to parse anything else, which would look
+  // like a transport failure ("try again later") forever. Callers validate their input first.
+  if (absl::Status bad = CheckRequestUtf8(request); !bad.ok()) return bad;
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status s = WriteFrame(fd_.get(), request, timeout);
   if (!s.ok()) {

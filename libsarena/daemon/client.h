@@ -54,7 +54,9 @@ class Client {
   /// Sends `request` and waits (at most `timeout`, for write and read together) for its
   /// Response. A daemon-side failure is NOT an error here: it comes back as an OK StatusOr whose
   /// Response has `error` set (with the CNI code the daemon chose) — see CallChecked.
-  /// Errors (transport only): kUnavailable when the daemon closed or reset the connection;
+  /// Errors: kInvalidArgument (CNI code 100) when a string field of `request` is not UTF-8 —
+  /// see CheckRequestUtf8; nothing is sent and the client stays usable. Transport errors:
+  /// kUnavailable when the daemon closed or reset the connection;
   /// kDeadlineExceeded on timeout; kDataLoss when the reply is truncated or does not parse;
   /// kResourceExhausted when a frame exceeds kMaxFrameBytes; kFailedPrecondition when an
   /// earlier Call on this client failed mid-exchange (the stream is then out of step; reconnect).
@@ -99,6 +101,13 @@ std::vector<uid_t> TrustedDaemonUids();
 absl::Status CheckSocketDirectory(absl::string_view socket_path);
 absl::Status CheckSocketDirectory(absl::string_view socket_path,
                                   const std::vector<uid_t>& allowed_owners);
+
+/// Checks that every string field of `request` (recursively) is valid UTF-8, as proto3 requires
+/// of `string` fields and sarenad's parser enforces. sarena-cni validates its input earlier
+/// (CNI code 4 for the environment, 6 for the config); this is the safety net before sending.
+/// Errors: kInvalidArgument, CNI code 100 (a caller's bug), "request field
+/// 'endpoint_add.pod_name' is not valid UTF-8 (offset N): ...".
+absl::Status CheckRequestUtf8(const v1::Request& request);
 
 /// Checks that `response` answers `request`: it carries `error`, or the kind of the request
 /// (endpoint_add for endpoint_add, ...). Errors: kInternal, CNI code 105 (kProtocolError),

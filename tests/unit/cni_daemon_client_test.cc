@@ -596,5 +596,31 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
+  ScriptedPeer peer([](int fd) {
+    v1::Request req;
+    if (!ReadFrame(fd, &req, absl::Seconds(5)).ok()) return;
+    v1::Response resp;
+    resp.mutable_status();
+    (void)WriteFrame(fd, resp, absl::Seconds(5));
+  });
+  absl::StatusOr<Client> c = Client::Connect(peer.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::Request bad = AddRequest();
+  bad.mutable_endpoint_add()->set_pod_name("web-\xff");
+  absl::StatusOr<v1::Response> r = c->Call(bad, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("'endpoint_add.pod_name' is not valid UTF-8 (offset 4)"));
+  v1::Request gc;
+  gc.mutable_gc()->add_valid()->set_ifname("eth0");
+  gc.mutable_gc()->add_valid()->set_ifname("e\xc3");
+  EXPECT_THAT(CheckRequestUtf8(gc).message(), HasSubstr("'gc.valid[1].ifname'"));
+  // Nothing was sent, and the connection is still in step for the next call.
+  v1::Request ok;
+  ok.mutable_status();
+  r = c->CallChecked(ok, absl::Seconds(5));
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
 }  // namespace
 }  // namespace sarena::daemon
