@@ -1,4 +1,4 @@
-#include "libsarena/diag/collect.h"
+#include "libsarena/collect/collect.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 #include "libsarena/model/snapshot.h"
 #include "libsarena/net/ip.h"
 
-namespace sarena::diag {
+namespace sarena::collect {
 namespace {
 
 struct Output {
@@ -549,4 +549,4 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   return report;
 }
 
-}  // namespace sarena::diag
+}  // namespace sarena::collect

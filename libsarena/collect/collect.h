@@ -13,8 +13,8 @@
 // programs come from BPF_PROG_QUERY (TCX) and tc cls_bpf filters through libsarena/bpf. Each
 // command runs inside the node or pod network namespace (setns in a child process), never changing
 // the caller's namespace.
-#ifndef LIBSARENA_DIAG_COLLECT_H_
-#define LIBSARENA_DIAG_COLLECT_H_
+#ifndef LIBSARENA_COLLECT_COLLECT_H_
+#define LIBSARENA_COLLECT_COLLECT_H_
 
 #include <string>
 #include <vector>
@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace sarena::diag {
+namespace sarena::collect {
 
 /// One pod network namespace to collect: pods/<namespace_>/<name>/ from `netns` (a path such
 /// as /var/run/netns/cni-1234 or /proc/<pid>/ns/net).
@@ -79,6 +79,6 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options);
 absl::StatusOr<std::string> ReadIpv4Sysctls(
     const std::string& proc_sys_net_ipv4 = "/proc/sys/net/ipv4");
 
-}  // namespace sarena::diag
+}  // namespace sarena::collect
 
-#endif  // LIBSARENA_DIAG_COLLECT_H_
+#endif  // LIBSARENA_COLLECT_COLLECT_H_

@@ -7,15 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "libsarena/diag/collect.h"
+#include "libsarena/collect/collect.h"
 #include "libsarena/model/snapshot.h"
 #include "tests/lib/test_util.h"
 #include "tests/unit/diag_testing.h"
 
-namespace sarena::diag {
+namespace sarena::collect {
 namespace {
 
-TEST(DiagCollect, SysctlFormat) {
+TEST(Collect, SysctlFormat) {
   auto text = ReadIpv4Sysctls();
   ASSERT_TRUE(text.ok()) << text.status();
   std::string prev;
@@ -35,12 +35,12 @@ TEST(DiagCollect, SysctlFormat) {
   // Parses with the model's reader and agrees with /proc.
   auto sys = model::Sysctls::Parse(*text);
   ASSERT_TRUE(sys.ok()) << sys.status();
-  std::string proc = testing::ReadAll("/proc/sys/net/ipv4/ip_forward");
+  std::string proc = diag::testing::ReadAll("/proc/sys/net/ipv4/ip_forward");
   EXPECT_EQ(sys->GetInt("net.ipv4.ip_forward"), std::stoll(proc));
   EXPECT_FALSE(ReadIpv4Sysctls("/nonexistent/net/ipv4").ok());
 }
 
-TEST(DiagCollect, PodSpec) {
+TEST(Collect, PodSpec) {
   auto p = ParsePodNetnsSpec("default/web-0=/var/run/netns/cni-1234");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->namespace_, "default");
@@ -51,7 +51,7 @@ TEST(DiagCollect, PodSpec) {
   }
 }
 
-TEST(DiagCollect, RoundTripThroughTheSnapshotReader) {
+TEST(Collect, RoundTripThroughTheSnapshotReader) {
   char tmpl[] = "/tmp/sarena-diag-collect-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string out = tmpl;
@@ -93,4 +93,4 @@ TEST(DiagCollect, RoundTripThroughTheSnapshotReader) {
 }
 
 }  // namespace
-}  // namespace sarena::diag
+}  // namespace sarena::collect

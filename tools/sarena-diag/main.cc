@@ -23,7 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "libsarena/diag/collect.h"
+#include "libsarena/collect/collect.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
@@ -211,13 +211,13 @@ int Collect(const Args& args) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  sarena::diag::CollectOptions opts;
+  sarena::collect::CollectOptions opts;
   opts.out_dir = args.Get("out");
   if (opts.out_dir.empty()) return Fail(kExitBadInput, "collect: --out is required");
   opts.node = args.Get("node");
   opts.node_netns = args.Get("netns");
   for (const std::string& p : args.All("pod")) {
-    auto spec = sarena::diag::ParsePodNetnsSpec(p);
+    auto spec = sarena::collect::ParsePodNetnsSpec(p);
     if (!spec.ok()) return Fail(kExitBadInput, spec.status().message());
     opts.pods.push_back(*spec);
   }
@@ -242,7 +242,7 @@ int Collect(const Args& args) {
   if (args.Has("bpffs")) opts.bpffs = args.Get("bpffs");
   opts.programs = !args.Has("no-programs");
   opts.pods_from_endpoints = !args.Has("no-endpoint-pods");
-  auto report = sarena::diag::Collect(opts);
+  auto report = sarena::collect::Collect(opts);
   if (!report.ok()) {
     int code = absl::IsInvalidArgument(report.status()) || absl::IsNotFound(report.status())
                    ? kExitBadInput
