@@ -1,0 +1,150 @@
+// The layers are checked, not just drawn: every `#include "libsarena/<layer>/..."` in libsarena/,
+// tools/, examples/ and bench/ must be allowed by cmake/layers.txt, and the table itself must
+// have no cycle (layers point down only).
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Table = std::map<std::string, std::set<std::string>>;
+
+Table ParseTable(const std::string& text) {
+  Table t;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 1));
+    std::set<std::string>& deps = t[std::string(absl::StripAsciiWhitespace(parts[0]))];
+    if (parts.size() > 1) {
+      for (absl::string_view d : absl::StrSplit(parts[1], ' ', absl::SkipWhitespace())) {
+        deps.insert(std::string(d));
+      }
+    }
+  }
+  return t;
+}
+
+// "layer -> dep" edges of the table that close a cycle (empty when the table is a DAG).
+std::vector<std::string> Cycles(const Table& t) {
+  std::vector<std::string> out;
+  std::map<std::string, int> state;  // 0 new, 1 on stack, 2 done
+  std::function<void(const std::string&)> visit = [&](const std::string& n) {
+    state[n] = 1;
+    auto it = t.find(n);
+    if (it != t.end()) {
+      for (const std::string& d : it->second) {
+        if (state[d] == 1) out.push_back(absl::StrCat(n, " -> ", d));
+        if (state[d] == 0) visit(d);
+      }
+    }
+    state[n] = 2;
+  };
+  for (const auto& [n, _] : t) {
+    if (state[n] == 0) visit(n);
+  }
+  return out;
+}
+
+// Every include of another layer that `table` does not allow, as "file:line: part -> layer".
+std::vector<std::string> Violations(const fs::path& root, const Table& table) {
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*"libsarena/([a-z_]+)/)re");
+  std::vector<std::string> out;
+  auto check_dir = [&](const fs::path& dir, const std::string& part, const std::string& own) {
+    if (!fs::exists(dir)) return;
+    auto allowed = table.find(part);
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".h" && ext != ".cc" && ext != ".c")) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        std::smatch m;
+        if (!std::regex_search(line, m, kInclude)) continue;
+        const std::string layer = m[1];
+        if (layer == own) continue;
+        if (allowed == table.end() || !allowed->second.count(layer)) {
+          out.push_back(absl::StrCat(fs::relative(e.path(), root).string(), ":", n, ": ", part,
+                                     " -> ", layer,
+                                     allowed == table.end() ? " (part not in cmake/layers.txt)"
+                                                            : ""));
+        }
+      }
+    }
+  };
+  for (const auto& e : fs::directory_iterator(root / "libsarena")) {
+    if (e.is_directory()) {
+      const std::string layer = e.path().filename().string();
+      check_dir(e.path(), layer, layer);
+    }
+  }
+  if (fs::exists(root / "tools")) {
+    for (const auto& e : fs::directory_iterator(root / "tools")) {
+      if (e.is_directory()) check_dir(e.path(), "tools/" + e.path().filename().string(), "");
+    }
+  }
+  check_dir(root / "examples", "examples", "");
+  check_dir(root / "bench", "bench", "");
+  return out;
+}
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Layering, EveryIncludeIsAllowedByTheLayerTable) {
+  const fs::path root = SARENA_SOURCE_DIR;
+  const Table table = ParseTable(Read(root / "cmake/layers.txt"));
+  ASSERT_GE(table.size(), 10u) << "cmake/layers.txt not read";
+  EXPECT_THAT(Violations(root, table), ::testing::IsEmpty());
+}
+
+TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
+  const fs::path root = SARENA_SOURCE_DIR;
+  const Table table = ParseTable(Read(root / "cmake/layers.txt"));
+  EXPECT_THAT(Cycles(table), ::testing::IsEmpty());
+  for (const auto& e : fs::directory_iterator(root / "libsarena")) {
+    if (e.is_directory()) EXPECT_TRUE(table.count(e.path().filename().string())) << e.path();
+  }
+  // Nothing above datapath/ uses the generic BPF layer directly except the kernel readers.
+  for (const auto& [part, deps] : table) {
+    if (deps.count("bpf")) {
+      EXPECT_THAT(part, ::testing::AnyOf("datapath", "collect", "bench")) << part;
+    }
+  }
+  EXPECT_FALSE(table.at("model").count("diag"));
+}
+
+// The checker itself can fail: a tree with an upward include is reported, file and line named.
+TEST(Layering, AnUpwardIncludeIsReported) {
+  const fs::path root = fs::temp_directory_path() / absl::StrCat("sarena-layers-", ::getpid());
+  fs::create_directories(root / "libsarena/model");
+  fs::create_directories(root / "libsarena/diag");
+  std::ofstream(root / "libsarena/model/x.h") << "#include \"libsarena/base/log.h\"\n"
+                                              << "#include \"libsarena/diag/walk.h\"\n";
+  const Table table = ParseTable("base:\nmodel: base\ndiag: base model\n");
+  std::vector<std::string> v = Violations(root, table);
+  fs::remove_all(root);
+  EXPECT_THAT(v, ::testing::ElementsAre("libsarena/model/x.h:2: model -> diag"));
+  EXPECT_THAT(Cycles(ParseTable("a: b\nb: c\nc: a\n")), ::testing::SizeIs(1));
+}
+
+}  // namespace
