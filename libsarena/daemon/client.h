@@ -38,7 +38,8 @@ class Client {
   /// Connect for the CNI plugin, which must not hand pod data to, or take a result from,
   /// whatever happens to listen on daemonSocket (issue 10, defect 7): CheckSocketDirectory
   /// first, then Connect, then VerifyPeer(TrustedDaemonUids()). Errors: those of the three;
-  /// the directory and peer refusals carry CNI code 106 (kUntrustedDaemon) and name the path.
+  /// the directory and peer refusals carry CNI code 106 (kUntrustedDaemon; CNI spec "Error
+  /// codes": 100 and above are the plugin's own) and name the path.
   static absl::StatusOr<Client> ConnectTrusted(absl::string_view socket_path,
                                                absl::Duration timeout = kDefaultConnectTimeout);
 
