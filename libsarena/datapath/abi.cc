@@ -101,26 +101,37 @@ DropCounter SumCounters(absl::Span<const DropCounter> per_cpu) {
   return sum;
 }
 
+// The list is contiguous from 0 and SARENA_DROP_REASON_MAX (the drop map's size) counts it.
+#define SARENA_DROP_COUNT_(suffix, value, name, why) +1
+static_assert(SARENA_DROP_REASON_MAX == 0 SARENA_DROP_REASONS(SARENA_DROP_COUNT_),
+              "SARENA_DROP_REASON_MAX must equal the number of SARENA_DROP_REASONS");
+#undef SARENA_DROP_COUNT_
+#define SARENA_DROP_CONTIGUOUS_(suffix, value, name, why) \
+  static_assert(SARENA_DROP_##suffix < SARENA_DROP_REASON_MAX, #suffix " out of range");
+SARENA_DROP_REASONS(SARENA_DROP_CONTIGUOUS_)
+#undef SARENA_DROP_CONTIGUOUS_
+
 std::string DropReasonName(uint32_t reason) {
   switch (reason) {
-    case SARENA_DROP_NONE:
-      return "none";
-    case SARENA_DROP_TTL_EXCEEDED:
-      return "ttl_exceeded";
-    case SARENA_DROP_TRUNCATED:
-      return "truncated";
-    case SARENA_DROP_NO_ENDPOINT:
-      return "no_endpoint";
-    case SARENA_DROP_REDIRECT_FAILED:
-      return "redirect_failed";
-    case SARENA_DROP_NO_CONFIG:
-      return "no_config";
-    case SARENA_DROP_BAD_IP_HEADER:
-      return "bad_ip_header";
-    case SARENA_DROP_SPOOFED_SOURCE:
-      return "spoofed_source";
+#define SARENA_DROP_NAME_CASE_(suffix, value, name, why) \
+  case SARENA_DROP_##suffix:                             \
+    return name;
+    SARENA_DROP_REASONS(SARENA_DROP_NAME_CASE_)
+#undef SARENA_DROP_NAME_CASE_
     default:
       return absl::StrCat("reason_", reason);
+  }
+}
+
+std::string DropReasonDescription(uint32_t reason) {
+  switch (reason) {
+#define SARENA_DROP_WHY_CASE_(suffix, value, name, why) \
+  case SARENA_DROP_##suffix:                            \
+    return why;
+    SARENA_DROP_REASONS(SARENA_DROP_WHY_CASE_)
+#undef SARENA_DROP_WHY_CASE_
+    default:
+      return "unknown drop reason";
   }
 }
 

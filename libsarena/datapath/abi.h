@@ -63,6 +63,9 @@ DropCounter SumCounters(absl::Span<const DropCounter> per_cpu);
 /// "none", "ttl_exceeded", "truncated", "no_endpoint", "redirect_failed", "no_config",
 /// "bad_ip_header", "spoofed_source"; "reason_N" for values >= SARENA_DROP_REASON_MAX.
 std::string DropReasonName(uint32_t reason);
+/// One-line explanation of a drop reason (from SARENA_DROP_REASONS in sarena/abi.h), for CLI
+/// and docs; "unknown drop reason" for values outside the list.
+std::string DropReasonDescription(uint32_t reason);
 
 }  // namespace sarena::datapath
 

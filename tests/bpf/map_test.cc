@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,7 @@ using ::sarena::datapath::FormatEndpointKey;
 using ::sarena::datapath::FormatEndpoint;
 using ::sarena::datapath::FormatFlowKey;
 using ::sarena::datapath::SumCounters;
+using ::sarena::datapath::DropReasonDescription;
 using ::sarena::datapath::DropReasonName;
 using ::sarena::datapath::Program;
 using ::sarena::datapath::Maps;
@@ -396,6 +400,24 @@ TEST_F(MapTest, EndpointCounterAndDropHelpers) {
   EXPECT_EQ(DropReasonName(SARENA_DROP_TTL_EXCEEDED), "ttl_exceeded");
   EXPECT_EQ(DropReasonName(SARENA_DROP_SPOOFED_SOURCE), "spoofed_source");
   EXPECT_EQ(DropReasonName(99), "reason_99");
+}
+
+// The drop reasons are one list (SARENA_DROP_REASONS): names are unique and stable, each has a
+// description, and docs/architecture.md's table lists every one with its value and meaning.
+TEST(DropReasons, OneListForTheEnumTheNamesAndTheDocs) {
+  std::ifstream in(std::string(SARENA_SOURCE_DIR) + "/docs/architecture.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  std::set<std::string> names;
+  for (uint32_t r = 1; r < SARENA_DROP_REASON_MAX; ++r) {
+    const std::string name = DropReasonName(r);
+    EXPECT_TRUE(names.insert(name).second) << name;
+    EXPECT_NE(name.rfind("reason_", 0), 0u) << r;
+    const std::string row = absl::StrCat("| ", r, " | `", name, "` | ", DropReasonDescription(r),
+                                         " |");
+    EXPECT_NE(doc.str().find(row), std::string::npos) << "docs/architecture.md lacks: " << row;
+  }
+  EXPECT_EQ(DropReasonName(SARENA_DROP_REASON_MAX), absl::StrCat("reason_", SARENA_DROP_REASON_MAX));
 }
 
 TEST(TypesTest, EndpointKeyLayoutAndFormatting) {

@@ -79,18 +79,27 @@ struct sarena_ep_counters {
 };
 
 /* Drop reasons: index into SARENA_MAP_DROPS (a PERCPU_ARRAY of struct sarena_drop_counter). */
+/* Drop reasons: the one list. X(ENUM_SUFFIX, value, "name", "why") — the C enum below, the C++
+ * DropReasonName/DropReasonDescription (libsarena/datapath/abi.h) and the table in
+ * docs/architecture.md are all generated from or checked against it (tests/bpf/map_test.cc).
+ * Values are ABI: never renumber, only append. */
+#define SARENA_DROP_REASONS(X)                                                                  \
+  X(NONE, 0, "none", "not a drop")                                                             \
+  X(TTL_EXCEEDED, 1, "ttl_exceeded", "TTL <= 1 on a packet to forward")                        \
+  X(TRUNCATED, 2, "truncated", "frame shorter than the headers it claims")                     \
+  X(NO_ENDPOINT, 3, "no_endpoint", "from_host: pod-CIDR destination with no endpoint")         \
+  X(REDIRECT_FAILED, 4, "redirect_failed", "the redirect helper refused the ifindex")          \
+  X(NO_CONFIG, 5, "no_config",                                                                 \
+    "reserved: without config the programs pass (TC_ACT_OK), they do not drop")                \
+  X(BAD_IP_HEADER, 6, "bad_ip_header", "IHL < 5 or total length inconsistent")                 \
+  X(SPOOFED_SOURCE, 7, "spoofed_source", "pod sent a source IP that is not its own")
+
+#define SARENA_DROP_ENUM_ENTRY_(suffix, value, name, why) SARENA_DROP_##suffix = value,
 enum sarena_drop_reason {
-  SARENA_DROP_NONE = 0,
-  SARENA_DROP_TTL_EXCEEDED = 1,    /* TTL <= 1 on a packet to forward */
-  SARENA_DROP_TRUNCATED = 2,       /* frame shorter than the headers it claims */
-  SARENA_DROP_NO_ENDPOINT = 3,     /* from_host: pod-CIDR destination with no endpoint */
-  SARENA_DROP_REDIRECT_FAILED = 4, /* the redirect helper refused the ifindex */
-  SARENA_DROP_NO_CONFIG = 5,       /* reserved: without config the programs pass (TC_ACT_OK),
-                                      they do not drop, so nothing is counted here */
-  SARENA_DROP_BAD_IP_HEADER = 6,   /* IHL < 5 or total length inconsistent */
-  SARENA_DROP_SPOOFED_SOURCE = 7,  /* pod sent a source IP that is not its own */
+  SARENA_DROP_REASONS(SARENA_DROP_ENUM_ENTRY_)
   SARENA_DROP_REASON_MAX = 8,
 };
+#undef SARENA_DROP_ENUM_ENTRY_
 
 struct sarena_drop_counter {
   __u64 packets;
