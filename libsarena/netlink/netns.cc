@@ -1,11 +1,13 @@
 #include "libsarena/netlink/netns.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,8 +79,31 @@ absl::StatusOr<Netns> Netns::Open(absl::string_view name_or_path) {
     if (absl::Status st = CheckName(name_or_path, "open"); !st.ok()) return st;
   }
   std::string path = ResolvePath(name_or_path);
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("open netns '", path, "'"));
+  const std::string what = absl::StrCat("open netns '", path, "'");
+  // O_PATH never calls the file's open(): a FIFO, a device or a FUSE file cannot block us here.
+  // Only once fstatfs says nsfs is the file reopened for real (setns needs a non-O_PATH fd).
+  UniqueFd probe(open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!probe.valid()) return ErrnoStatus(errno, what);
+  struct statfs sfs;
+  if (fstatfs(probe.get(), &sfs) != 0) return ErrnoStatus(errno, what);
+  if (sfs.f_type != NSFS_MAGIC) {
+    struct stat st;
+    const char* kind = "not on nsfs";
+    if (fstat(probe.get(), &st) == 0) {
+      kind = S_ISFIFO(st.st_mode)  ? "fifo"
+             : S_ISDIR(st.st_mode) ? "directory"
+             : S_ISCHR(st.st_mode) ? "character device"
+             : S_ISBLK(st.st_mode) ? "block device"
+             : S_ISSOCK(st.st_mode) ? "socket"
+             : S_ISREG(st.st_mode)  ? "regular file"
+                                    : "not on nsfs";
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": not a network namespace (", kind, ")"));
+  }
+  UniqueFd fd(open(absl::StrCat("/proc/self/fd/", probe.get()).c_str(),
+                   O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, what);
   return FromFd(std::move(fd), std::move(path));
 }
 

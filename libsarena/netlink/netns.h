@@ -31,9 +31,13 @@ class Netns {
   /// Opens a namespace. `name_or_path` containing a '/' is used as a path as is
   /// ("/proc/1234/ns/net", "/var/run/netns/pod1", "/proc/thread-self/ns/net"); a bare name means
   /// "/var/run/netns/<name>" (what `ip netns exec <name>` uses).
+  /// Never blocks on the file: it is first opened with O_PATH and must be on nsfs
+  /// (fstatfs(2) f_type == NSFS_MAGIC) before it is reopened O_RDONLY|O_NONBLOCK, so a FIFO,
+  /// device or FUSE file given as a namespace is refused at once instead of hanging the caller.
   /// Errors: kNotFound when the file is missing, kPermissionDenied without privileges,
-  /// kInvalidArgument when the file is not a network-namespace file (checked with
-  /// ioctl NS_GET_NSTYPE) or the name is empty / "." / "..".
+  /// kInvalidArgument "open netns '<path>': not a network namespace (fifo)" (or "regular file",
+  /// "directory", ...) when the file is not on nsfs, "...: not a network namespace" when it is
+  /// another namespace type (ioctl NS_GET_NSTYPE), or when the name is empty / "." / "..".
   static absl::StatusOr<Netns> Open(absl::string_view name_or_path);
 
   /// The network namespace of the calling thread (/proc/thread-self/ns/net).
