@@ -77,11 +77,12 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   // Endpoint-map entry and counters before the program, the program before the link is up.
   const datapath::Maps& maps = dp.maps();
   SARENA_RETURN_IF_ERROR(maps.ResetEndpointCounters(spec.endpoint_id));
-  const datapath::EndpointKey key = datapath::MakeEndpointKey(spec.ip);
-  SARENA_RETURN_IF_ERROR(maps.endpoints.Update(
-      key, datapath::MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
-                             spec.endpoint_id)));
-  rollback.Add([&maps, key] { (void)maps.endpoints.Delete(key); });
+  SARENA_RETURN_IF_ERROR(maps.endpoints.Put(
+      spec.ip, MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
+                            spec.endpoint_id)));
+  rollback.Add([&maps, ip = spec.ip, idx = static_cast<uint32_t>(host.ifindex)] {
+    (void)maps.endpoints.RemoveIfOwner(ip, idx);
+  });
   SARENA_RETURN_IF_ERROR(
       dp.Attach(datapath::Program::kFromContainer, st.host_ifname, host.ifindex,
                 bpf::Direction::kIngress));
@@ -130,14 +131,9 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
     SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
   }
   if (ip.has_value()) {
-    const datapath::EndpointKey key = datapath::MakeEndpointKey(*ip);
-    absl::StatusOr<datapath::Endpoint> ep = dp.maps().endpoints.Lookup(key);
-    // Only remove the entry when it still belongs to this endpoint's veth (or the veth is gone
-    // and nothing else claimed the IP).
-    if (ep.ok() && (ifindex == 0 || ep->ifindex == static_cast<uint32_t>(ifindex))) {
-      absl::Status st = dp.maps().endpoints.Delete(key);
-      if (!st.ok() && !absl::IsNotFound(st)) return st;
-    }
+    // Only the entry that still belongs to this endpoint's veth (any, when the veth is gone).
+    SARENA_RETURN_IF_ERROR(
+        dp.maps().endpoints.RemoveIfOwner(*ip, static_cast<uint32_t>(ifindex)).status());
   }
   if (host.ok()) {
     absl::Status st = node.DeleteLink(host->ifindex);
@@ -209,7 +205,7 @@ absl::Status CheckEndpoint(Datapath& dp, nl::Socket& node, const EndpointSpec& s
         absl::StrCat(what, "default route via ", spec.gateway.to_string(), " dev ", spec.ifname,
                      " is missing in netns '", spec.netns, "'"));
   }
-  absl::StatusOr<datapath::Endpoint> ep = dp.maps().endpoints.Lookup(datapath::MakeEndpointKey(spec.ip));
+  absl::StatusOr<Endpoint> ep = dp.maps().endpoints.Get(spec.ip);
   if (!ep.ok()) {
     return absl::NotFoundError(absl::StrCat(what, "no endpoint-map entry for ",
                                             spec.ip.to_string()));

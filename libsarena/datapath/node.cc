@@ -41,8 +41,8 @@ absl::Status Node::Restore(const RecordedEndpoint& e) {
   if (!host.ok()) {
     return absl::NotFoundError(absl::StrCat("host veth '", e.host_ifname, "' is gone"));
   }
-  SARENA_RETURN_IF_ERROR(dp_->maps().endpoints.Update(
-      MakeEndpointKey(e.ip),
+  SARENA_RETURN_IF_ERROR(dp_->maps().endpoints.Put(
+      e.ip,
       MakeEndpoint(static_cast<uint32_t>(host->ifindex), e.pod_mac, host->mac, e.endpoint_id)));
   SARENA_RETURN_IF_ERROR(dp_->Attach(Program::kFromContainer, e.host_ifname, host->ifindex,
                                      bpf::Direction::kIngress));
@@ -56,14 +56,12 @@ absl::Status Node::Restore(const RecordedEndpoint& e) {
 absl::StatusOr<int> Node::PruneOrphans(const std::set<net::Ipv4>& live_ips,
                                        const std::set<std::string>& live_host_ifnames) {
   int removed = 0;
-  SARENA_ASSIGN_OR_RETURN(std::vector<EndpointKey> keys, dp_->maps().endpoints.Keys());
-  for (const EndpointKey& k : keys) {
-    std::optional<net::Ipv4> ip = EndpointKeyIpv4(k);
-    if (ip && !live_ips.count(*ip)) {
-      SARENA_LOG(Warning, "removing orphan endpoint-map entry ", FormatEndpointKey(k));
-      (void)dp_->maps().endpoints.Delete(k);
-      ++removed;
-    }
+  SARENA_ASSIGN_OR_RETURN(std::vector<net::Ipv4> ips, dp_->maps().endpoints.Addresses());
+  for (const net::Ipv4& ip : ips) {
+    if (live_ips.count(ip)) continue;
+    SARENA_LOG(Warning, "removing orphan endpoint-map entry ", ip.to_string());
+    SARENA_ASSIGN_OR_RETURN(bool gone, dp_->maps().endpoints.RemoveIfOwner(ip, 0));
+    removed += gone ? 1 : 0;
   }
   SARENA_ASSIGN_OR_RETURN(int pins, dp_->RemoveLinkPinsExcept("lxc", live_host_ifnames));
   return removed + pins;

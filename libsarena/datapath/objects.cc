@@ -93,7 +93,7 @@ absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
                                           pin_root, SARENA_MAP_DROPS)));
   SARENA_ASSIGN_OR_RETURN(auto host_flows, (MapFromPin<Map<FlowKey, uint64_t>>(
                                                pin_root, SARENA_MAP_HOST_FLOWS)));
-  return Maps{std::move(endpoints), std::move(config), std::move(ep_counters), std::move(drops),
+  return Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters), std::move(drops),
               std::move(host_flows)};
 }
 
@@ -178,7 +178,7 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           (MapFromLibbpf<PerCpuMap<uint32_t, DropCounter>>(m.sarena_drops)));
   SARENA_ASSIGN_OR_RETURN(auto host_flows,
                           (MapFromLibbpf<Map<FlowKey, uint64_t>>(m.sarena_flows)));
-  impl->maps.emplace(Maps{std::move(endpoints), std::move(config), std::move(ep_counters),
+  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters),
                           std::move(drops), std::move(host_flows)});
   return Objects(std::move(impl));
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "libsarena/bpf/map.h"
 #include "libsarena/datapath/abi.h"
+#include "libsarena/datapath/maps.h"
 
 namespace sarena::datapath {
 
@@ -34,7 +35,7 @@ absl::string_view ToString(Program program);
 
 /// The shared maps, typed with the structs of sarena/abi.h. Move-only (owns one fd per map).
 struct Maps {
-  bpf::Map<EndpointKey, Endpoint> endpoints;             // SARENA_MAP_ENDPOINTS, hash
+  EndpointMap endpoints;                            // SARENA_MAP_ENDPOINTS, hash
   bpf::Map<uint32_t, Config> config;                     // SARENA_MAP_CONFIG, array of 1
   bpf::PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
   bpf::PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason

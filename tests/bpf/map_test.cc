@@ -28,6 +28,7 @@ namespace {
 
 using ::sarena::datapath::EndpointKey;
 using ::sarena::datapath::Endpoint;
+using ::sarena::datapath::EndpointMap;
 using ::sarena::datapath::EndpointCounters;
 using ::sarena::datapath::FlowKey;
 using ::sarena::datapath::MakeEndpointKey;
@@ -359,6 +360,35 @@ TEST_F(MapTest, ObjectsShareMapsThroughPinsAcrossLoads) {
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->net_ifindex, 0u);
   EXPECT_EQ(Maps::FromPinRoot(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+// The endpoint map's verbs: by pod address, and a delete that only takes its own entry (an IP
+// reused by a new pod must not lose its entry to the old pod's late DEL).
+TEST_F(MapTest, EndpointMapVerbsRespectOwnership) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const EndpointMap& m = objs->maps().endpoints;
+  const auto ip = boost::asio::ip::make_address_v4("10.9.0.5");
+  const net::Mac mac{2, 0, 0, 0, 0, 5};
+  ASSERT_TRUE(m.Put(ip, MakeEndpoint(7, mac, mac, 3)).ok());
+  ASSERT_TRUE(m.Get(ip).ok());
+  EXPECT_EQ(m.Get(ip)->ifindex, 7u);
+  EXPECT_EQ(m.Get(boost::asio::ip::make_address_v4("10.9.0.6")).status().code(),
+            absl::StatusCode::kNotFound);
+  auto other = m.RemoveIfOwner(ip, 8);  // another veth's DEL
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(*other);
+  EXPECT_TRUE(m.Get(ip).ok());
+  auto addrs = m.Addresses();
+  ASSERT_TRUE(addrs.ok());
+  EXPECT_EQ(*addrs, std::vector<net::Ipv4>{ip});
+  auto own = m.RemoveIfOwner(ip, 7);
+  ASSERT_TRUE(own.ok());
+  EXPECT_TRUE(*own);
+  auto again = m.RemoveIfOwner(ip, 7);  // idempotent
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);
 }
 
 TEST_F(MapTest, IncompatiblePinFailsTheLoadWithLibbpfsExplanation) {
