@@ -17,7 +17,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -81,6 +83,32 @@ absl::StatusOr<Probe> ProbeSocket(const std::string& path) {
   return ErrnoStatus(errno, absl::StrCat("probe socket '", path, "'"));
 }
 
+// The socket's directory must not let anyone else replace or squat the socket: owned by our
+// euid, not group- or other-writable (issue 10 defect 7).
+absl::Status CheckSocketDir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("stat socket directory '", dir, "'"));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("socket directory '", dir, "' is not a directory"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("socket directory '", dir, "' is owned by uid ", st.st_uid,
+                     ", not by sarenad's uid ", ::geteuid(), "; refusing to listen there"));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return absl::FailedPreconditionError(
+        absl::StrCat("socket directory '", dir, "' is writable by group or others (mode ", mode,
+                     "); refusing to listen there (make it 0755 or stricter)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -139,6 +167,7 @@ class Server::Impl {
   Local::acceptor acceptor_;
   asio::steady_timer stop_deadline_;
   std::set<std::shared_ptr<Connection>> connections_;  // I/O thread only
+  std::map<uid_t, uint32_t> per_uid_;                  // open connections by uid; I/O thread
   bool stopping_ = false;                              // I/O thread only
   uint64_t next_id_ = 1;                               // I/O thread only
 
@@ -285,19 +314,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      });
   }
 
+  // The body is allocated as it arrives, never `len` bytes up front: a peer that announces
+  // 4 MiB and sends 4 bytes holds at most one chunk (std::string growth keeps the capacity
+  // within twice what arrived plus one chunk).
+  static constexpr size_t kBodyChunk = 64 * 1024;
+
   void ReadBody(uint32_t len) {
-    body_.assign(len, '\0');
-    asio::async_read(
-        socket_, asio::buffer(body_),
-        [self = shared_from_this(), len](const boost::system::error_code& ec, size_t n) {
+    body_.clear();
+    body_.shrink_to_fit();
+    body_len_ = len;
+    ReadBodyChunk();
+  }
+
+  void ReadBodyChunk() {
+    const size_t off = body_.size();
+    if (off >= body_len_) {
+      Disarm();
+      OnRequest();
+      return;
+    }
+    const size_t chunk = std::min<size_t>(body_len_ - off, kBodyChunk);
+    body_.resize(off + chunk);
+    socket_.async_read_some(
+        asio::buffer(body_.data() + off, chunk),
+        [self = shared_from_this(), off](const boost::system::error_code& ec, size_t n) {
           if (self->closed_) return;
+          self->body_.resize(off + n);
           if (ec) {
-            self->Abort(absl::StrCat("connection lost in a frame body (", n, " of ", len,
-                                     " bytes): ", ec.message()));
+            self->Abort(absl::StrCat("connection lost in a frame body (", self->body_.size(),
+                                     " of ", self->body_len_, " bytes): ", ec.message()));
             return;
           }
-          self->Disarm();
-          self->OnRequest();
+          self->ReadBodyChunk();
         });
   }
 
@@ -368,6 +416,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const bool peer_allowed_;
   std::array<uint8_t, kFrameHeaderBytes> header_{};
   std::string body_;
+  uint32_t body_len_ = 0;  // announced length of the body being read
   std::string out_;
   uint64_t timer_gen_ = 0;
   bool closed_ = false;
@@ -404,7 +453,9 @@ absl::Status Server::Impl::Listen() {
                                                    sizeof(sockaddr_un::sun_path) - 1, " bytes"));
   }
   if (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
-    SARENA_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash), 0755));
+    const std::string dir = path.substr(0, slash);
+    SARENA_RETURN_IF_ERROR(MakeDirs(dir, 0755));
+    SARENA_RETURN_IF_ERROR(CheckSocketDir(dir));
   }
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
@@ -473,13 +524,6 @@ void Server::Impl::OnAccepted(Local::socket socket) {
   const uint64_t id = next_id_++;
   Count([](ServerStats& s) { ++s.accepted; });
   boost::system::error_code ignored;
-  if (connections_.size() >= options_.max_connections) {
-    SARENA_LOG(Warning, "sarenad: connection #", id, " refused: ", connections_.size(),
-               " connections open (max_connections ", options_.max_connections, ")");
-    Count([](ServerStats& s) { ++s.rejected_overload; });
-    socket.close(ignored);
-    return;
-  }
   ucred uc{};
   socklen_t len = sizeof(uc);
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0) {
@@ -490,6 +534,33 @@ void Server::Impl::OnAccepted(Local::socket socket) {
     return;
   }
   PeerCred cred{uc.pid, uc.uid, uc.gid};
+  // Limits: total; for non-root peers also the per-uid bound and the reserve kept for uid 0.
+  const size_t open = connections_.size();
+  const uint32_t reserve = std::min(options_.reserved_root_connections, options_.max_connections);
+  std::string refused;
+  if (open >= options_.max_connections) {
+    refused = absl::StrCat(open, " connections open (max_connections ",
+                           options_.max_connections, ")");
+  } else if (cred.uid != 0 && open >= options_.max_connections - reserve) {
+    refused = absl::StrCat(open, " connections open; the last ", reserve,
+                           " of max_connections ", options_.max_connections,
+                           " are reserved for uid 0");
+  } else if (cred.uid != 0 && options_.max_connections_per_uid > 0 &&
+             per_uid_[cred.uid] >= options_.max_connections_per_uid) {
+    refused = absl::StrCat("uid ", cred.uid, " already has ", per_uid_[cred.uid],
+                           " connections open (max_connections_per_uid ",
+                           options_.max_connections_per_uid, ")");
+  }
+  if (!refused.empty()) {
+    if (auto it = per_uid_.find(cred.uid); it != per_uid_.end() && it->second == 0) {
+      per_uid_.erase(it);
+    }
+    SARENA_LOG(Warning, "sarenad: connection #", id, " (pid ", cred.pid, " uid ", cred.uid,
+               ") refused: ", refused);
+    Count([](ServerStats& s) { ++s.rejected_overload; });
+    socket.close(ignored);
+    return;
+  }
   const bool allowed = Allowed(cred.uid);
   auto conn = std::make_shared<Connection>(this, std::move(socket), id, cred, allowed);
   if (!allowed) {
@@ -498,12 +569,16 @@ void Server::Impl::OnAccepted(Local::socket socket) {
     Count([](ServerStats& s) { ++s.rejected_peer; });
   }
   connections_.insert(conn);
+  ++per_uid_[cred.uid];
   Count([](ServerStats& s) { ++s.active_connections; });
   conn->Start();
 }
 
 void Server::Impl::ConnectionClosed(const std::shared_ptr<Connection>& conn) {
   if (connections_.erase(conn) > 0) {
+    if (auto it = per_uid_.find(conn->cred().uid); it != per_uid_.end() && --it->second == 0) {
+      per_uid_.erase(it);
+    }
     Count([](ServerStats& s) { --s.active_connections; });
   }
   if (stopping_) MaybeFinishStop();

@@ -15,6 +15,15 @@
 // connection mid-frame or stays silent mid-frame past `io_timeout` is disconnected and logged; no
 // other client notices.
 //
+// Resource bounds (issue 10 defect 6): a frame body is allocated as its bytes arrive (in chunks
+// of at most 64 KiB; never the announced length up front), so a peer announcing 4 MiB and
+// sending 4 bytes costs about 64 KiB; connections are bounded in total, per non-root uid and
+// with a reserve only uid 0 may use (ServerOptions); idle peers are reaped after idle_timeout
+// and a frame must complete within io_timeout.
+//
+// The socket's parent directory is created 0755 when missing; an existing one must be owned by
+// the daemon's euid and not group- or other-writable (else Create fails, see there).
+//
 // Access control: the socket file gets `mode` (default 0600, owner = the daemon's uid) and every
 // accepted connection's SO_PEERCRED uid (socket(7), unix(7)) must be in `allowed_uids`; a peer
 // that is not gets one Response carrying Error{code = kPermissionDenied} to its first request
@@ -65,17 +74,27 @@ struct ServerOptions {
   /// sent) longer than this is closed. Idle connections between requests are not timed out
   /// by this; see idle_timeout. Zero = no limit.
   absl::Duration io_timeout = absl::Seconds(30);
-  /// A connection that sends nothing for this long between requests is closed. Zero = no limit.
-  absl::Duration idle_timeout = absl::Minutes(10);
-  /// Connections beyond this many are accepted and immediately closed (logged).
+  /// A connection that sends nothing for this long between requests is closed (the CNI plugin
+  /// opens one connection per invocation, so a long-idle peer is reaped). Zero = no limit.
+  absl::Duration idle_timeout = absl::Minutes(2);
+  /// Total open connections. A connection beyond this is accepted and immediately closed
+  /// (logged, counted in rejected_overload).
   uint32_t max_connections = 1024;
+  /// Open connections per SO_PEERCRED uid other than 0. A non-root peer beyond this is accepted
+  /// and closed at once. Zero = no per-uid limit. uid 0 (the CNI plugin) is bounded only by
+  /// max_connections.
+  uint32_t max_connections_per_uid = 32;
+  /// Of max_connections, this many can only be used by uid 0: non-root peers are refused once
+  /// max_connections - reserved_root_connections connections are open, so no non-root client
+  /// can lock the CNI plugin out. Clamped to max_connections.
+  uint32_t reserved_root_connections = 128;
 };
 
 /// Counters for logs, `sarenad` status output and tests. All monotonic except active_connections.
 struct ServerStats {
   uint64_t accepted = 0;            // connections accepted (including later rejected ones)
   uint64_t rejected_peer = 0;       // closed because the SO_PEERCRED uid was not allowed
-  uint64_t rejected_overload = 0;   // closed because max_connections was reached
+  uint64_t rejected_overload = 0;   // closed by a connection limit (total, per uid, root reserve)
   uint64_t protocol_errors = 0;     // closed for an oversized frame or an unparseable body
   uint64_t aborted = 0;             // peer vanished or timed out in the middle of a frame
   uint64_t requests = 0;            // requests handed to the Handler
@@ -90,7 +109,9 @@ class Server {
   /// Errors:
   ///   kInvalidArgument    empty handler, empty/too long socket_path (sun_path is 108 bytes);
   ///   kAlreadyExists      "another sarenad is listening on '<path>'" (a live server answered);
-  ///   kFailedPrecondition the path exists and is not a socket (never removed);
+  ///   kFailedPrecondition the path exists and is not a socket (never removed); or the socket's
+  ///                       directory is writable by group/others or not owned by the daemon's
+  ///                       euid ("socket directory '<dir>' ...", nothing is created in it);
   ///   ErrnoStatus codes   mkdir/bind/chmod/listen failures, naming the path.
   static absl::StatusOr<std::unique_ptr<Server>> Create(ServerOptions options, Handler handler);
 
