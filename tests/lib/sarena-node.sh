@@ -200,3 +200,64 @@ sn_host_flows() {
 
 # sn_eq A B: string equality with a message.
 sn_eq() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
+
+# --- reliability-tier helpers (tests/reliability) ---
+
+# sn_daemon_start NODE CIDR NODE_IP [sarenad flags...]: (re)starts sarenad in NODE's existing
+# netns with the same socket/state/bpffs as sn_node_up; updates SN_PID_<NODE>.
+sn_daemon_start() {
+  local node=$1 cidr=$2 nip=$3; shift 3
+  local ns="$SN_ID-$node" dir="$SN_DIR/$node"
+  nsenter --net="/var/run/netns/$ns" "$SN_BIN/sarenad" --pod-cidr "$cidr" --node-ip "$nip" \
+    --socket "$dir/sarenad.sock" --state-dir "$dir/state" --bpffs "$(sn_bpffs "$node")" "$@" \
+    >>"$dir/sarenad.log" 2>&1 &
+  local pid=$!
+  SN_DAEMONS+=("$pid")
+  eval "SN_PID_$node=$pid"
+  local i
+  for i in $(seq 100); do
+    "$SN_BIN/sarena" --socket "$dir/sarenad.sock" status >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "sarenad on $node did not come up:" >&2; tail -20 "$dir/sarenad.log" >&2
+  return 1
+}
+
+# sn_kill9 NODE: SIGKILL sarenad (no shutdown path runs) and reap it.
+sn_kill9() {
+  local pid; eval "pid=\$SN_PID_$1"
+  kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+}
+
+# sn_state_counts NODE: "veths=N map=N ipam=N records=N pins=N" — what a pod leaves behind
+# (lxc veths in the node netns, sarena_lxc entries, ipam files, endpoint records, tc link pins).
+sn_state_counts() {
+  local st; st=$(sn_state "$1")
+  printf 'veths=%s map=%s ipam=%s records=%s pins=%s\n' \
+    "$(ip netns exec "$(sn_node_ns "$1")" ip -o link show | grep -c ': lxc')" \
+    "$(sn_map_len "$1")" \
+    "$(find "$st/ipam" -type f ! -name lock 2>/dev/null | wc -l)" \
+    "$(find "$st/endpoints" -type f -name '*.json' 2>/dev/null | wc -l)" \
+    "$(find "$(sn_bpffs "$1")/links" -name 'lxc*' 2>/dev/null | wc -l)"
+}
+
+# sn_conf11 NODE [extra JSON members]: a cniVersion 1.1.0 config (STATUS, GC, CHECK, DEL).
+sn_conf11() {
+  printf '{"cniVersion":"1.1.0","name":"sarena","type":"sarena-cni","daemonSocket":"%s","logFile":"%s"%s}' \
+    "$(sn_sock "$1")" "$SN_DIR/$1/cni.log" "${2:+,$2}"
+}
+
+# sn_status NODE: CNI STATUS as a 1.1.0 runtime sends it before ADD.
+sn_status() { sn_cni "$1" STATUS "" "" "" "$(sn_conf11 "$1")"; }
+
+# sn_del_runtime NODE CID NETNS [PREVRESULT]: DEL as kubelet/containerd do it — with the cached
+# prevResult when there is one, and retried (a second DEL must succeed too).
+sn_del_runtime() {
+  local conf
+  if [ -n "${4:-}" ]; then conf=$(sn_conf11 "$1" "\"prevResult\":$4"); else conf=$(sn_conf11 "$1"); fi
+  sn_cni "$1" DEL "$2" "$3" eth0 "$conf" && sn_cni "$1" DEL "$2" "$3" eth0 "$conf"
+}
+
+# sn_check_runtime NODE CID NETNS PREVRESULT: CHECK with the cached prevResult (libcni).
+sn_check_runtime() { sn_cni "$1" CHECK "$2" "$3" eth0 "$(sn_conf11 "$1" "\"prevResult\":$4")"; }
