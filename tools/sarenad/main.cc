@@ -1,11 +1,14 @@
 // sarenad: the node daemon. Owns the eBPF datapath, the host device, IPAM and the endpoint
 // table; serves sarena-cni and the sarena CLI on a unix socket. Runs in the foreground and logs
 // to stderr. Thin: flags -> libsarena -> serve.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/signal_set.hpp>
@@ -14,6 +17,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/base/log.h"
 #include "libsarena/daemon/endpoint_manager.h"
@@ -33,6 +38,16 @@ ABSL_FLAG(bool, redirect_peer, true,
 ABSL_FLAG(bool, ip_forward, true,
           "Set net.ipv4.ip_forward=1 (false: only conf.sarena_host.forwarding=1)");
 ABSL_FLAG(bool, debug, false, "Debug logging");
+ABSL_FLAG(uint32_t, max_connections, 1024, "Most client connections open at once");
+ABSL_FLAG(uint32_t, max_connections_per_uid, 32,
+          "Most connections open at once per non-root peer uid (0 = no per-uid limit)");
+ABSL_FLAG(uint32_t, reserved_root_connections, 128,
+          "Of --max-connections, how many only uid 0 (the CNI plugin) may use");
+ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(2),
+          "Close a connection idle this long between requests (0 = never)");
+ABSL_FLAG(absl::Duration, io_timeout, absl::Seconds(30),
+          "Close a connection whose request or response frame takes longer than this; also the "
+          "grace period of a stop before sarenad exits even with a request still stuck");
 
 namespace {
 
@@ -93,18 +108,46 @@ int main(int argc, char** argv) {
   auto manager = sarena::daemon::EndpointManager::Create(o);
   if (!manager.ok()) return Fail(manager.status());
   sarena::daemon::EndpointManager* m = manager->get();
+  // One fd per connection: make room for --max-connections (+ state files, netlink, maps).
+  if (rlimit rl; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  sarena::daemon::ServerOptions so;
+  so.socket_path = absl::GetFlag(FLAGS_socket);
+  so.max_connections = absl::GetFlag(FLAGS_max_connections);
+  so.max_connections_per_uid = absl::GetFlag(FLAGS_max_connections_per_uid);
+  so.reserved_root_connections = absl::GetFlag(FLAGS_reserved_root_connections);
+  so.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  so.io_timeout = absl::GetFlag(FLAGS_io_timeout);
+  const absl::Duration grace =
+      (so.io_timeout > absl::ZeroDuration() ? so.io_timeout : absl::Seconds(30)) +
+      absl::Seconds(5);
   auto server = sarena::daemon::Server::Create(
-      {.socket_path = absl::GetFlag(FLAGS_socket)},
+      std::move(so),
       [m](const sarena::daemon::v1::Request& req, const sarena::daemon::PeerCred& peer) {
         return m->Handle(req, peer);
       });
   if (!server.ok()) return Fail(server.status());
   boost::asio::signal_set signals((*server)->io_context(), SIGINT, SIGTERM);
   sarena::daemon::Server* srv = server->get();
-  signals.async_wait([srv](const boost::system::error_code& ec, int sig) {
+  signals.async_wait([srv, grace, &signals](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     SARENA_LOG(Info, "signal ", sig, ": stopping (the datapath keeps forwarding)");
     srv->Stop();
+    // A request stuck in the kernel must not keep sarenad alive: exit after the grace period
+    // whatever the worker is doing, or at once on a second signal. The datapath is pinned.
+    std::thread([grace] {
+      absl::SleepFor(grace);
+      SARENA_LOG(Error, "stop did not finish within ", absl::FormatDuration(grace),
+                 " (a request is stuck); exiting anyway");
+      std::_Exit(1);
+    }).detach();
+    signals.async_wait([](const boost::system::error_code& e, int again) {
+      if (e) return;
+      SARENA_LOG(Error, "signal ", again, " again: exiting at once");
+      std::_Exit(1);
+    });
   });
   std::signal(SIGPIPE, SIG_IGN);
   SARENA_LOG(Info, "listening on ", absl::GetFlag(FLAGS_socket));
