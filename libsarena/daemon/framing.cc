@@ -186,14 +186,22 @@ absl::Status ReadFrame(int fd, google::protobuf::MessageLite* msg, absl::Duratio
   absl::StatusOr<uint32_t> len = DecodeFrameHeader(header);
   if (!len.ok()) return absl::ResourceExhaustedError(absl::StrCat("read frame: ", len.status().message()));
 
-  std::string body(*len, '\0');
-  s = ReadExact(fd, body.data(), body.size(), deadline, &got);
-  if (absl::IsOutOfRange(s)) {
-    return absl::DataLossError(absl::StrCat("truncated frame: stream ended after ", got, " of ",
-                                            *len, " body bytes"));
+  // Grow the body as bytes arrive (at most kFrameReadChunk beyond what was received), never
+  // `*len` bytes up front: a peer announcing 4 MiB and sending nothing costs nothing.
+  std::string body;
+  while (body.size() < *len) {
+    const size_t off = body.size();
+    const size_t chunk = std::min<size_t>(*len - off, kFrameReadChunk);
+    body.resize(off + chunk);
+    s = ReadExact(fd, body.data() + off, chunk, deadline, &got);
+    body.resize(off + got);
+    if (absl::IsOutOfRange(s)) {
+      return absl::DataLossError(absl::StrCat("truncated frame: stream ended after ",
+                                              body.size(), " of ", *len, " body bytes"));
+    }
+    if (absl::IsDeadlineExceeded(s)) return timed_out("body", body.size(), *len);
+    if (!s.ok()) return s;
   }
-  if (absl::IsDeadlineExceeded(s)) return timed_out("body", got, *len);
-  if (!s.ok()) return s;
   return DecodeFrameBody(body, msg);
 }
 

@@ -30,6 +30,10 @@ inline constexpr size_t kFrameHeaderBytes = 4;
 /// kResourceExhausted by EncodeFrame / WriteFrame / DecodeFrameHeader / ReadFrame.
 inline constexpr uint32_t kMaxFrameBytes = 4u * 1024u * 1024u;
 
+/// Readers (ReadFrame, the daemon's Asio reader) allocate a frame body in steps of at most this
+/// many bytes as they arrive, never the announced length up front.
+inline constexpr size_t kFrameReadChunk = 64 * 1024;
+
 /// The 4 header bytes announcing a body of `body_len` bytes (big-endian). Does not check the
 /// limit: callers check `body_len <= kMaxFrameBytes` (EncodeFrame does).
 std::array<uint8_t, kFrameHeaderBytes> EncodeFrameHeader(uint32_t body_len);
@@ -57,7 +61,8 @@ absl::Status DecodeFrameBody(absl::string_view body, google::protobuf::MessageLi
 absl::Status WriteFrame(int fd, const google::protobuf::MessageLite& msg, absl::Duration timeout);
 
 /// Reads exactly one frame from `fd` and parses it into `msg`, blocking until the whole frame has
-/// arrived or `timeout` elapses (one deadline for header and body).
+/// arrived or `timeout` elapses (one deadline for header and body). The body buffer grows in
+/// kFrameReadChunk steps as bytes arrive.
 /// Errors: kUnavailable "read frame: connection closed by peer" when the stream ends before the
 /// first header byte (a clean close between frames); kDataLoss "truncated frame ..." when it ends
 /// in the middle of a frame; kResourceExhausted when the header announces more than

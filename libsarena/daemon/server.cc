@@ -317,7 +317,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The body is allocated as it arrives, never `len` bytes up front: a peer that announces
   // 4 MiB and sends 4 bytes holds at most one chunk (std::string growth keeps the capacity
   // within twice what arrived plus one chunk).
-  static constexpr size_t kBodyChunk = 64 * 1024;
+  static constexpr size_t kBodyChunk = kFrameReadChunk;
 
   void ReadBody(uint32_t len) {
     body_.clear();

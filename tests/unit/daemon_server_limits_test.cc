@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -306,6 +307,35 @@ TEST_F(DaemonServerLimitsTest, MissingSocketDirectoryIsCreated0755) {
   ASSERT_EQ(::stat((dir_ + "/run").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(st.st_uid, 0u);
+}
+
+// The blocking reader (the plugin's side) grows its buffer as bytes arrive too: a large frame
+// still reads whole, a short one reports how much of the announced length came.
+TEST(FramingReadTest, ChunkedBodyReadsWholeAndReportsTruncation) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  std::string big(3 * 1024 * 1024 + 17, 'q');
+  std::thread writer([&] { EXPECT_TRUE(WriteFrame(a.get(), GcRequest(big), absl::Seconds(10)).ok()); });
+  v1::Request got;
+  absl::Status st = ReadFrame(b.get(), &got, absl::Seconds(10));
+  writer.join();
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(got.gc().valid_size(), 1);
+  EXPECT_EQ(got.gc().valid(0).container_id(), big);
+
+  std::string bytes = Header(kMaxFrameBytes) + "abcd";
+  ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  st = ReadFrame(b.get(), &got, absl::Milliseconds(200));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("body: 4 of 4194304 bytes"));
+  ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  a.Reset();
+  st = ReadFrame(b.get(), &got, absl::Seconds(2));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(st.message(), HasSubstr("after 4 of 4194304 body bytes"));
 }
 
 }  // namespace
