@@ -102,4 +102,16 @@ sn_check "then the veth is removed (it is that attachment's leftover)" \
 sn_check "ADD marks the host veth with its owner" \
   sn_eq "$(ip netns exec $NS ip -j link show "$(veth_of "$RPA")" | jq -r '.[0].ifalias')" "sarena:podA$SN_ID/eth0"
 
+echo "4. a CNI_CONTAINERID of 300 characters (kubelet sends 64; the spec sets no limit)"
+LONG="L$SN_ID$(printf 'x%.0s' $(seq 300))"; LONG=${LONG:0:300}
+sn_netns_add "$SN_ID-long"
+RL=$(sn_cni $NODE ADD "$LONG" "/var/run/netns/$SN_ID-long" eth0 "$(conf net-a 1.1.0)")
+sn_check "ADD with a 300-character container ID succeeds" jq -e '.ips[0].address' <<<"$RL"
+sn_check "its record is stored under a hashed name (NAME_MAX is 255)" bash -c "ls $(sn_state $NODE)/endpoints | grep -q '^sha256-'"
+sn_check "CHECK of it passes" sn_cni $NODE CHECK "$LONG" "/var/run/netns/$SN_ID-long" eth0 \
+  "$(conf net-a 1.1.0 "\"prevResult\":$RL")"
+sn_check "DEL of it succeeds" sn_cni $NODE DEL "$LONG" "/var/run/netns/$SN_ID-long" eth0 "$(conf net-a 1.1.0)"
+sn_check "its veth $(veth_of "$RL") is gone" bash -c "! ip netns exec $NS ip link show $(veth_of "$RL") 2>/dev/null"
+sn_check "no endpoint record is left for it" bash -c "! ls $(sn_state $NODE)/endpoints | grep -q sha256-"
+
 sn_summary
