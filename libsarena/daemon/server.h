@@ -136,6 +136,9 @@ class Server {
   /// Requests received but not yet started are dropped (their clients see the connection close).
   /// Called from a Handler / PostToWorker function or from the I/O thread it only initiates the
   /// stop (it cannot wait for itself); from any other thread it also joins the Start() thread.
+  /// Run() returns after the grace period even if a handler never returns, but the destructor
+  /// still waits for that handler (it may use the handler's objects): a process that must exit
+  /// regardless bounds that itself (sarenad _Exit()s after the grace period plus 5 s).
   void Stop();
 
   /// Queues `fn` on the worker that runs handlers, serialized with requests (e.g. the daemon's
