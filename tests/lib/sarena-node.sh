@@ -204,7 +204,8 @@ sn_eq() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
 # --- reliability-tier helpers (tests/reliability) ---
 
 # sn_daemon_start NODE CIDR NODE_IP [sarenad flags...]: (re)starts sarenad in NODE's existing
-# netns with the same socket/state/bpffs as sn_node_up; updates SN_PID_<NODE>.
+# netns with the same socket/state/bpffs as sn_node_up; updates SN_PID_<NODE> (so call it
+# directly, not inside sn_check or $(...), whose subshell would lose the pid).
 sn_daemon_start() {
   local node=$1 cidr=$2 nip=$3; shift 3
   local ns="$SN_ID-$node" dir="$SN_DIR/$node"
