@@ -11,6 +11,7 @@ set -uo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "must run as root (CI is root; this test never skips)"; exit 1; }
 IDLE=${HOSTILE_IDLE:-1100} UIDS=${HOSTILE_UIDS:-40} BIG=${HOSTILE_BIG:-64} RSS_MIB=${HOSTILE_RSS_MIB:-8}
 HC="$(dirname "$0")/hostile_clients.py"
+command -v python3 >/dev/null || { echo "python3 is needed for the hostile clients (.ci/install-deps)"; exit 1; }
 sn_init hs
 NODE=n1 CIDR=10.247.11.0/24 NIP=10.247.11.1
 sn_node_up $NODE $CIDR $NIP || exit 1
