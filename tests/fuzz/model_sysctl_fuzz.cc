@@ -1,0 +1,9 @@
+// libFuzzer target: sarena::model::Sysctls::Parse (snapshot text parser).
+#include <cstddef>
+#include <cstdint>
+#include "libsarena/model/sysctl.h"
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  absl::string_view in(reinterpret_cast<const char*>(data), size);
+  (void)sarena::model::Sysctls::Parse(in);
+  return 0;
+}
