@@ -78,7 +78,7 @@ absl::StatusOr<Result> ParseResult(const JsonObject& obj);
 /// Parses result JSON text (as another plugin printed it).
 absl::StatusOr<Result> ParseResultJson(absl::string_view json);
 
-/// What sarenad reports for one endpoint (mirrors sarena.daemon.v1.Endpoint without depending
+/// What sarenad reports for one endpoint (mirrors sarena.rpc.v1.Endpoint without depending
 /// on the daemon layer).
 struct EndpointInfo {
   std::string container_id;

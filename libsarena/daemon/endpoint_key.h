@@ -9,9 +9,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::daemon {
+
+/// The protocol's messages (libsarena/rpc/proto/sarenad.proto).
+namespace v1 = ::sarena::rpc::v1;
 
 /// One attachment of one container to the network: the CNI (containerID, ifname) pair, the key
 /// of both the IPAM allocations and the endpoint records (CNI spec 1.1.0, "Parameters":

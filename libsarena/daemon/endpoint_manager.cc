@@ -11,7 +11,7 @@
 #include "libsarena/base/status_macros.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/cni/error.h"
-#include "libsarena/daemon/client.h"
+#include "libsarena/rpc/client.h"
 #include "libsarena/datapath/endpoint.h"
 #include "libsarena/datapath/naming.h"
 
@@ -440,7 +440,7 @@ v1::Response EndpointManager::Handle(const v1::Request& request, const PeerCred&
   if (!st.ok()) {
     SARENA_LOG(Warning, "request from pid ", peer.pid, " failed: ", st.message());
     v1::Response err;
-    *err.mutable_error() = ProtoErrorFromStatus(st);
+    *err.mutable_error() = rpc::ProtoErrorFromStatus(st);
     return err;
   }
   return resp;

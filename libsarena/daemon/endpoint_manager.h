@@ -10,12 +10,15 @@
 
 #include "absl/status/statusor.h"
 #include "libsarena/daemon/ipam.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/sarenad.pb.h"
 #include "libsarena/daemon/server.h"
 #include "libsarena/daemon/state_store.h"
 #include "libsarena/datapath/node.h"
 
 namespace sarena::daemon {
+
+/// The protocol's messages (libsarena/rpc/proto/sarenad.proto).
+namespace v1 = ::sarena::rpc::v1;
 
 /// sarenad's configuration (its command-line contract, DESIGN.md).
 struct DaemonOptions {

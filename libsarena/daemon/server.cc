@@ -31,10 +31,17 @@
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/unique_fd.h"
-#include "libsarena/daemon/framing.h"
+#include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/state_file.h"
 
 namespace sarena::daemon {
+
+using rpc::DecodeFrameBody;
+using rpc::DecodeFrameHeader;
+using rpc::EncodeFrame;
+using rpc::kFrameHeaderBytes;
+using rpc::kFrameReadChunk;
+using rpc::kMaxFrameBytes;
 
 namespace asio = boost::asio;
 using Local = asio::local::stream_protocol;

@@ -1,5 +1,5 @@
 // sarenad's unix-socket server: accepts many clients at once, reads length-prefixed protobuf
-// Requests (libsarena/daemon/proto/sarenad.proto; framing in libsarena/daemon/framing.h: 4-byte
+// Requests (libsarena/rpc/proto/sarenad.proto; framing in libsarena/rpc/framing.h: 4-byte
 // big-endian length + body, at most 4 MiB), hands each to a Handler and writes its Response back.
 //
 // Concurrency model (Boost.Asio):
@@ -42,13 +42,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace boost::asio {
 class io_context;
 }  // namespace boost::asio
 
 namespace sarena::daemon {
+
+/// The protocol's messages (libsarena/rpc/proto/sarenad.proto).
+namespace v1 = ::sarena::rpc::v1;
 
 /// Credentials of the connected peer process, from getsockopt(SO_PEERCRED) at accept time
 /// (the values of the peer when it called connect(2); unix(7)).

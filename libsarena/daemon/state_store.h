@@ -32,9 +32,12 @@
 #include "absl/synchronization/mutex.h"
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/daemon/endpoint_key.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::daemon {
+
+/// The protocol's messages (libsarena/rpc/proto/sarenad.proto).
+namespace v1 = ::sarena::rpc::v1;
 
 /// Checks that a loaded record can be acted on: ip and gateway are IPv4 dotted quads,
 /// prefix_len 32, pod_mac and host_mac are MACs, host_ifname is a valid interface name

@@ -19,14 +19,14 @@
 #include "libsarena/cni/error.h"
 #include "libsarena/cni/result.h"
 #include "libsarena/cni/version.h"
-#include "libsarena/daemon/client.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::plugin {
 namespace {
 
-namespace v1 = daemon::v1;
-using daemon::Client;
+namespace v1 = rpc::v1;
+using rpc::Client;
 
 constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
@@ -44,9 +44,9 @@ absl::StatusOr<v1::Response> CallDaemon(Client& client, const v1::Request& reque
     }
     return cni::WithCniCode(s, unreachable_code);
   }
-  if (response->has_error()) return daemon::StatusFromError(response->error());
+  if (response->has_error()) return rpc::StatusFromError(response->error());
   // A reply of another kind (or none) than the request's: 105, naming the socket.
-  absl::Status kind = daemon::CheckResponseKind(request, *response, client.socket_path());
+  absl::Status kind = rpc::CheckResponseKind(request, *response, client.socket_path());
   if (!kind.ok()) return kind;
   return response;
 }

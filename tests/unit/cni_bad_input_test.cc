@@ -28,8 +28,8 @@
 #include "gtest/gtest.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/cni/json.h"
-#include "libsarena/daemon/framing.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/sarenad.pb.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::cni {
@@ -379,8 +379,8 @@ class FakeDaemon {
   const std::string& dir() const { return dir_; }
   const std::string& path() const { return path_; }
 
-  static std::string Frame(const daemon::v1::Response& r) {
-    absl::StatusOr<std::string> f = daemon::EncodeFrame(r);
+  static std::string Frame(const rpc::v1::Response& r) {
+    absl::StatusOr<std::string> f = rpc::EncodeFrame(r);
     EXPECT_TRUE(f.ok()) << f.status();
     return f.value_or("");
   }
@@ -393,7 +393,7 @@ class FakeDaemon {
 // The plugin used to take any answer: a GC answered with an ADD reply "succeeded", a STATUS
 // answered so was "not ready". Now the reply's kind and frame are checked: 105 naming the socket.
 TEST_F(CniBadInput, ReplyOfTheWrongShapeIsCode105NamingTheSocket) {
-  daemon::v1::Response add;
+  rpc::v1::Response add;
   add.mutable_endpoint_add()->mutable_endpoint()->set_ip("10.244.0.9");
   FakeDaemon wrong_kind(0, FakeDaemon::Frame(add));
   auto with_socket = [&](const std::string& sock, absl::string_view extra, absl::string_view v) {
@@ -419,7 +419,7 @@ TEST_F(CniBadInput, ReplyOfTheWrongShapeIsCode105NamingTheSocket) {
 // naming the path, nothing sent.
 TEST_F(CniBadInput, UntrustedDaemonSocketIsCode106) {
   const bool root = ::geteuid() == 0;  // CI: root. Unprivileged: the mode checks only.
-  daemon::v1::Response st;
+  rpc::v1::Response st;
   st.mutable_status()->set_ready(true);
   auto with_socket = [&](const std::string& sock, absl::string_view extra, absl::string_view v) {
     return absl::StrReplaceAll(Config(extra, v), {{scratch_.path() + "/sarenad.sock", sock}});

@@ -25,15 +25,15 @@
 #include "libsarena/cni/error.h"
 #include "libsarena/cni/json.h"
 #include "libsarena/cni/result.h"
-#include "libsarena/daemon/client.h"
-#include "libsarena/daemon/framing.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/sarenad.pb.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::cni {
 namespace {
 
-namespace v1 = sarena::daemon::v1;
+namespace v1 = sarena::rpc::v1;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -77,7 +77,7 @@ class ScriptedDaemon {
       if (!conn) return;
       while (true) {
         v1::Request req;
-        if (!daemon::ReadFrame(conn.get(), &req, absl::Seconds(10)).ok()) break;
+        if (!rpc::ReadFrame(conn.get(), &req, absl::Seconds(10)).ok()) break;
         Script script;
         {
           absl::MutexLock lock(&mu_);
@@ -86,7 +86,7 @@ class ScriptedDaemon {
         }
         std::optional<v1::Response> resp = script(req);
         if (!resp) break;  // hang up mid-request
-        if (!daemon::WriteFrame(conn.get(), *resp, absl::Seconds(10)).ok()) break;
+        if (!rpc::WriteFrame(conn.get(), *resp, absl::Seconds(10)).ok()) break;
       }
     }
   }

@@ -25,12 +25,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/base/unique_fd.h"
-#include "libsarena/daemon/client.h"
-#include "libsarena/daemon/framing.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
 
 namespace sarena::daemon {
 namespace {
+
+using rpc::Client;
+using rpc::EncodeFrame;
+using rpc::EncodeFrameHeader;
+using rpc::kMaxFrameBytes;
+using rpc::ReadFrame;
+using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

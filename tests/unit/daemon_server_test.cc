@@ -24,12 +24,19 @@
 #include "gtest/gtest.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/unique_fd.h"
-#include "libsarena/daemon/client.h"
-#include "libsarena/daemon/framing.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
 
 namespace sarena::daemon {
 namespace {
+
+using rpc::Client;
+using rpc::EncodeFrame;
+using rpc::EncodeFrameHeader;
+using rpc::kMaxFrameBytes;
+using rpc::ReadFrame;
+using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -309,7 +316,7 @@ TEST_F(DaemonServerTest, GarbageBodyClosesTheConnection) {
   EXPECT_TRUE(ClosedByPeer(fd.get()));
   EXPECT_EQ(server->stats().protocol_errors, 1u);
   EXPECT_EQ(handler_.calls.load(), 0);
-  EXPECT_THAT(logs_.All(), HasSubstr("is not a valid sarena.daemon.v1.Request"));
+  EXPECT_THAT(logs_.All(), HasSubstr("is not a valid sarena.rpc.v1.Request"));
   EXPECT_EQ(RoundTrip("still-fine"), "still-fine");
 }
 

@@ -20,13 +20,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/base/unique_fd.h"
-#include "libsarena/daemon/framing.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::plugin {
 namespace {
 
-namespace v1 = daemon::v1;
+namespace v1 = rpc::v1;
 using ::testing::HasSubstr;
 
 // Serves one connection: for every request received, records it and answers reply(request).
@@ -48,9 +48,9 @@ class ScriptedDaemon {
       if (!conn) return;
       while (true) {
         v1::Request req;
-        if (!daemon::ReadFrame(conn.get(), &req, absl::Seconds(10)).ok()) return;
+        if (!rpc::ReadFrame(conn.get(), &req, absl::Seconds(10)).ok()) return;
         requests_.push_back(req);
-        if (!daemon::WriteFrame(conn.get(), reply_(req), absl::Seconds(10)).ok()) return;
+        if (!rpc::WriteFrame(conn.get(), reply_(req), absl::Seconds(10)).ok()) return;
       }
     });
   }

@@ -16,7 +16,7 @@
 #include "libsarena/base/cli.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
-#include "libsarena/daemon/client.h"
+#include "libsarena/rpc/client.h"
 
 ABSL_FLAG(std::string, socket, "/run/sarena/sarenad.sock", "sarenad's unix socket");
 ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena", "bpffs directory of the datapath's pins");
@@ -24,8 +24,8 @@ ABSL_FLAG(std::string, o, "table", "Output: table | json");
 
 namespace {
 
-using sarena::daemon::v1::Request;
-using sarena::daemon::v1::Response;
+using sarena::rpc::v1::Request;
+using sarena::rpc::v1::Response;
 
 int Fail(const absl::Status& st) {
   std::fprintf(stderr, "sarena: %s\n", std::string(st.message()).c_str());
@@ -33,11 +33,11 @@ int Fail(const absl::Status& st) {
 }
 
 absl::StatusOr<Response> Call(const Request& req) {
-  auto client = sarena::daemon::Client::Connect(absl::GetFlag(FLAGS_socket));
+  auto client = sarena::rpc::Client::Connect(absl::GetFlag(FLAGS_socket));
   if (!client.ok()) return client.status();
   auto resp = client->Call(req);
   if (!resp.ok()) return resp.status();
-  if (resp->has_error()) return sarena::daemon::StatusFromError(resp->error());
+  if (resp->has_error()) return sarena::rpc::StatusFromError(resp->error());
   return resp;
 }
 

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
       absl::Seconds(5);
   auto server = sarena::daemon::Server::Create(
       std::move(so),
-      [m](const sarena::daemon::v1::Request& req, const sarena::daemon::PeerCred& peer) {
+      [m](const sarena::rpc::v1::Request& req, const sarena::daemon::PeerCred& peer) {
         return m->Handle(req, peer);
       });
   if (!server.ok()) return Fail(server.status());

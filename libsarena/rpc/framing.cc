@@ -1,4 +1,4 @@
-#include "libsarena/daemon/framing.h"
+#include "libsarena/rpc/framing.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "libsarena/base/errno_status.h"
 
-namespace sarena::daemon {
+namespace sarena::rpc {
 namespace {
 
 // Milliseconds left until `deadline` for poll(), rounded up so we never spin with 0.
@@ -205,4 +205,4 @@ absl::Status ReadFrame(int fd, google::protobuf::MessageLite* msg, absl::Duratio
   return DecodeFrameBody(body, msg);
 }
 
-}  // namespace sarena::daemon
+}  // namespace sarena::rpc

@@ -24,11 +24,11 @@
 #include "gtest/gtest.h"
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/cni/error.h"
-#include "libsarena/daemon/client.h"
-#include "libsarena/daemon/framing.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
-namespace sarena::daemon {
+namespace sarena::rpc {
 namespace {
 
 using ::testing::HasSubstr;
@@ -200,7 +200,7 @@ TEST(DaemonFraming, GarbageBodyIsDataLoss) {
   v1::Response r;
   absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("sarena.daemon.v1.Response"));
+  EXPECT_THAT(s.message(), HasSubstr("sarena.rpc.v1.Response"));
 }
 
 TEST(DaemonFraming, ReadTimesOut) {
@@ -623,4 +623,4 @@ TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
 }
 
 }  // namespace
-}  // namespace sarena::daemon
+}  // namespace sarena::rpc

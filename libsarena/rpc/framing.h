@@ -1,4 +1,4 @@
-// Length-prefixed protobuf framing of the sarenad wire protocol (libsarena/daemon/proto/sarenad.proto).
+// Length-prefixed protobuf framing of the sarenad wire protocol (libsarena/rpc/proto/sarenad.proto).
 //
 // One frame = a 4-byte unsigned body length in network byte order (big-endian), followed by that
 // many bytes of one serialized message (a v1::Request from client to daemon, a v1::Response
@@ -8,8 +8,8 @@
 // The constants and the header encode/decode functions are shared by the blocking helpers below
 // (used by the CNI plugin's Client and by tests) and by the daemon's asynchronous Asio reader, so
 // both ends agree on the limits.
-#ifndef LIBSARENA_DAEMON_FRAMING_H_
-#define LIBSARENA_DAEMON_FRAMING_H_
+#ifndef LIBSARENA_RPC_FRAMING_H_
+#define LIBSARENA_RPC_FRAMING_H_
 
 #include <array>
 #include <cstddef>
@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 
-namespace sarena::daemon {
+namespace sarena::rpc {
 
 /// Size of the frame header: the body length as a uint32 in network byte order.
 inline constexpr size_t kFrameHeaderBytes = 4;
@@ -70,6 +70,6 @@ absl::Status WriteFrame(int fd, const google::protobuf::MessageLite& msg, absl::
 /// does not parse; kUnavailable on ECONNRESET; other I/O errors via sarena::ErrnoStatus.
 absl::Status ReadFrame(int fd, google::protobuf::MessageLite* msg, absl::Duration timeout);
 
-}  // namespace sarena::daemon
+}  // namespace sarena::rpc
 
-#endif  // LIBSARENA_DAEMON_FRAMING_H_
+#endif  // LIBSARENA_RPC_FRAMING_H_

@@ -1,4 +1,4 @@
-#include "libsarena/daemon/client.h"
+#include "libsarena/rpc/client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +20,9 @@
 #include "google/protobuf/reflection.h"
 #include "libsarena/cni/env.h"
 #include "libsarena/cni/error.h"
-#include "libsarena/daemon/framing.h"
+#include "libsarena/rpc/framing.h"
 
-namespace sarena::daemon {
+namespace sarena::rpc {
 namespace {
 
 absl::Status ConnectError(absl::string_view path, int err) {
@@ -322,4 +322,4 @@ v1::Error ProtoErrorFromStatus(const absl::Status& status) {
   return e;
 }
 
-}  // namespace sarena::daemon
+}  // namespace sarena::rpc

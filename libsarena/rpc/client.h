@@ -1,8 +1,8 @@
 // Blocking client of sarenad's unix socket, used by the CNI plugin (tools/sarena-cni), the
 // `sarena` CLI and tests. One connection, one request at a time (the protocol answers requests
 // in order, one Response per Request).
-#ifndef LIBSARENA_DAEMON_CLIENT_H_
-#define LIBSARENA_DAEMON_CLIENT_H_
+#ifndef LIBSARENA_RPC_CLIENT_H_
+#define LIBSARENA_RPC_CLIENT_H_
 
 #include <sys/types.h>
 
@@ -14,9 +14,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "libsarena/base/unique_fd.h"
-#include "libsarena/daemon/sarenad.pb.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
-namespace sarena::daemon {
+namespace sarena::rpc {
 
 /// Default timeouts of the client. ADD may create a veth pair, program routes and attach BPF,
 /// so calls get a generous deadline; connecting to a local unix socket is immediate or fails.
@@ -126,6 +126,6 @@ absl::Status StatusFromError(const v1::Error& error);
 /// status code). Used by the daemon to answer a failed request.
 v1::Error ProtoErrorFromStatus(const absl::Status& status);
 
-}  // namespace sarena::daemon
+}  // namespace sarena::rpc
 
-#endif  // LIBSARENA_DAEMON_CLIENT_H_
+#endif  // LIBSARENA_RPC_CLIENT_H_
