@@ -10,8 +10,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/sarena-node.sh"
 [ "$(id -u)" -eq 0 ] || { echo "must run as root (CI is root; this test never skips)"; exit 1; }
 IDLE=${HOSTILE_IDLE:-1100} UIDS=${HOSTILE_UIDS:-40} BIG=${HOSTILE_BIG:-64} RSS_MIB=${HOSTILE_RSS_MIB:-8}
-HC="$(dirname "$0")/hostile_clients.py"
-command -v python3 >/dev/null || { echo "python3 is needed for the hostile clients (.ci/install-deps)"; exit 1; }
+HC="$(dirname "$0")/hostile_clients.pl"
 sn_init hs
 NODE=n1 CIDR=10.247.11.0/24 NIP=10.247.11.1
 sn_node_up $NODE $CIDR $NIP || exit 1
@@ -24,7 +23,7 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$SN_PID_n1/status"; }
 echo "1. $IDLE idle connections from $UIDS non-root uids"
 chmod 0711 "$SN_DIR" "$SN_DIR/$NODE"; chmod 0666 "$SOCK"
 set -m
-python3 "$HC" idle "$SOCK" "$IDLE" 61000 "$UIDS" "$SN_DIR/idle.ready" >"$SN_DIR/idle.out" 2>&1 &
+perl "$HC" idle "$SOCK" "$IDLE" 61000 "$UIDS" "$SN_DIR/idle.ready" >"$SN_DIR/idle.out" 2>&1 &
 HPIDS+=($!)
 set +m
 for _ in $(seq 600); do [ -e "$SN_DIR/idle.ready" ] && break; sleep 0.1; done
@@ -51,7 +50,7 @@ echo "2. $BIG connections announcing 4 MiB frames and sending nothing more"
 sleep 0.5
 R0=$(rss_kib)
 set -m
-python3 "$HC" big "$SOCK" "$BIG" "$SN_DIR/big.ready" >"$SN_DIR/big.out" 2>&1 &
+perl "$HC" big "$SOCK" "$BIG" "$SN_DIR/big.ready" >"$SN_DIR/big.out" 2>&1 &
 HPIDS+=($!)
 set +m
 for _ in $(seq 300); do [ -e "$SN_DIR/big.ready" ] && break; sleep 0.1; done
