@@ -65,8 +65,10 @@ dups() {
     END { exit bad }'
 }
 sn_check "no IP held by two concurrently-live pods" dups
-sn_check "IPs were reused across cycles (the pool recycles)" \
-  bash -c "[ \$(cut -d' ' -f1 $LOG/live.* | sort -u | wc -l) -lt $OPS ]"
+DISTINCT=$(cat "$LOG"/live.* | cut -d' ' -f1 | sort -u | wc -l)
+echo "soak: $DISTINCT distinct IPs over $OPS lifecycles"
+# A /24 has 253 pod addresses: past that many lifecycles the pool must have recycled.
+[ "$OPS" -le 253 ] || sn_check "the pool recycles ($DISTINCT distinct IPs, at most 253)" test "$DISTINCT" -le 253
 sn_check "nothing leaked: $(sn_state_counts $NODE)" sn_eq "$(sn_state_counts $NODE)" "$BASE"
 sn_check "no endpoint left in the daemon" \
   sn_eq "$("$SN_BIN/sarena" --socket "$(sn_sock $NODE)" -o json endpoint list | jq '.endpoints | length')" 0
