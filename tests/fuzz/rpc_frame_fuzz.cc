@@ -2,6 +2,8 @@
 // big-endian length header then a serialized Request/Response — plus the plugin's checks on a
 // reply (CheckResponseKind, StatusFromError) and on a request (CheckRequestUtf8).
 #include <array>
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +13,9 @@
 #include "libsarena/rpc/sarenad.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // protobuf logs every invalid-UTF-8 string it parses (most inputs): keep the run's log readable.
+  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
+  (void)quiet;
   namespace rpc = sarena::rpc;
   if (size >= rpc::kFrameHeaderBytes) {
     std::array<uint8_t, rpc::kFrameHeaderBytes> header;
