@@ -164,7 +164,9 @@ sn_cleanup() {
   local pid ns d
   for pid in "${SN_DAEMONS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${SN_DAEMONS[@]}"; do wait "$pid" 2>/dev/null; done
-  for ns in "${SN_NETNS[@]}"; do
+  # Every netns of this run: the recorded ones, and any named with this run's unique prefix that a
+  # subshell created (a helper called inside $(...) cannot append to SN_NETNS).
+  for ns in "${SN_NETNS[@]}" $(ip netns list 2>/dev/null | awk -v p="$SN_ID-" 'index($1, p) == 1 {print $1}'); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
     ip netns del "$ns" 2>/dev/null
   done

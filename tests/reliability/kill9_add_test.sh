@@ -69,7 +69,10 @@ for t in $(seq "$TRIALS"); do
   }
   sn_check "trial $t: DEL x2 with prevResult of every survivor succeeds" delok
   sn_check "trial $t: nothing left" sn_eq "$(sn_state_counts $NODE)" "$BASE"
-  for i in $(seq "$PODS"); do ip netns del "$SN_ID-t$t-p$i" 2>/dev/null; done
+  for i in $(seq "$PODS"); do  # its servers first: a process keeps a deleted netns alive
+    ip netns pids "$SN_ID-t$t-p$i" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$SN_ID-t$t-p$i" 2>/dev/null
+  done
 done
 echo "kill -9: $TRIALS trials, $TOTAL_OK ADDs survived, $TOTAL_FAILED failed around the kill"
 sn_summary
