@@ -45,6 +45,8 @@ absl::Status RequireRef(const v1::EndpointRef& ref) {
 absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
   std::vector<std::string> problems;
   std::map<uint32_t, EndpointKey> record_ips;
+  std::map<std::string, EndpointKey> record_ifnames;
+  std::map<uint32_t, EndpointKey> record_ids;
   std::vector<std::pair<EndpointKey, net::Ipv4>> to_claim;
   const std::string ipam_dir = ipam.dir();
   for (const v1::Endpoint& rec : store.List()) {
@@ -58,6 +60,18 @@ absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
     if (auto [it, inserted] = record_ips.emplace(ip->to_uint(), key); !inserted) {
       problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
                                       store.PathOf(it->second), "' both hold ", rec.ip()));
+      continue;
+    }
+    if (auto [it, inserted] = record_ifnames.emplace(rec.host_ifname(), key); !inserted) {
+      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
+                                      store.PathOf(it->second), "' both own veth ",
+                                      rec.host_ifname()));
+      continue;
+    }
+    if (auto [it, inserted] = record_ids.emplace(rec.endpoint_id(), key); !inserted) {
+      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
+                                      store.PathOf(it->second), "' both use endpoint_id ",
+                                      rec.endpoint_id()));
       continue;
     }
     std::optional<net::Ipv4> held = ipam.Lookup(key);
@@ -385,16 +399,13 @@ absl::StatusOr<v1::GcResponse> EndpointManager::Gc(const v1::GcRequest& req) {
       first = st;
     }
   }
-  // IPs held by keys without a record (a crash mid-ADD) are garbage too.
+  // An allocation without a record (a crash between IPAM and record in ADD, or a record removed
+  // by hand) cannot be attributed to a network: GC of this network leaves it, and its veth, to
+  // that attachment's DEL (the runtime retries DEL of a failed ADD).
   for (const IpamAllocation& a : ipam_->List()) {
     if (!valid.count(a.key) && !store_->Get(a.key)) {
-      v1::Endpoint orphan;
-      *orphan.mutable_ref() = a.key.ToProto();
-      if (absl::Status st = RemoveEndpoint(orphan); st.ok()) {
-        *resp.add_removed() = orphan.ref();
-      } else if (first.ok()) {
-        first = st;
-      }
+      SARENA_LOG(Warning, "GC ", req.network_name(), ": ", a.ip.to_string(), " is allocated to ",
+                 a.key.ToString(), " without an endpoint record (network unknown); left for its DEL");
     }
   }
   if (!first.ok()) return first;

@@ -37,11 +37,12 @@ struct DaemonOptions {
 /// - a record whose allocation file is missing is repaired by claiming its address for its key
 ///   (Ipam::Claim, durable), logged as a warning naming the record file;
 /// - a record whose key holds a different address, whose address is allocated to another key,
-///   that shares its address with another record, or whose address is not allocatable in the
+///   that shares its address, its host veth or its endpoint_id with another record (one DEL would
+///   take the other pod's veth or counters), or whose address is not allocatable in the
 ///   pod CIDR refuses the start: kDataLoss naming the record file(s) and the allocation file,
 ///   nothing changed (an operator must look);
-/// - an allocation without a record (a crash between allocation and record in ADD) stays: it
-///   holds no live pod, and the runtime's DEL or GC of that attachment releases it (logged).
+/// - an allocation without a record (a crash between allocation and record in ADD) stays: its
+///   network is unknown, so only the runtime's DEL of that attachment releases it (logged).
 /// Returns the number of allocations repaired.
 absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store);
 

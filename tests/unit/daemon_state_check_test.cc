@@ -132,6 +132,27 @@ TEST_F(DaemonStateCheckTest, TwoRecordsOnOneAddressRefuseStartAndNothingIsClaime
   EXPECT_TRUE(ipam_->List().empty());  // a refused start changes nothing
 }
 
+// Found by review: a record copied from a live pod's (same veth, same endpoint_id) loaded, and its
+// DEL took the live pod's veth.
+TEST_F(DaemonStateCheckTest, TwoRecordsOnOneVethOrEndpointIdRefuseStart) {
+  OpenBoth();
+  v1::Endpoint a = Record("a", "10.244.1.5", 1);
+  v1::Endpoint b = Record("b", "10.244.1.6", 2);  // Record() gives both host_ifname lxc0123456789a
+  ASSERT_TRUE(store_->Put(a).ok());
+  ASSERT_TRUE(store_->Put(b).ok());
+  auto st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.status().message(), HasSubstr("both own veth lxc0123456789a"));
+  b.set_host_ifname("lxc00000000002");
+  b.set_endpoint_id(1);
+  ASSERT_TRUE(store_->Put(b).ok());
+  st = CrossCheckState(*ipam_, *store_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.status().message(), HasSubstr("both use endpoint_id 1"));
+  EXPECT_TRUE(ipam_->List().empty());
+}
+
 TEST_F(DaemonStateCheckTest, RecordOutsideThePodCidrRefusesStart) {
   OpenBoth();
   ASSERT_TRUE(store_->Put(Record("a", "10.99.0.5", 1)).ok());  // e.g. --pod-cidr changed
