@@ -45,25 +45,10 @@ sn_netns_add() {
 # sn_node_up NODE CIDR NODE_IP [sarenad flags...]: node netns + sarenad; sets SN_SOCK_<NODE>.
 sn_node_up() {
   local node=$1 cidr=$2 nip=$3; shift 3
-  local ns="$SN_ID-$node"
-  sn_netns_add "$ns"
-  local dir="$SN_DIR/$node"; mkdir -p "$dir"
-  local bpffs="/sys/fs/bpf/sarena-$SN_ID-$node"
-  SN_BPFFS_DIRS+=("$bpffs")
-  nsenter --net="/var/run/netns/$ns" "$SN_BIN/sarenad" --pod-cidr "$cidr" --node-ip "$nip" \
-    --socket "$dir/sarenad.sock" --state-dir "$dir/state" --bpffs "$bpffs" "$@" \
-    >>"$dir/sarenad.log" 2>&1 &
-  local pid=$!
-  SN_DAEMONS+=("$pid")
-  eval "SN_PID_$node=$pid"
-  local i
-  for i in $(seq 100); do
-    [ -S "$dir/sarenad.sock" ] && "$SN_BIN/sarena" --socket "$dir/sarenad.sock" status >/dev/null 2>&1 && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "sarenad on $node did not come up:" >&2; cat "$dir/sarenad.log" >&2
-  return 1
+  sn_netns_add "$SN_ID-$node"
+  mkdir -p "$SN_DIR/$node"
+  SN_BPFFS_DIRS+=("$(sn_bpffs "$node")")
+  sn_daemon_start "$node" "$cidr" "$nip" "$@"
 }
 
 sn_node_ns() { echo "$SN_ID-$1"; }
