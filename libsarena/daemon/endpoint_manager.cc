@@ -57,21 +57,18 @@ absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
       problems.push_back(absl::StrCat("endpoint record '", file, "': ", ip.status().message()));
       continue;
     }
-    if (auto [it, inserted] = record_ips.emplace(ip->to_uint(), key); !inserted) {
-      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
-                                      store.PathOf(it->second), "' both hold ", rec.ip()));
-      continue;
-    }
-    if (auto [it, inserted] = record_ifnames.emplace(rec.host_ifname(), key); !inserted) {
-      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
-                                      store.PathOf(it->second), "' both own veth ",
-                                      rec.host_ifname()));
-      continue;
-    }
-    if (auto [it, inserted] = record_ids.emplace(rec.endpoint_id(), key); !inserted) {
-      problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
-                                      store.PathOf(it->second), "' both use endpoint_id ",
-                                      rec.endpoint_id()));
+    // One owner per address, host veth and endpoint_id: a second would lose its pod to one DEL.
+    auto unique = [&](auto& owners, const auto& value, absl::string_view what) {
+      auto [it, inserted] = owners.emplace(value, key);
+      if (!inserted) {
+        problems.push_back(absl::StrCat("endpoint records '", file, "' and '",
+                                        store.PathOf(it->second), "' both ", what));
+      }
+      return inserted;
+    };
+    if (!unique(record_ips, ip->to_uint(), absl::StrCat("hold ", rec.ip())) ||
+        !unique(record_ifnames, rec.host_ifname(), absl::StrCat("own veth ", rec.host_ifname())) ||
+        !unique(record_ids, rec.endpoint_id(), absl::StrCat("use endpoint_id ", rec.endpoint_id()))) {
       continue;
     }
     std::optional<net::Ipv4> held = ipam.Lookup(key);
