@@ -18,10 +18,16 @@
 #define SARENA_MAP_EP_COUNTERS "sarena_ep_ctr" /* per-endpoint per-CPU counters */
 #define SARENA_MAP_DROPS "sarena_drops"        /* per-CPU drop counters by reason */
 #define SARENA_MAP_HOST_FLOWS "sarena_flows"   /* pod-opened flows through the host stack */
+#define SARENA_MAP_TUNNELS "sarena_tun"        /* LPM trie: remote pod CIDR -> peer node */
+#define SARENA_MAP_PEERS "sarena_peers"        /* hash: peer underlay address -> node id */
+#define SARENA_MAP_OVERLAY_CONFIG "sarena_ovl" /* cluster datapath config, one entry at key 0 */
+#define SARENA_MAP_NODE_COUNTERS "sarena_node_ctr" /* per-peer-node per-CPU counters */
 
 /* ---- Limits. ---- */
 #define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
 #define SARENA_MAX_HOST_FLOWS 65536
+#define SARENA_MAX_TUNNELS 65536 /* remote pod CIDRs (entries of the tunnel map) */
+#define SARENA_MAX_PEERS 16384   /* peer nodes (peer map); node ids are < SARENA_MAX_PEERS */
 
 /* ---- Address families in sarena_endpoint_key.family. ---- */
 #define SARENA_FAMILY_IPV4 1
@@ -92,12 +98,21 @@ struct sarena_ep_counters {
   X(NO_CONFIG, 5, "no_config",                                                                 \
     "reserved: without config the programs pass (TC_ACT_OK), they do not drop")                \
   X(BAD_IP_HEADER, 6, "bad_ip_header", "IHL < 5 or total length inconsistent")                 \
-  X(SPOOFED_SOURCE, 7, "spoofed_source", "pod sent a source IP that is not its own")
+  X(SPOOFED_SOURCE, 7, "spoofed_source", "pod sent a source IP that is not its own")           \
+  X(NO_TUNNEL_ENDPOINT, 8, "no_tunnel_endpoint",                                               \
+    "to_overlay: the host stack routed a packet onto sarena_vxlan for no known remote CIDR")   \
+  X(UNKNOWN_PEER, 9, "unknown_peer", "from_overlay: VXLAN from an underlay address not a member") \
+  X(WRONG_VNI, 10, "wrong_vni", "from_overlay: VXLAN with a VNI other than the cluster's")      \
+  X(OVERLAY_SOURCE_MISMATCH, 11, "overlay_source_mismatch",                                    \
+    "from_overlay: inner source is neither the sending peer's pod CIDR nor its address")      \
+  X(FIB_LOOKUP_FAILED, 12, "fib_lookup_failed",                                                \
+    "native routing: bpf_fib_lookup found no usable route to the peer")                        \
+  X(TUNNEL_KEY_FAILED, 13, "tunnel_key_failed", "bpf_skb_set_tunnel_key/get_tunnel_key refused")
 
 #define SARENA_DROP_ENUM_ENTRY_(suffix, value, name, why) SARENA_DROP_##suffix = value,
 enum sarena_drop_reason {
   SARENA_DROP_REASONS(SARENA_DROP_ENUM_ENTRY_)
-  SARENA_DROP_REASON_MAX = 8,
+  SARENA_DROP_REASON_MAX = 14,
 };
 #undef SARENA_DROP_ENUM_ENTRY_
 
@@ -123,6 +138,81 @@ struct sarena_flow_key {
   __u8 pad;      /* must be zero */
 };
 
+/* ---- Cluster datapath (multi-node). ---- */
+
+/* Routing modes (sarenad --routing-mode; per peer in sarena_tunnel.mode). */
+#define SARENA_MODE_TUNNEL 1 /* VXLAN through sarena_vxlan */
+#define SARENA_MODE_NATIVE 2 /* routed on the underlay (bpf_fib_lookup + bpf_redirect_neigh) */
+/* hybrid is a per-peer choice made in user space: NATIVE for peers on the uplink's subnet. */
+
+/*
+ * Tunnel map key (BPF_MAP_TYPE_LPM_TRIE, BPF_F_NO_PREALLOC): a remote pod CIDR.
+ * prefixlen counts the bits after itself: 32 (family + pad, always matched whole) + the CIDR's
+ * prefix length. IPv4 uses addr[0..3] in network byte order, addr[4..15] zero. A lookup uses
+ * prefixlen = 32 + 128 and the full address.
+ */
+struct sarena_tunnel_key {
+  __u32 prefixlen; /* LPM bits: 32 + CIDR length */
+  __u8 family;     /* SARENA_FAMILY_* */
+  __u8 pad[3];     /* must be zero */
+  __u8 addr[16];   /* CIDR network, network byte order */
+};
+
+/* Tunnel map value: the peer node that owns the CIDR and how to reach it. */
+struct sarena_tunnel {
+  __u8 underlay[16];    /* peer's underlay (uplink) address, network byte order */
+  __u8 underlay_family; /* SARENA_FAMILY_* */
+  __u8 mode;            /* SARENA_MODE_* chosen for this peer */
+  __u16 pad;            /* must be zero */
+  __u32 node_id;        /* the peer's node id, < SARENA_MAX_PEERS; index into node counters */
+  __u32 flags;          /* reserved, zero */
+};
+
+/* Peer map key: an underlay address of a member node (validates decapsulated traffic). */
+struct sarena_peer_key {
+  __u8 addr[16]; /* network byte order; IPv4 in addr[0..3] */
+  __u8 family;   /* SARENA_FAMILY_* */
+  __u8 pad[3];   /* must be zero */
+};
+
+/* Peer map value. */
+struct sarena_peer {
+  __u32 node_id; /* < SARENA_MAX_PEERS */
+  __u32 flags;   /* reserved, zero */
+};
+
+/* Overlay config flags. */
+#define SARENA_OVL_F_TUNNEL 0x1u /* sarena_vxlan exists: tunnel (or hybrid) mode */
+#define SARENA_OVL_F_NATIVE 0x2u /* native routing toward some peers (native or hybrid mode) */
+
+/*
+ * Cluster datapath config, written by sarenad at key 0 of SARENA_MAP_OVERLAY_CONFIG (array of 1)
+ * when it runs with a cluster (--etcd-endpoints). All zero (flags == 0) = one-node mode: the
+ * cross-node branches are off, from_overlay and from_netdev pass everything (fail open).
+ */
+struct sarena_overlay_config {
+  __u32 flags;           /* SARENA_OVL_F_* */
+  __u32 vni;             /* VXLAN network identifier (24 bits), host byte order */
+  __u32 vxlan_ifindex;   /* sarena_vxlan ifindex (0 without tunnel) */
+  __u32 uplink_ifindex;  /* --uplink ifindex */
+  __u32 node_id;         /* this node's id */
+  __u8 vxlan_mac[6];     /* sarena_vxlan MAC: inner dst MAC of decapsulated host-stack traffic */
+  __u8 uplink_mac[6];    /* uplink MAC */
+  __u8 underlay[16];     /* this node's underlay address, network byte order */
+  __u8 underlay_family;  /* SARENA_FAMILY_* */
+  __u8 pad[3];           /* must be zero */
+  __u32 cluster_cidr_be; /* --cluster-cidr network (IPv4), network byte order */
+  __u32 cluster_cidr_len;
+};
+
+/* Per-peer-node counters (PERCPU_ARRAY indexed by node_id; user space sums the CPUs). */
+struct sarena_node_counters {
+  __u64 tx_packets; /* sent toward the node (encapsulated or natively redirected) */
+  __u64 tx_bytes;
+  __u64 rx_packets; /* received from the node and accepted by from_overlay / from_netdev */
+  __u64 rx_bytes;
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
@@ -130,6 +220,12 @@ static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
 static_assert(sizeof(struct sarena_flow_key) == 8, "abi: flow key");
+static_assert(sizeof(struct sarena_tunnel_key) == 24, "abi: tunnel key");
+static_assert(sizeof(struct sarena_tunnel) == 28, "abi: tunnel value");
+static_assert(sizeof(struct sarena_peer_key) == 20, "abi: peer key");
+static_assert(sizeof(struct sarena_peer) == 8, "abi: peer value");
+static_assert(sizeof(struct sarena_overlay_config) == 60, "abi: overlay config");
+static_assert(sizeof(struct sarena_node_counters) == 32, "abi: node counters");
 #else
 _Static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 _Static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
@@ -137,6 +233,12 @@ _Static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 _Static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 _Static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
 _Static_assert(sizeof(struct sarena_flow_key) == 8, "abi: flow key");
+_Static_assert(sizeof(struct sarena_tunnel_key) == 24, "abi: tunnel key");
+_Static_assert(sizeof(struct sarena_tunnel) == 28, "abi: tunnel value");
+_Static_assert(sizeof(struct sarena_peer_key) == 20, "abi: peer key");
+_Static_assert(sizeof(struct sarena_peer) == 8, "abi: peer value");
+_Static_assert(sizeof(struct sarena_overlay_config) == 60, "abi: overlay config");
+_Static_assert(sizeof(struct sarena_node_counters) == 32, "abi: node counters");
 #endif
 
 #endif /* SARENA_ABI_H_ */
