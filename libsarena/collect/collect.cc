@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/link.h"
+#include "libsarena/collect/cluster_maps.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/model/json.h"
@@ -499,6 +500,23 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   if (!endpoints_json.empty()) {
     SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), endpoints_json));
     report.written.push_back(ep_rel);
+  }
+  // The cluster datapath maps (tunnel, peer, overlay config, node counters), when pinned.
+  if (!options.bpffs.empty() && access(options.bpffs.c_str(), F_OK) == 0) {
+    std::string rel = absl::StrCat(rel_node, "/", model::kSarenaClusterFile);
+    std::vector<std::string> notes;
+    auto maps = ReadClusterMaps(options.bpffs, &notes);
+    if (!maps.ok()) {
+      report.skipped.push_back(absl::StrCat(rel, ": ", maps.status().message()));
+    } else if (maps->empty()) {
+      report.skipped.push_back(
+          absl::StrCat(rel, ": no cluster map pinned at ", options.bpffs, " (one-node sarenad)"));
+    } else {
+      SARENA_RETURN_IF_ERROR(
+          WriteFile(absl::StrCat(options.out_dir, "/", rel), FormatClusterMaps(*maps)));
+      report.written.push_back(rel);
+      for (const auto& n : notes) report.skipped.push_back(absl::StrCat(rel, ": ", n));
+    }
   }
   if (options.pods_from_endpoints && !daemon_json.empty()) {
     // The pods' netns paths as the daemon recorded them.

@@ -363,6 +363,13 @@ absl::StatusOr<const NodeState*> Snapshot::Node(absl::string_view node) const {
   } else {
     state->missing_files.push_back(absl::StrCat(rel, "/", kSarenaEndpointsFile));
   }
+  auto cluster_text = ReadFileToString(absl::StrCat(abs, "/", kSarenaClusterFile));
+  if (cluster_text.ok()) {
+    SARENA_ASSIGN_OR_RETURN(state->sarena_cluster,
+                            ParseSarenaCluster(*cluster_text, absl::StrCat(rel, "/", kSarenaClusterFile)));
+  } else if (!absl::IsNotFound(cluster_text.status())) {
+    return cluster_text.status();
+  }
   std::lock_guard<std::mutex> lock(cache_->mu);
   auto [it, inserted] = cache_->nodes.emplace(std::string(node), std::move(state));
   return it->second.get();  // if another thread won the race, its copy is kept

@@ -3,6 +3,7 @@
 //   <dir>/cluster/{pods,nodes,services,endpointslices|endpoints,ippools}.json   (kubectl -o json)
 //   <dir>/nodes/<node>/{ip-link,ip-addr,ip-route,ip-rule,ip-neigh,bridge-fdb}.json  (ip -j / bridge -j)
 //   <dir>/nodes/<node>/sysctl.txt  iptables-save.txt  sarena-endpoints.json  ipset-save.txt
+//   <dir>/nodes/<node>/sarena-cluster.json  (the cluster datapath maps, model/sarena_cluster.h)
 //   <dir>/nodes/<node>/pods/<namespace>/<pod>/{ip-link,ip-addr,ip-route,ip-neigh}.json sysctl.txt
 //
 // Every file is optional. A missing file is recorded (relative path) so the diagnoser can raise an
@@ -25,6 +26,7 @@
 #include "libsarena/model/k8s.h"
 #include "libsarena/model/netfilter.h"
 #include "libsarena/model/netstack.h"
+#include "libsarena/model/sarena_cluster.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::model {
@@ -78,6 +80,10 @@ struct NetnsState {
 struct NodeState : NetnsState {
   std::string name;
   std::optional<std::vector<SarenaEndpoint>> sarena_endpoints;  // nullopt = file missing
+  /// sarena-cluster.json (the cluster datapath maps); nullopt = file absent. Not recorded in
+  /// missing_files: a one-node sarenad has no cluster maps (the sarena plugin says so when the
+  /// node has sarena_vxlan but no file).
+  std::optional<SarenaCluster> sarena_cluster;
 };
 
 struct SnapshotOptions {

@@ -1,0 +1,199 @@
+#include "libsarena/collect/cluster_maps.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/bpf/map.h"
+#include "libsarena/net/ip.h"
+
+namespace sarena::collect {
+namespace {
+
+std::string Pin(absl::string_view root, const char* name) { return absl::StrCat(root, "/", name); }
+
+// Address bytes (network byte order) of `family` as text; "" for family 0 / unknown.
+std::string AddrText(const uint8_t* addr, uint8_t family) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (family == SARENA_FAMILY_IPV4) {
+    inet_ntop(AF_INET, addr, buf, sizeof(buf));
+  } else if (family == SARENA_FAMILY_IPV6) {
+    inet_ntop(AF_INET6, addr, buf, sizeof(buf));
+  } else {
+    return "";
+  }
+  return buf;
+}
+
+std::string FamilyText(uint8_t family) {
+  if (family == SARENA_FAMILY_IPV4) return "\"ipv4\"";
+  if (family == SARENA_FAMILY_IPV6) return "\"ipv6\"";
+  return absl::StrCat(family);
+}
+
+std::string ModeText(uint8_t mode) {
+  if (mode == SARENA_MODE_TUNNEL) return "\"tunnel\"";
+  if (mode == SARENA_MODE_NATIVE) return "\"native\"";
+  return absl::StrCat(mode);
+}
+
+std::string MacText(const uint8_t (&m)[6]) {
+  net::Mac mac;
+  std::memcpy(mac.data(), m, 6);
+  return net::FormatMac(mac);
+}
+
+std::string Ipv4Be(uint32_t be) { return net::FromBe32(be).to_string(); }
+
+template <typename K, typename V>
+absl::StatusOr<std::optional<std::vector<std::pair<K, V>>>> ReadHash(const std::string& path,
+                                                                     std::vector<std::string>* notes) {
+  auto m = bpf::Map<K, V>::FromPin(path);
+  if (absl::IsNotFound(m.status())) {
+    notes->push_back(absl::StrCat(path, ": not pinned"));
+    return std::optional<std::vector<std::pair<K, V>>>();
+  }
+  SARENA_RETURN_IF_ERROR(m.status());
+  std::vector<std::pair<K, V>> out;
+  SARENA_RETURN_IF_ERROR(m->ForEach([&](const K& k, const V& v) {
+    out.emplace_back(k, v);
+    return true;
+  }));
+  return std::optional<std::vector<std::pair<K, V>>>(std::move(out));
+}
+
+template <typename V>
+absl::StatusOr<std::optional<V>> ReadKey0(const std::string& path, std::vector<std::string>* notes) {
+  auto m = bpf::Map<uint32_t, V>::FromPin(path);
+  if (absl::IsNotFound(m.status())) {
+    notes->push_back(absl::StrCat(path, ": not pinned"));
+    return std::optional<V>();
+  }
+  SARENA_RETURN_IF_ERROR(m.status());
+  SARENA_ASSIGN_OR_RETURN(V v, m->Lookup(0));
+  return std::optional<V>(v);
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterMaps> ReadClusterMaps(absl::string_view pin_root,
+                                            std::vector<std::string>* notes) {
+  ClusterMaps maps;
+  SARENA_ASSIGN_OR_RETURN(maps.overlay,
+                          ReadKey0<sarena_overlay_config>(Pin(pin_root, SARENA_MAP_OVERLAY_CONFIG), notes));
+  SARENA_ASSIGN_OR_RETURN(maps.config, ReadKey0<sarena_config>(Pin(pin_root, SARENA_MAP_CONFIG), notes));
+  {
+    // The tunnel map is an LPM trie: GET_NEXT_KEY walks it like a hash.
+    SARENA_ASSIGN_OR_RETURN(maps.tunnels, (ReadHash<sarena_tunnel_key, sarena_tunnel>(
+                                              Pin(pin_root, SARENA_MAP_TUNNELS), notes)));
+  }
+  SARENA_ASSIGN_OR_RETURN(maps.peers, (ReadHash<sarena_peer_key, sarena_peer>(
+                                          Pin(pin_root, SARENA_MAP_PEERS), notes)));
+  std::string ctr_path = Pin(pin_root, SARENA_MAP_NODE_COUNTERS);
+  auto ctr = bpf::PerCpuMap<uint32_t, sarena_node_counters>::FromPin(ctr_path);
+  if (absl::IsNotFound(ctr.status())) {
+    notes->push_back(absl::StrCat(ctr_path, ": not pinned"));
+  } else {
+    SARENA_RETURN_IF_ERROR(ctr.status());
+    SARENA_ASSIGN_OR_RETURN(auto rows, ctr->LookupBatch());
+    for (const auto& [id, per_cpu] : rows) {
+      sarena_node_counters sum{};
+      for (const sarena_node_counters& c : per_cpu) {
+        sum.tx_packets += c.tx_packets;
+        sum.tx_bytes += c.tx_bytes;
+        sum.rx_packets += c.rx_packets;
+        sum.rx_bytes += c.rx_bytes;
+      }
+      if (sum.tx_packets || sum.tx_bytes || sum.rx_packets || sum.rx_bytes) {
+        maps.node_counters.emplace_back(id, sum);
+      }
+    }
+    std::sort(maps.node_counters.begin(), maps.node_counters.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  return maps;
+}
+
+std::string FormatClusterMaps(const ClusterMaps& maps) {
+  std::vector<std::string> sections;
+  if (maps.overlay) {
+    const sarena_overlay_config& o = *maps.overlay;
+    std::vector<std::string> f = {
+        absl::StrCat("\"flags\": ", o.flags),
+        absl::StrCat("\"vni\": ", o.vni),
+        absl::StrCat("\"vxlan_ifindex\": ", o.vxlan_ifindex),
+        absl::StrCat("\"uplink_ifindex\": ", o.uplink_ifindex),
+        absl::StrCat("\"node_id\": ", o.node_id),
+        absl::StrCat("\"vxlan_mac\": \"", MacText(o.vxlan_mac), "\""),
+        absl::StrCat("\"uplink_mac\": \"", MacText(o.uplink_mac), "\""),
+    };
+    std::string under = AddrText(o.underlay, o.underlay_family);
+    if (!under.empty()) f.push_back(absl::StrCat("\"underlay\": \"", under, "\""));
+    if (o.cluster_cidr_len > 0 && o.cluster_cidr_len <= 32) {
+      f.push_back(absl::StrCat("\"cluster_cidr\": \"", Ipv4Be(o.cluster_cidr_be), "/",
+                               o.cluster_cidr_len, "\""));
+    }
+    sections.push_back(absl::StrCat("  \"overlay\": {", absl::StrJoin(f, ", "), "}"));
+  }
+  if (maps.config) {
+    std::vector<std::string> f;
+    if (maps.config->pod_cidr_len > 0 && maps.config->pod_cidr_len <= 32) {
+      f.push_back(absl::StrCat("\"pod_cidr\": \"", Ipv4Be(maps.config->pod_cidr_be), "/",
+                               maps.config->pod_cidr_len, "\""));
+    }
+    if (maps.config->node_ip_be != 0) {
+      f.push_back(absl::StrCat("\"node_ip\": \"", Ipv4Be(maps.config->node_ip_be), "\""));
+    }
+    sections.push_back(absl::StrCat("  \"config\": {", absl::StrJoin(f, ", "), "}"));
+  }
+  if (maps.tunnels) {
+    auto rows = *maps.tunnels;
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      int c = std::memcmp(a.first.addr, b.first.addr, 16);
+      return c != 0 ? c < 0 : a.first.prefixlen < b.first.prefixlen;
+    });
+    std::vector<std::string> items;
+    for (const auto& [k, v] : rows) {
+      // prefixlen counts family + pad (32 bits) before the address.
+      uint32_t len = k.prefixlen >= 32 ? k.prefixlen - 32 : 0;
+      items.push_back(absl::StrCat(
+          "    {\"family\": ", FamilyText(k.family), ", \"cidr\": \"", AddrText(k.addr, k.family),
+          "/", len, "\", \"underlay\": \"", AddrText(v.underlay, v.underlay_family),
+          "\", \"mode\": ", ModeText(v.mode), ", \"node_id\": ", v.node_id,
+          ", \"flags\": ", v.flags, "}"));
+    }
+    sections.push_back(absl::StrCat("  \"tunnels\": [", items.empty() ? "" : "\n",
+                                    absl::StrJoin(items, ",\n"), items.empty() ? "" : "\n  ",
+                                    "]"));
+  }
+  if (maps.peers) {
+    auto rows = *maps.peers;
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return std::memcmp(a.first.addr, b.first.addr, 16) < 0;
+    });
+    std::vector<std::string> items;
+    for (const auto& [k, v] : rows) {
+      items.push_back(absl::StrCat("    {\"family\": ", FamilyText(k.family), ", \"underlay\": \"",
+                                   AddrText(k.addr, k.family), "\", \"node_id\": ", v.node_id,
+                                   ", \"flags\": ", v.flags, "}"));
+    }
+    sections.push_back(absl::StrCat("  \"peers\": [", items.empty() ? "" : "\n",
+                                    absl::StrJoin(items, ",\n"), items.empty() ? "" : "\n  ",
+                                    "]"));
+  }
+  std::vector<std::string> ctr;
+  for (const auto& [id, c] : maps.node_counters) {
+    ctr.push_back(absl::StrCat("    {\"node_id\": ", id, ", \"tx_packets\": \"", c.tx_packets,
+                               "\", \"tx_bytes\": \"", c.tx_bytes, "\", \"rx_packets\": \"",
+                               c.rx_packets, "\", \"rx_bytes\": \"", c.rx_bytes, "\"}"));
+  }
+  sections.push_back(absl::StrCat("  \"node_counters\": [", ctr.empty() ? "" : "\n",
+                                  absl::StrJoin(ctr, ",\n"), ctr.empty() ? "" : "\n  ", "]"));
+  return absl::StrCat("{\n", absl::StrJoin(sections, ",\n"), "\n}\n");
+}
+
+}  // namespace sarena::collect
