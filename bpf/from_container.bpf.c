@@ -7,6 +7,12 @@
  *   malformed IPv4                             -> drop (TRUNCATED / BAD_IP_HEADER), counted
  *   IPv4 whose source is not this pod's IP     -> drop (SPOOFED_SOURCE), counted
  *   IPv4 to a local pod, not a host-flow reply -> local_delivery (redirect_peer when enabled)
+ *   IPv4 to a remote pod: overlay config set,  -> sent to the peer node (lib/overlay.h): VXLAN
+ *     the tunnel map has the destination,         via sarena_vxlan (tunnel mode) or bpf_fib_lookup
+ *     not a host-flow reply                        + redirect on the uplink (native mode); TTL - 1,
+ *                                                  tx counted on the peer's node counter, no host
+ *                                                  flow recorded. Mode off in the config, or a FIB
+ *                                                  result the stack handles better -> TC_ACT_OK
  *   IPv4 to anything else                      -> TC_ACT_OK: the host stack routes it (Service
  *                                                 DNAT, masquerade, off-node), the pod's flow is
  *                                                 recorded as a host flow first. The packet
@@ -35,6 +41,7 @@
 #include "lib/ipv4.h"
 #include "lib/local_delivery.h"
 #include "lib/maps.h"
+#include "lib/overlay.h"
 
 /*
  * The TCP flags byte (CWR..FIN, RFC 9293 section 3.1) of `ip`'s segment, 0 when unreadable (not
@@ -103,6 +110,15 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
     if (bpf_map_lookup_elem(&sarena_flows, &key)) return TC_ACT_OK; /* host-flow reply */
     const struct sarena_config *cfg = sarena_config_get();
     return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
+  }
+  /* Not a local endpoint: a remote pod (cluster mode) goes straight to its node. */
+  const struct sarena_overlay_config *ovl = sarena_overlay_config_get();
+  if (ovl) {
+    const struct sarena_tunnel *tun = sarena_tunnel_lookup_ipv4(ip.daddr_be);
+    if (tun) {
+      if (sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
+      return sarena_forward_to_peer(skb, &ip, tun, ovl);
+    }
   }
   sarena_note_host_flow(skb, &ip);
   return TC_ACT_OK;

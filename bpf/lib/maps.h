@@ -63,6 +63,45 @@ struct {
   __uint(pinning, LIBBPF_PIN_BY_NAME);
 } sarena_flows SEC(".maps");
 
+/* SARENA_MAP_TUNNELS: remote pod CIDR -> the peer node owning it (longest prefix match). Keys
+ * carry the family (see struct sarena_tunnel_key): lookups use prefixlen 32 + 128. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+  __uint(max_entries, SARENA_MAX_TUNNELS);
+  __uint(map_flags, BPF_F_NO_PREALLOC); /* required by LPM_TRIE */
+  __type(key, struct sarena_tunnel_key);
+  __type(value, struct sarena_tunnel);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_tun SEC(".maps");
+
+/* SARENA_MAP_PEERS: underlay address of a member node -> its node id. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, SARENA_MAX_PEERS);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct sarena_peer_key);
+  __type(value, struct sarena_peer);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_peers SEC(".maps");
+
+/* SARENA_MAP_OVERLAY_CONFIG: the cluster datapath config at key 0 (flags 0 = one-node mode). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct sarena_overlay_config);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_ovl SEC(".maps");
+
+/* SARENA_MAP_NODE_COUNTERS: per-peer-node, per-CPU counters, index = node_id. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, SARENA_MAX_PEERS);
+  __type(key, __u32);
+  __type(value, struct sarena_node_counters);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_node_ctr SEC(".maps");
+
 /* The identifiers above must spell the ABI names (what LIBBPF_PIN_BY_NAME pins). */
 #define SARENA_STR_(x) #x
 #define SARENA_STR(x) SARENA_STR_(x)
@@ -74,5 +113,9 @@ SARENA_ASSERT_MAP_NAME(sarena_cfg, SARENA_MAP_CONFIG);
 SARENA_ASSERT_MAP_NAME(sarena_ep_ctr, SARENA_MAP_EP_COUNTERS);
 SARENA_ASSERT_MAP_NAME(sarena_drops, SARENA_MAP_DROPS);
 SARENA_ASSERT_MAP_NAME(sarena_flows, SARENA_MAP_HOST_FLOWS);
+SARENA_ASSERT_MAP_NAME(sarena_tun, SARENA_MAP_TUNNELS);
+SARENA_ASSERT_MAP_NAME(sarena_peers, SARENA_MAP_PEERS);
+SARENA_ASSERT_MAP_NAME(sarena_ovl, SARENA_MAP_OVERLAY_CONFIG);
+SARENA_ASSERT_MAP_NAME(sarena_node_ctr, SARENA_MAP_NODE_COUNTERS);
 
 #endif /* SARENA_BPF_LIB_MAPS_H_ */

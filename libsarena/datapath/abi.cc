@@ -38,6 +38,128 @@ Endpoint MakeEndpoint(uint32_t ifindex, const net::Mac& pod_mac, const net::Mac&
   return ep;
 }
 
+TunnelKey MakeTunnelKey(const net::Ipv4Prefix& prefix) {
+  TunnelKey key;
+  std::memset(&key, 0, sizeof(key));
+  key.prefixlen = 32 + prefix.prefix_length();
+  key.family = SARENA_FAMILY_IPV4;
+  uint32_t be = net::ToBe32(prefix.network());
+  std::memcpy(key.addr, &be, sizeof(be));
+  return key;
+}
+
+TunnelKey MakeTunnelLookupKey(const net::Ipv4& ip) {
+  TunnelKey key;
+  std::memset(&key, 0, sizeof(key));
+  key.prefixlen = 32 + 128;
+  key.family = SARENA_FAMILY_IPV4;
+  uint32_t be = net::ToBe32(ip);
+  std::memcpy(key.addr, &be, sizeof(be));
+  return key;
+}
+
+std::optional<net::Ipv4Prefix> TunnelKeyIpv4(const TunnelKey& key) {
+  if (key.family != SARENA_FAMILY_IPV4 || key.prefixlen < 32 || key.prefixlen > 64)
+    return std::nullopt;
+  uint32_t be;
+  std::memcpy(&be, key.addr, sizeof(be));
+  return net::Ipv4Prefix(net::FromBe32(be), static_cast<unsigned short>(key.prefixlen - 32));
+}
+
+Tunnel MakeTunnel(const net::Ipv4& underlay, uint32_t node_id, uint8_t mode) {
+  Tunnel t;
+  std::memset(&t, 0, sizeof(t));
+  uint32_t be = net::ToBe32(underlay);
+  std::memcpy(t.underlay, &be, sizeof(be));
+  t.underlay_family = SARENA_FAMILY_IPV4;
+  t.mode = mode;
+  t.node_id = node_id;
+  return t;
+}
+
+std::optional<net::Ipv4> TunnelUnderlayIpv4(const Tunnel& tunnel) {
+  if (tunnel.underlay_family != SARENA_FAMILY_IPV4) return std::nullopt;
+  uint32_t be;
+  std::memcpy(&be, tunnel.underlay, sizeof(be));
+  return net::FromBe32(be);
+}
+
+PeerKey MakePeerKey(const net::Ipv4& underlay) {
+  PeerKey key;
+  std::memset(&key, 0, sizeof(key));
+  uint32_t be = net::ToBe32(underlay);
+  std::memcpy(key.addr, &be, sizeof(be));
+  key.family = SARENA_FAMILY_IPV4;
+  return key;
+}
+
+std::optional<net::Ipv4> PeerKeyIpv4(const PeerKey& key) {
+  if (key.family != SARENA_FAMILY_IPV4) return std::nullopt;
+  uint32_t be;
+  std::memcpy(&be, key.addr, sizeof(be));
+  return net::FromBe32(be);
+}
+
+std::string RoutingModeName(uint8_t mode) {
+  switch (mode) {
+    case SARENA_MODE_TUNNEL:
+      return "tunnel";
+    case SARENA_MODE_NATIVE:
+      return "native";
+    default:
+      return absl::StrCat("mode_", mode);
+  }
+}
+
+std::string FormatTunnelKey(const TunnelKey& key) {
+  if (auto prefix = TunnelKeyIpv4(key)) return prefix->to_string();
+  std::string out = absl::StrCat("family ", key.family, " ");
+  for (uint8_t b : key.addr) absl::StrAppend(&out, absl::Hex(b, absl::kZeroPad2));
+  absl::StrAppend(&out, "/", static_cast<int64_t>(key.prefixlen) - 32);
+  return out;
+}
+
+std::string FormatTunnel(const Tunnel& tunnel) {
+  auto ip = TunnelUnderlayIpv4(tunnel);
+  return absl::StrCat("underlay=", ip ? ip->to_string() : absl::StrCat("family ", tunnel.underlay_family),
+                      " node_id=", tunnel.node_id, " mode=", RoutingModeName(tunnel.mode),
+                      " flags=0x", absl::Hex(tunnel.flags));
+}
+
+std::string FormatOverlayConfig(const OverlayConfig& cfg) {
+  std::string underlay;
+  if (cfg.underlay_family == SARENA_FAMILY_IPV4) {
+    uint32_t be;
+    std::memcpy(&be, cfg.underlay, sizeof(be));
+    underlay = net::FromBe32(be).to_string();
+  } else {
+    underlay = absl::StrCat("family ", cfg.underlay_family);
+  }
+  return absl::StrCat("flags=0x", absl::Hex(cfg.flags), " vni=", cfg.vni,
+                      " vxlan_ifindex=", cfg.vxlan_ifindex, " uplink_ifindex=", cfg.uplink_ifindex,
+                      " node_id=", cfg.node_id, " vxlan_mac=", net::FormatMac(ToMac(cfg.vxlan_mac)),
+                      " uplink_mac=", net::FormatMac(ToMac(cfg.uplink_mac)), " underlay=", underlay,
+                      " cluster_cidr=", net::FromBe32(cfg.cluster_cidr_be).to_string(), "/",
+                      cfg.cluster_cidr_len);
+}
+
+NodeCounters SumCounters(absl::Span<const NodeCounters> per_cpu) {
+  NodeCounters sum = {};
+  for (const auto& c : per_cpu) {
+    sum.tx_packets += c.tx_packets;
+    sum.tx_bytes += c.tx_bytes;
+    sum.rx_packets += c.rx_packets;
+    sum.rx_bytes += c.rx_bytes;
+  }
+  return sum;
+}
+
+bool Equal(const TunnelKey& a, const TunnelKey& b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
+bool Equal(const Tunnel& a, const Tunnel& b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
+bool Equal(const OverlayConfig& a, const OverlayConfig& b) {
+  return std::memcmp(&a, &b, sizeof(a)) == 0;
+}
+
 bool Equal(const EndpointKey& a, const EndpointKey& b) {
   return std::memcmp(&a, &b, sizeof(a)) == 0;
 }

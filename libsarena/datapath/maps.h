@@ -1,5 +1,6 @@
 // Domain views of the sarena maps: the endpoint map with the verbs the endpoint life cycle
-// needs (by pod address, with ownership), on top of the typed bpf::Map it still is (tests and
+// needs (by pod address, with ownership), and the cluster maps (tunnel map by remote pod CIDR,
+// peer map by underlay address), each on top of the typed bpf::Map it still is (tests and
 // benchmarks write raw entries through the base class).
 #ifndef LIBSARENA_DATAPATH_MAPS_H_
 #define LIBSARENA_DATAPATH_MAPS_H_
@@ -9,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "libsarena/bpf/map.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/net/ip.h"
@@ -49,6 +51,81 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
     for (const EndpointKey& k : *keys) {
       if (std::optional<net::Ipv4> ip = EndpointKeyIpv4(k)) out.push_back(*ip);
     }
+    return out;
+  }
+};
+
+/// SARENA_MAP_TUNNELS (`sarena_tun`, LPM trie): remote pod CIDR -> the peer node owning it.
+/// Keys are built with MakeTunnelKey (sarena/abi.h: prefixlen = 32 + CIDR length). Iteration
+/// (Entries) uses BPF_MAP_GET_NEXT_KEY, which LPM tries support since Linux 4.16.
+class TunnelMap : public bpf::Map<TunnelKey, Tunnel> {
+ public:
+  explicit TunnelMap(bpf::Map<TunnelKey, Tunnel> map) : bpf::Map<TunnelKey, Tunnel>(std::move(map)) {}
+
+  /// Creates or replaces the entry of `prefix` (host bits are ignored: the canonical network is
+  /// the key). Errors: the map update's (ErrnoStatus; E2BIG when SARENA_MAX_TUNNELS are used).
+  absl::Status Put(const net::Ipv4Prefix& prefix, const Tunnel& tunnel) const {
+    return Update(MakeTunnelKey(prefix), tunnel);
+  }
+  /// The entry of exactly `prefix`. Errors: kNotFound when absent.
+  absl::StatusOr<Tunnel> Get(const net::Ipv4Prefix& prefix) const {
+    return Lookup(MakeTunnelKey(prefix));
+  }
+  /// The longest-prefix entry containing `ip` (what the programs see). kNotFound when none.
+  absl::StatusOr<Tunnel> Match(const net::Ipv4& ip) const { return Lookup(MakeTunnelLookupKey(ip)); }
+  /// Removes the entry of exactly `prefix`; returns whether one existed. Errors: map errors.
+  absl::StatusOr<bool> Remove(const net::Ipv4Prefix& prefix) const {
+    absl::Status st = Delete(MakeTunnelKey(prefix));
+    if (absl::IsNotFound(st)) return false;
+    if (!st.ok()) return st;
+    return true;
+  }
+  /// Every IPv4 entry as (canonical CIDR, value); entries of other families are skipped.
+  absl::StatusOr<std::vector<std::pair<net::Ipv4Prefix, Tunnel>>> Entries() const {
+    std::vector<std::pair<net::Ipv4Prefix, Tunnel>> out;
+    absl::Status st = ForEach([&](const TunnelKey& k, const Tunnel& v) {
+      if (std::optional<net::Ipv4Prefix> p = TunnelKeyIpv4(k)) out.emplace_back(*p, v);
+      return true;
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+};
+
+/// SARENA_MAP_PEERS (`sarena_peers`, hash): underlay address of a member node -> its node id.
+/// from_overlay accepts VXLAN only from these addresses.
+class PeerMap : public bpf::Map<PeerKey, Peer> {
+ public:
+  explicit PeerMap(bpf::Map<PeerKey, Peer> map) : bpf::Map<PeerKey, Peer>(std::move(map)) {}
+
+  /// Creates or replaces the entry of `underlay`. `node_id` must be < SARENA_MAX_PEERS (it
+  /// indexes the node counters): kInvalidArgument otherwise. Errors: map update errors.
+  absl::Status Put(const net::Ipv4& underlay, uint32_t node_id) const {
+    if (node_id >= SARENA_MAX_PEERS) {
+      return absl::InvalidArgumentError(absl::StrCat("peer ", underlay.to_string(), ": node_id ",
+                                                     node_id, " must be < ", SARENA_MAX_PEERS));
+    }
+    Peer peer = {};
+    peer.node_id = node_id;
+    return Update(MakePeerKey(underlay), peer);
+  }
+  /// The entry of `underlay`. Errors: kNotFound when absent.
+  absl::StatusOr<Peer> Get(const net::Ipv4& underlay) const { return Lookup(MakePeerKey(underlay)); }
+  /// Removes the entry of `underlay`; returns whether one existed. Errors: map errors.
+  absl::StatusOr<bool> Remove(const net::Ipv4& underlay) const {
+    absl::Status st = Delete(MakePeerKey(underlay));
+    if (absl::IsNotFound(st)) return false;
+    if (!st.ok()) return st;
+    return true;
+  }
+  /// Every IPv4 entry as (underlay address, value); entries of other families are skipped.
+  absl::StatusOr<std::vector<std::pair<net::Ipv4, Peer>>> Entries() const {
+    std::vector<std::pair<net::Ipv4, Peer>> out;
+    absl::Status st = ForEach([&](const PeerKey& k, const Peer& v) {
+      if (std::optional<net::Ipv4> ip = PeerKeyIpv4(k)) out.emplace_back(*ip, v);
+      return true;
+    });
+    if (!st.ok()) return st;
     return out;
   }
 };

@@ -11,7 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "bpf/from_container.skel.h"
 #include "bpf/from_host.skel.h"
+#include "bpf/from_netdev.skel.h"
+#include "bpf/from_overlay.skel.h"
 #include "bpf/noop.skel.h"
+#include "bpf/to_overlay.skel.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/libbpf_log.h"
@@ -76,6 +79,12 @@ absl::string_view ToString(Program program) {
       return "from_host";
     case Program::kNoop:
       return "noop";
+    case Program::kFromOverlay:
+      return "from_overlay";
+    case Program::kToOverlay:
+      return "to_overlay";
+    case Program::kFromNetdev:
+      return "from_netdev";
   }
   return "unknown";
 }
@@ -93,8 +102,17 @@ absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
                                           pin_root, SARENA_MAP_DROPS)));
   SARENA_ASSIGN_OR_RETURN(auto host_flows, (MapFromPin<Map<FlowKey, uint64_t>>(
                                                pin_root, SARENA_MAP_HOST_FLOWS)));
-  return Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters), std::move(drops),
-              std::move(host_flows)};
+  SARENA_ASSIGN_OR_RETURN(auto tunnels, (MapFromPin<Map<TunnelKey, Tunnel>>(
+                                            pin_root, SARENA_MAP_TUNNELS)));
+  SARENA_ASSIGN_OR_RETURN(auto peers, (MapFromPin<Map<PeerKey, Peer>>(pin_root, SARENA_MAP_PEERS)));
+  SARENA_ASSIGN_OR_RETURN(auto overlay_config, (MapFromPin<Map<uint32_t, OverlayConfig>>(
+                                                   pin_root, SARENA_MAP_OVERLAY_CONFIG)));
+  SARENA_ASSIGN_OR_RETURN(auto node_counters, (MapFromPin<PerCpuMap<uint32_t, NodeCounters>>(
+                                                  pin_root, SARENA_MAP_NODE_COUNTERS)));
+  return Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters),
+              std::move(drops),                  std::move(host_flows), TunnelMap(std::move(tunnels)),
+              PeerMap(std::move(peers)),         std::move(overlay_config),
+              std::move(node_counters)};
 }
 
 absl::Status Maps::WriteConfig(const Config& cfg) const { return config.Update(0, cfg); }
@@ -119,6 +137,30 @@ absl::Status Maps::ResetEndpointCounters(uint32_t endpoint_id) const {
   return ep_counters.UpdateAll(endpoint_id, zero);
 }
 
+absl::Status Maps::WriteOverlayConfig(const OverlayConfig& cfg) const {
+  return overlay_config.Update(0, cfg);
+}
+
+absl::StatusOr<OverlayConfig> Maps::ReadOverlayConfig() const { return overlay_config.Lookup(0); }
+
+absl::StatusOr<NodeCounters> Maps::ReadNodeCounters(uint32_t node_id) const {
+  if (node_id >= SARENA_MAX_PEERS) {
+    return absl::InvalidArgumentError(absl::StrCat("read counters of node id ", node_id,
+                                                   ": must be < ", SARENA_MAX_PEERS));
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<NodeCounters> per_cpu, node_counters.Lookup(node_id));
+  return SumCounters(per_cpu);
+}
+
+absl::Status Maps::ResetNodeCounters(uint32_t node_id) const {
+  if (node_id >= SARENA_MAX_PEERS) {
+    return absl::InvalidArgumentError(absl::StrCat("reset counters of node id ", node_id,
+                                                   ": must be < ", SARENA_MAX_PEERS));
+  }
+  NodeCounters zero = {};
+  return node_counters.UpdateAll(node_id, zero);
+}
+
 absl::StatusOr<std::vector<DropCounter>> Maps::ReadDrops() const {
   std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
   for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
@@ -135,9 +177,15 @@ struct Objects::Impl {
   struct from_container* from_container = nullptr;
   struct from_host* from_host = nullptr;
   struct noop* noop = nullptr;
+  struct from_overlay* from_overlay = nullptr;
+  struct to_overlay* to_overlay = nullptr;
+  struct from_netdev* from_netdev = nullptr;
   std::optional<Maps> maps;
 
   ~Impl() {
+    if (from_overlay != nullptr) from_overlay__destroy(from_overlay);
+    if (to_overlay != nullptr) to_overlay__destroy(to_overlay);
+    if (from_netdev != nullptr) from_netdev__destroy(from_netdev);
     if (from_container != nullptr) from_container__destroy(from_container);
     if (from_host != nullptr) from_host__destroy(from_host);
     if (noop != nullptr) noop__destroy(noop);
@@ -166,6 +214,18 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
   SARENA_ASSIGN_OR_RETURN(impl->noop,
                           OpenAndLoad<struct noop>("noop", impl->pin_root, noop__open_opts,
                                                    noop__load, noop__destroy));
+  SARENA_ASSIGN_OR_RETURN(impl->from_overlay,
+                          OpenAndLoad<struct from_overlay>(
+                              "from_overlay", impl->pin_root, from_overlay__open_opts,
+                              from_overlay__load, from_overlay__destroy));
+  SARENA_ASSIGN_OR_RETURN(impl->to_overlay,
+                          OpenAndLoad<struct to_overlay>("to_overlay", impl->pin_root,
+                                                         to_overlay__open_opts, to_overlay__load,
+                                                         to_overlay__destroy));
+  SARENA_ASSIGN_OR_RETURN(impl->from_netdev,
+                          OpenAndLoad<struct from_netdev>(
+                              "from_netdev", impl->pin_root, from_netdev__open_opts,
+                              from_netdev__load, from_netdev__destroy));
 
   // Typed maps over from_container's (pinned, shared) maps; checks sizes against abi.h.
   const auto& m = impl->from_container->maps;
@@ -178,8 +238,16 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           (MapFromLibbpf<PerCpuMap<uint32_t, DropCounter>>(m.sarena_drops)));
   SARENA_ASSIGN_OR_RETURN(auto host_flows,
                           (MapFromLibbpf<Map<FlowKey, uint64_t>>(m.sarena_flows)));
-  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters),
-                          std::move(drops), std::move(host_flows)});
+  SARENA_ASSIGN_OR_RETURN(auto tunnels, (MapFromLibbpf<Map<TunnelKey, Tunnel>>(m.sarena_tun)));
+  SARENA_ASSIGN_OR_RETURN(auto peers, (MapFromLibbpf<Map<PeerKey, Peer>>(m.sarena_peers)));
+  SARENA_ASSIGN_OR_RETURN(auto overlay_config,
+                          (MapFromLibbpf<Map<uint32_t, OverlayConfig>>(m.sarena_ovl)));
+  SARENA_ASSIGN_OR_RETURN(auto node_counters,
+                          (MapFromLibbpf<PerCpuMap<uint32_t, NodeCounters>>(m.sarena_node_ctr)));
+  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints)), std::move(config),
+                          std::move(ep_counters), std::move(drops), std::move(host_flows),
+                          TunnelMap(std::move(tunnels)), PeerMap(std::move(peers)),
+                          std::move(overlay_config), std::move(node_counters)});
   return Objects(std::move(impl));
 }
 
@@ -191,6 +259,12 @@ int Objects::prog_fd(Program program) const {
       return bpf_program__fd(impl_->from_host->progs.from_host);
     case Program::kNoop:
       return bpf_program__fd(impl_->noop->progs.noop);
+    case Program::kFromOverlay:
+      return bpf_program__fd(impl_->from_overlay->progs.from_overlay);
+    case Program::kToOverlay:
+      return bpf_program__fd(impl_->to_overlay->progs.to_overlay);
+    case Program::kFromNetdev:
+      return bpf_program__fd(impl_->from_netdev->progs.from_netdev);
   }
   return -1;
 }

@@ -28,9 +28,13 @@ enum class Program {
   kFromContainer,  // bpf/from_container.bpf.c: TCX ingress of each pod's host-side veth
   kFromHost,       // bpf/from_host.bpf.c: TCX egress of sarena_host
   kNoop,           // bpf/noop.bpf.c: returns TC_ACT_OK; benchmark baseline
+  kFromOverlay,    // bpf/from_overlay.bpf.c: TCX ingress of sarena_vxlan (decapsulated frames)
+  kToOverlay,      // bpf/to_overlay.bpf.c: TCX egress of sarena_vxlan (sets the tunnel key)
+  kFromNetdev,     // bpf/from_netdev.bpf.c: TCX ingress of the uplink (native routing)
 };
 
-/// The program (and ELF section function) name: "from_container", "from_host", "noop".
+/// The program (and ELF function) name: "from_container", "from_host", "noop", "from_overlay",
+/// "to_overlay", "from_netdev".
 absl::string_view ToString(Program program);
 
 /// The shared maps, typed with the structs of sarena/abi.h. Move-only (owns one fd per map).
@@ -40,6 +44,10 @@ struct Maps {
   bpf::PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
   bpf::PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason
   bpf::Map<FlowKey, uint64_t> host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
+  TunnelMap tunnels;                                     // SARENA_MAP_TUNNELS, LPM trie
+  PeerMap peers;                                         // SARENA_MAP_PEERS, hash
+  bpf::Map<uint32_t, OverlayConfig> overlay_config;      // SARENA_MAP_OVERLAY_CONFIG, array of 1
+  bpf::PerCpuMap<uint32_t, NodeCounters> node_counters;  // SARENA_MAP_NODE_COUNTERS, by node_id
 
   /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad), checking
   /// their key/value sizes against sarena/abi.h. Errors: kNotFound naming the missing pin,
@@ -55,6 +63,16 @@ struct Maps {
   absl::StatusOr<EndpointCounters> ReadEndpointCounters(uint32_t endpoint_id) const;
   /// Zeroes the counters of `endpoint_id` on every CPU (call when an id is (re)assigned).
   absl::Status ResetEndpointCounters(uint32_t endpoint_id) const;
+  /// Writes the cluster datapath config (key 0). flags == 0 turns every cross-node branch off
+  /// (one-node mode; from_overlay / to_overlay / from_netdev pass everything).
+  absl::Status WriteOverlayConfig(const OverlayConfig& cfg) const;
+  /// Reads the cluster datapath config (all zero when never written).
+  absl::StatusOr<OverlayConfig> ReadOverlayConfig() const;
+  /// Counters of peer `node_id` summed over CPUs. kInvalidArgument when >= SARENA_MAX_PEERS.
+  absl::StatusOr<NodeCounters> ReadNodeCounters(uint32_t node_id) const;
+  /// Zeroes the counters of `node_id` on every CPU (call when a node id is (re)assigned).
+  /// kInvalidArgument when >= SARENA_MAX_PEERS.
+  absl::Status ResetNodeCounters(uint32_t node_id) const;
   /// Drop counters summed over CPUs; index = enum sarena_drop_reason, size SARENA_DROP_REASON_MAX.
   absl::StatusOr<std::vector<DropCounter>> ReadDrops() const;
 };
@@ -65,7 +83,7 @@ struct ObjectsOptions {
   std::string pin_root;
 };
 
-/// The loaded from_container, from_host and noop objects. Move-only. Destroying it closes the
+/// The loaded objects: from_container, from_host, noop, from_overlay, to_overlay, from_netdev. Move-only. Destroying it closes the
 /// program fds (attached programs stay alive through their links) and the map fds (maps stay
 /// alive through their pins).
 class Objects {

@@ -230,7 +230,8 @@ TEST_F(LinkTest, MissingDeviceIsNotFound) {
 }
 
 TEST_F(LinkTest, ProgramInfoNamesThePrograms) {
-  for (Program p : {Program::kFromContainer, Program::kFromHost, Program::kNoop}) {
+  for (Program p : {Program::kFromContainer, Program::kFromHost, Program::kNoop, Program::kFromOverlay,
+                    Program::kToOverlay, Program::kFromNetdev}) {
     auto info = GetProgramInfo(fd(p));
     ASSERT_TRUE(info.ok()) << info.status();
     EXPECT_EQ(info->name, ToString(p));
