@@ -1,0 +1,234 @@
+// sarena::cluster::EtcdClient against a real etcd 3.4 (tests/cluster/etcd_fixture.h).
+#include "libsarena/cluster/etcd_client.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/etcd_fixture.h"
+
+namespace sarena::cluster {
+namespace {
+
+using sarena::testing::EtcdProcess;
+
+class EtcdClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.Start());
+    auto c = EtcdClient::Create(etcd_.endpoint());
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = std::move(*c);
+  }
+  EtcdProcess etcd_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+TEST(EndpointTest, ParsesUnixAndHttpAndRejectsTheRest) {
+  auto eps = ParseEndpoints("unix:///tmp/d/etcd.sock:2379, http://127.0.0.1:2379");
+  ASSERT_TRUE(eps.ok()) << eps.status();
+  ASSERT_EQ(eps->size(), 2u);
+  EXPECT_EQ((*eps)[0].kind, Endpoint::Kind::kUnix);
+  EXPECT_EQ((*eps)[0].path, "/tmp/d/etcd.sock:2379");
+  EXPECT_EQ((*eps)[1].kind, Endpoint::Kind::kTcp);
+  EXPECT_EQ((*eps)[1].host, "127.0.0.1");
+  EXPECT_EQ((*eps)[1].port, 2379);
+  for (const char* bad : {"", "unix://relative.sock", "https://h:1", "http://h", "http://h:0",
+                          "http://h:99999", "tcp://h:1"}) {
+    auto r = ParseEndpoints(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(PrefixRangeEnd("/a/"), "/a0");
+  EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
+}
+
+TEST_F(EtcdClientTest, PutRangeDeleteAndPrefix) {
+  auto p1 = client_->Put("/t/a", "1");
+  ASSERT_TRUE(p1.ok()) << p1.status();
+  ASSERT_TRUE(client_->Put("/t/b", std::string("\0\xff bin", 6)).ok());
+  ASSERT_TRUE(client_->Put("/u/c", "3").ok());
+  auto r = client_->RangePrefix("/t/");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kvs_size(), 2);
+  EXPECT_EQ(r->kvs(0).key(), "/t/a");
+  EXPECT_EQ(r->kvs(0).value(), "1");
+  EXPECT_EQ(r->kvs(1).value(), std::string("\0\xff bin", 6));  // base64 round trip
+  EXPECT_GT(r->header().revision(), p1->header().revision());
+  // Range at an older revision sees the older state.
+  auto old = client_->Range("/t/", PrefixRangeEnd("/t/"), p1->header().revision());
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->kvs_size(), 1);
+  auto limited = client_->Range("/", PrefixRangeEnd("/"), 0, 1);
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ(limited->kvs_size(), 1);
+  EXPECT_TRUE(limited->more());
+  auto d = client_->DeleteRange("/t/", PrefixRangeEnd("/t/"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->deleted(), 2);
+  auto none = client_->Range("/t/a");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->kvs_size(), 0);
+}
+
+TEST_F(EtcdClientTest, TxnPutIfAbsentAndModRevision) {
+  etcd::KeyValue existing;
+  auto first = client_->PutIfAbsent("/claim", "alice", 0, &existing);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first);
+  auto second = client_->PutIfAbsent("/claim", "bob", 0, &existing);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(*second);
+  EXPECT_EQ(existing.value(), "alice");
+  int64_t rev = existing.mod_revision();
+  ASSERT_GT(rev, 0);
+  auto stale = client_->PutIfModRevision("/claim", "carol", rev - 1);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(*stale);
+  auto ok = client_->PutIfModRevision("/claim", "dave", rev);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(*ok);
+  auto r = client_->Range("/claim");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kvs(0).value(), "dave");
+  auto del_stale = client_->DeleteIfModRevision("/claim", rev);
+  ASSERT_TRUE(del_stale.ok());
+  EXPECT_FALSE(*del_stale);
+  auto del = client_->DeleteIfModRevision("/claim", r->kvs(0).mod_revision());
+  ASSERT_TRUE(del.ok());
+  EXPECT_TRUE(*del);
+}
+
+TEST_F(EtcdClientTest, LeaseKeepsKeyAliveAndExpiryDeletesIt) {
+  auto lease = client_->LeaseGrant(absl::Seconds(2));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(client_->Put("/leased", "x", lease->id()).ok());
+  for (int i = 0; i < 6; ++i) {  // 3 s of keepalives at 0.5 s: longer than the TTL
+    absl::SleepFor(absl::Milliseconds(500));
+    auto ttl = client_->LeaseKeepAlive(lease->id());
+    ASSERT_TRUE(ttl.ok()) << ttl.status();
+    EXPECT_GE(*ttl, absl::Seconds(1));
+  }
+  EXPECT_EQ(client_->Range("/leased")->kvs_size(), 1);
+  EXPECT_EQ(client_->Range("/leased")->kvs(0).lease(), lease->id());
+  // No more keepalives: etcd expires the lease and deletes the key.
+  absl::Time deadline = absl::Now() + absl::Seconds(8);
+  while (absl::Now() < deadline && client_->Range("/leased")->kvs_size() == 1) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_EQ(client_->Range("/leased")->kvs_size(), 0);
+  EXPECT_EQ(client_->LeaseKeepAlive(lease->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->LeaseTimeToLive(lease->id()).status().code(), absl::StatusCode::kNotFound);
+  // etcd's own error JSON maps onto the gRPC code: a put on a missing lease is NotFound.
+  auto put = client_->Put("/leased", "y", lease->id());
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kNotFound) << put.status();
+  // Revoke deletes the keys at once.
+  auto l2 = client_->LeaseGrant(absl::Seconds(30));
+  ASSERT_TRUE(l2.ok());
+  ASSERT_TRUE(client_->Put("/leased2", "z", l2->id()).ok());
+  ASSERT_TRUE(client_->LeaseRevoke(l2->id()).ok());
+  EXPECT_EQ(client_->Range("/leased2")->kvs_size(), 0);
+}
+
+TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
+  auto a = client_->Put("/w/a", "1");
+  ASSERT_TRUE(a.ok());
+  auto b = client_->Put("/w/b", "2");
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(client_->Put("/other", "x").ok());
+  auto w = client_->OpenWatch("/w/", PrefixRangeEnd("/w/"), b->header().revision());
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<etcd::Event> got;
+  int64_t rev = 0;
+  auto collect = [&](size_t want) {
+    absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (got.size() < want && absl::Now() < deadline) {
+      auto batch = (*w)->Next(absl::Milliseconds(500));
+      if (batch.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      rev = batch->revision;
+      got.insert(got.end(), batch->events.begin(), batch->events.end());
+    }
+  };
+  collect(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].kv().key(), "/w/b");  // from the start revision: /w/a is older
+  EXPECT_EQ(got[0].type(), etcd::Event::PUT);
+  // Nothing more yet: Next times out and the watch stays usable.
+  auto idle = (*w)->Next(absl::Milliseconds(200));
+  EXPECT_EQ(idle.status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(client_->DeleteRange("/w/a").ok());
+  ASSERT_TRUE(client_->Put("/w/c", "3").ok());
+  collect(3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].type(), etcd::Event::DELETE);
+  EXPECT_EQ(got[1].kv().key(), "/w/a");
+  EXPECT_EQ(got[2].kv().key(), "/w/c");
+  EXPECT_EQ(got[2].kv().value(), "3");
+  EXPECT_EQ(rev, got[2].kv().mod_revision());
+}
+
+TEST_F(EtcdClientTest, CompactedRevisionIsOutOfRangeWithTheCompactRevision) {
+  auto p1 = client_->Put("/c/k", "1");
+  ASSERT_TRUE(p1.ok());
+  ASSERT_TRUE(client_->Put("/c/k", "2").ok());
+  auto p3 = client_->Put("/c/k", "3");
+  ASSERT_TRUE(p3.ok());
+  ASSERT_TRUE(client_->Compact(p3->header().revision()).ok());
+  auto r = client_->Range("/c/k", {}, p1->header().revision());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kOutOfRange) << r.status();
+  EXPECT_EQ(client_->Compact(p1->header().revision()).code(), absl::StatusCode::kOutOfRange);
+  absl::Status st;
+  auto w = client_->OpenWatch("/c/", PrefixRangeEnd("/c/"), p1->header().revision());
+  if (!w.ok()) {
+    st = w.status();
+  } else {
+    st = (*w)->Next(absl::Seconds(5)).status();
+  }
+  EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange) << st;
+  EXPECT_EQ(CompactRevisionOf(st), p3->header().revision());
+}
+
+TEST_F(EtcdClientTest, EtcdRestartIsUnavailableThenTheSameClientReconnects) {
+  ASSERT_TRUE(client_->Put("/r/k", "before").ok());
+  auto w = client_->OpenWatch("/r/", PrefixRangeEnd("/r/"), 0);
+  ASSERT_TRUE(w.ok()) << w.status();
+  etcd_.Stop();
+  auto r = client_->Range("/r/k");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  auto n = (*w)->Next(absl::Seconds(2));
+  EXPECT_EQ(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
+  ASSERT_TRUE(etcd_.Start());
+  auto again = client_->Range("/r/k");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->kvs_size(), 1);  // same data dir: the data survived
+  EXPECT_EQ(again->kvs(0).value(), "before");
+}
+
+TEST(EtcdClientDeadlineTest, AServerThatNeverAnswersIsDeadlineExceeded) {
+  // A listening unix socket that never accepts: connect succeeds (backlog), no answer comes.
+  std::string path = absl::StrCat("/tmp/sarena-mute-", getpid(), ".sock");
+  unlink(path.c_str());
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  auto c = EtcdClient::Create("unix://" + path);
+  ASSERT_TRUE(c.ok());
+  absl::Time start = absl::Now();
+  auto r = (*c)->Range("/k", {}, 0, 0, absl::Milliseconds(300));
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_LT(took, absl::Seconds(2));
+  auto missing = EtcdClient::Create("unix:///nonexistent/dir/etcd.sock:2379");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ((*missing)->Range("/k").status().code(), absl::StatusCode::kUnavailable);
+  close(fd);
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace sarena::cluster

@@ -1,0 +1,103 @@
+// A private etcd for one test: etcd 3.4 (Debian etcd-server) listening on a unix socket in a fresh
+// temp dir (DESIGN.md "Test topology"), started as a child process that dies with the test binary
+// (PR_SET_PDEATHSIG) and is killed and its dir removed on destruction, also when the test fails.
+#ifndef SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
+#define SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "libsarena/cluster/etcd_client.h"
+
+namespace sarena::testing {
+
+class EtcdProcess {
+ public:
+  EtcdProcess() {
+    char tmpl[] = "/tmp/sarena-etcd-XXXXXX";
+    char* d = mkdtemp(tmpl);
+    if (d == nullptr) {
+      ADD_FAILURE() << "mkdtemp failed";
+      return;
+    }
+    dir_ = d;
+  }
+  ~EtcdProcess() {
+    Stop();
+    if (!dir_.empty()) (void)system(absl::StrCat("rm -rf '", dir_, "'").c_str());
+  }
+  EtcdProcess(const EtcdProcess&) = delete;
+  EtcdProcess& operator=(const EtcdProcess&) = delete;
+
+  /// Starts etcd (same data dir on a restart) and waits until it answers a range, at most 20 s.
+  /// Returns false (with a test failure) when it does not come up.
+  bool Start() {
+    if (pid_ > 0) return true;
+    (void)unlink(socket_path().c_str());
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      int log = open((dir_ + "/etcd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (log >= 0) {
+        dup2(log, 1);
+        dup2(log, 2);
+      }
+      std::string data = dir_ + "/data";
+      execlp("etcd", "etcd", "--name", "n1", "--data-dir", data.c_str(),
+             "--listen-client-urls", "unix://etcd.sock:2379", "--advertise-client-urls",
+             "unix://etcd.sock:2379", "--listen-peer-urls", "unix://peer.sock:2380",
+             "--initial-advertise-peer-urls", "unix://peer.sock:2380", "--initial-cluster",
+             "n1=unix://peer.sock:2380", "--log-level", "warn", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    auto client = cluster::EtcdClient::Create(endpoint());
+    absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ADD_FAILURE() << "etcd exited at start; see " << dir_ << "/etcd.log";
+        return false;
+      }
+      if ((*client)->Range("health", {}, 0, 0, absl::Seconds(1)).ok()) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    ADD_FAILURE() << "etcd did not answer within 20 s; see " << dir_ << "/etcd.log";
+    return false;
+  }
+
+  /// SIGKILLs etcd (the data dir stays) and reaps it.
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  bool running() const { return pid_ > 0; }
+  const std::string& dir() const { return dir_; }
+  std::string socket_path() const { return dir_ + "/etcd.sock:2379"; }
+  /// "unix:///tmp/sarena-etcd-XXXX/etcd.sock:2379"
+  std::string endpoint() const { return "unix://" + socket_path(); }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace sarena::testing
+
+#endif  // SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
