@@ -82,6 +82,9 @@ VxlanInfo ParseVxlan(const nlattr* data) {
       case IFLA_VXLAN_LEARNING:
         if (auto v = AttrU8(a)) info.learning = *v != 0;
         break;
+      case IFLA_VXLAN_COLLECT_METADATA:
+        if (auto v = AttrU8(a)) info.collect_metadata = *v != 0;
+        break;
       default:
         break;
     }
@@ -303,6 +306,8 @@ absl::StatusOr<Link> Socket::CreateVxlan(const VxlanOptions& o) {
     mnl_attr_put_u32(nlh, IFLA_VXLAN_LINK, static_cast<uint32_t>(o.underlay_ifindex));
   }
   mnl_attr_put_u8(nlh, IFLA_VXLAN_LEARNING, o.learning ? 1 : 0);
+  if (o.collect_metadata) mnl_attr_put_u8(nlh, IFLA_VXLAN_COLLECT_METADATA, 1);
+  mnl_attr_put_u8(nlh, IFLA_VXLAN_UDP_CSUM, o.udp_csum ? 1 : 0);
   mnl_attr_nest_end(nlh, data);
   mnl_attr_nest_end(nlh, linkinfo);
   SARENA_RETURN_IF_ERROR(Request(nlh, what));

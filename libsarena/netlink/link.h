@@ -41,6 +41,7 @@ struct VxlanInfo {
   uint16_t port = 0;               // IFLA_VXLAN_PORT: UDP destination port, host byte order
   int underlay_ifindex = 0;        // IFLA_VXLAN_LINK: "dev" of the underlay, 0 = none
   bool learning = true;            // IFLA_VXLAN_LEARNING
+  bool collect_metadata = false;   // IFLA_VXLAN_COLLECT_METADATA (`external`)
 };
 
 /// One network interface as the kernel reports it (RTM_NEWLINK reply / dump entry).
@@ -121,6 +122,13 @@ struct VxlanOptions {
   uint16_t port = 4789;            // UDP destination port, host byte order (IANA 4789)
   int underlay_ifindex = 0;        // "dev", 0 = none
   bool learning = false;           // Calico and Flannel run VXLAN with learning off
+  /// IFLA_VXLAN_COLLECT_METADATA (`external`): the device takes the remote, VNI and flags of
+  /// each packet from its tunnel metadata (set by BPF with bpf_skb_set_tunnel_key) and hands
+  /// received packets up with theirs (bpf_skb_get_tunnel_key); `vni`/`group` are then unused.
+  bool collect_metadata = false;
+  /// IFLA_VXLAN_UDP_CSUM: compute the outer IPv4 UDP checksum (`udpcsum`). Off (zero checksum,
+  /// RFC 7348 section 5 allows it) is the kernel default and avoids NIC offload bugs.
+  bool udp_csum = false;
   std::optional<uint32_t> mtu;
   std::optional<net::Mac> mac;
 };

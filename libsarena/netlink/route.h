@@ -45,6 +45,10 @@ enum class RouteProtocol : uint8_t {
   kStatic = 4,
   kBird = 12,  // BIRD (Calico BGP routes show "proto bird")
   kDhcp = 16,
+  /// sarenad's cluster routes (remote pod CIDRs, the cluster-CIDR unreachable route):
+  /// `ip route show proto 93`. Not registered in iproute2's rt_protos; chosen so a route sync
+  /// can tell its own routes from everyone else's.
+  kSarena = 93,
 };
 /// iproute2 names ("kernel", "boot", "static", "bird", "dhcp", ...), else the number.
 std::string ToString(RouteProtocol protocol);
