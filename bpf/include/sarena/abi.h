@@ -107,7 +107,8 @@ struct sarena_ep_counters {
     "from_overlay: inner source is neither the sending peer's pod CIDR nor its address")      \
   X(FIB_LOOKUP_FAILED, 12, "fib_lookup_failed",                                                \
     "native routing: bpf_fib_lookup found no usable route to the peer")                        \
-  X(TUNNEL_KEY_FAILED, 13, "tunnel_key_failed", "bpf_skb_set_tunnel_key/get_tunnel_key refused")
+  X(TUNNEL_KEY_FAILED, 13, "tunnel_key_failed",                                                \
+    "no tunnel key to read or set: no tunnel metadata, non-IPv4 underlay, or the helper refused")
 
 #define SARENA_DROP_ENUM_ENTRY_(suffix, value, name, why) SARENA_DROP_##suffix = value,
 enum sarena_drop_reason {
