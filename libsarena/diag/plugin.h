@@ -42,6 +42,20 @@ struct PluginAction {
     kDeliverToPod,  // a datapath program hands the packet straight to `pod` (its netns,
                     // `pod_ifname`)
     kReenterHost,   // a program re-injects the packet into the same netns, arriving on `iif`
+    kEncapsulate,   // a program set the tunnel key (`tunnel_key`) and sent the packet into the
+                    // collect-metadata tunnel device `tunnel_dev` (bpf_skb_set_tunnel_key +
+                    // bpf_redirect, or the device's own egress program): the device builds the
+                    // outer header, the host routes it (OUTPUT, POSTROUTING) out of the underlay
+    kRedirect,      // a program sends the packet straight out of `oif` toward `nexthop`
+                    // (bpf_fib_lookup + bpf_redirect_neigh): no forwarding, no netfilter
+  };
+  /// The tunnel key of kEncapsulate (struct bpf_tunnel_key): remote underlay address, VNI, and
+  /// whether the outer header gets DF (BPF_F_DONT_FRAGMENT; without it an outer packet larger
+  /// than the underlay MTU is fragmented by the IP layer). The UDP port is the device's.
+  struct TunnelKey {
+    net::Ipv4 remote;
+    uint32_t vni = 0;
+    bool dont_fragment = false;
   };
   Kind kind = Kind::kContinue;
   const model::Pod* pod = nullptr;
@@ -58,6 +72,19 @@ struct PluginAction {
   /// records the packets pods send toward non-endpoints, so that their replies from a local
   /// backend cross the host stack (conntrack un-NAT) instead of being short-circuited.
   std::optional<Packet> record_host_flow;
+  /// kEncapsulate: the tunnel device and key. `check_device_mtu`: the packet reached the device
+  /// through the host stack (routed onto it), so the device MTU applies to it as on any egress;
+  /// a bpf_redirect from TC ingress skips that check.
+  std::string tunnel_dev;
+  std::optional<TunnelKey> tunnel_key;
+  bool check_device_mtu = false;
+  /// kRedirect: the egress device and the next hop the FIB lookup returned.
+  std::string oif;
+  std::optional<net::Ipv4> nexthop;
+  /// kEncapsulate / kRedirect: what the far end must do with the packet, shown (with a WARNING
+  /// snapshot_incomplete) when the outer destination or next hop is not a node of the snapshot —
+  /// the walk stops there and names the peer's expectations instead.
+  std::string peer_expectation;
 
   static PluginAction Continue() { return {}; }
   static PluginAction Stop() {
@@ -91,6 +118,10 @@ struct HookPacket {
   /// pod sent toward a non-endpoint; a pod-to-pod packet to such a flow's source address and
   /// port is its reply and must return through the host).
   const std::vector<Packet>* host_flows = nullptr;
+  /// At OnIngress of a tunnel device after decapsulation: the outer header as it arrived and
+  /// the VNI it carried (VXLAN); null / nullopt otherwise.
+  const Packet* outer = nullptr;
+  std::optional<uint32_t> vni;
 };
 
 /// A CNI plugin. Every hook has a do-nothing default.
@@ -137,6 +168,12 @@ class Plugin {
                                         const model::RouteResult& route) {
     return PluginAction::Continue();
   }
+
+  /// The route lookup for `p` failed in a node netns (`route` is the failed result: no route,
+  /// unreachable, blackhole, prohibit); the walk has already added its FATAL. Plugins add what
+  /// their CNI should have installed there (context, never a second verdict).
+  virtual void OnRouteFailure(const PluginContext& ctx, const Where& where, PathGraph::Vertex hop,
+                              const HookPacket& p, const model::RouteResult& route) {}
 
   /// The packet is about to be transmitted on `oif` (TC egress). eBPF datapaths decide here.
   virtual PluginAction OnEgress(const PluginContext& ctx, const Where& where, absl::string_view oif,

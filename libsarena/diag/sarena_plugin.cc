@@ -15,8 +15,11 @@
 //     to the recorded ifindex. A recorded MAC that is no longer the pod's is discarded by the pod
 //     kernel (PACKET_OTHERHOST) — the failure of cilium/cilium#8304 (EBPF-01).
 //
-// Inputs: nodes/<node>/sarena-endpoints.json (`sarena endpoint list -o json`) and
-// nodes/<node>/sarena-programs.json (docs/diag-snapshot.md).
+// Across nodes (sarena_cluster.h): from_container's tunnel / native branch, to_overlay on
+// sarena_vxlan egress, from_overlay on its ingress, from_netdev on the uplink.
+//
+// Inputs: nodes/<node>/sarena-endpoints.json (`sarena endpoint list -o json`),
+// nodes/<node>/sarena-programs.json and nodes/<node>/sarena-cluster.json (docs/diag-snapshot.md).
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libsarena/diag/plugin.h"
+#include "libsarena/diag/sarena_cluster.h"
 #include "libsarena/model/json.h"
 
 namespace sarena::diag {
@@ -150,6 +154,18 @@ class SarenaPlugin : public Plugin {
                                  "(endpoint routes); fatal without them"));
       }
     }
+    sarena_cluster::CheckNode(ctx, w, hop, AttachedFn(ctx));
+  }
+
+  PluginAction AfterRoute(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
+                          const HookPacket& p, const model::RouteResult& route) override {
+    if (w.node && !w.in_pod()) sarena_cluster::CheckRemoteRoute(ctx, w, hop, p, route);
+    return PluginAction::Continue();
+  }
+
+  void OnRouteFailure(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
+                      const HookPacket& p, const model::RouteResult& route) override {
+    if (w.node) sarena_cluster::ExplainRouteFailure(ctx, w, hop, p, route);
   }
 
   PluginAction OnIngress(const PluginContext& ctx, const Where& w, absl::string_view iif,
@@ -164,7 +180,33 @@ class SarenaPlugin : public Plugin {
       }
     }
     bool lxc = own != nullptr || absl::StartsWith(iif, "lxc");
-    if (!lxc) return PluginAction::Continue();
+    if (!lxc) {
+      // The cluster hooks: from_overlay (sarena_vxlan ingress), from_netdev (the uplink).
+      sarena_cluster::Outcome o;
+      std::string label;
+      if (iif == sarena_cluster::kVxlanDev) {
+        o = sarena_cluster::FromOverlay(ctx, w, hop, p, AttachedFn(ctx));
+        label = "from_overlay: local_delivery";
+      } else {
+        o = sarena_cluster::FromNetdev(ctx, w, iif, hop, p);
+        label = "from_netdev: local_delivery";
+      }
+      if (o.kind == sarena_cluster::Outcome::Kind::kAction) return o.action;
+      if (o.kind == sarena_cluster::Outcome::Kind::kAccept) {
+        const SarenaEndpoint* dst = Find(d, p.packet.dst);
+        bool host_flow = false;
+        if (p.host_flows) {
+          for (const Packet& f : *p.host_flows) host_flow |= RepliesTo(p.packet, f);
+        }
+        if (dst && !host_flow) return Deliver(ctx, w, *dst, hop, label, /*redirect_peer=*/true);
+        ctx.Suspect(hop, Level::kInfo, "bpf",
+                    absl::StrCat(label.substr(0, label.find(':')), " on ", iif, ": ",
+                                 dst ? "reply of a flow that crossed the host stack"
+                                     : "not a local endpoint",
+                                 ", passed to the host stack"));
+      }
+      return PluginAction::Continue();
+    }
     Attached att = IsAttached(d, ns, iif, "ingress", "from_container");
     if (att == Attached::kNo) {
       ctx.Suspect(hop, Level::kWarning, "program_not_attached",
@@ -216,6 +258,11 @@ class SarenaPlugin : public Plugin {
                                /*redirect_peer=*/true);
       return a;
     }
+    if (!dst && !host_flow) {
+      sarena_cluster::Outcome o =
+          sarena_cluster::FromContainer(ctx, w, hop, p, PodMtu(ctx, *src));
+      if (o.kind == sarena_cluster::Outcome::Kind::kAction) return o.action;
+    }
     PluginAction a;
     if (!dst && !p.reply) a.record_host_flow = p.packet;
     ctx.Suspect(hop, Level::kInfo, "bpf",
@@ -228,6 +275,9 @@ class SarenaPlugin : public Plugin {
 
   PluginAction OnEgress(const PluginContext& ctx, const Where& w, absl::string_view oif,
                         PathGraph::Vertex hop, const HookPacket& p) override {
+    if (w.node && oif == sarena_cluster::kVxlanDev && !w.in_pod()) {
+      return sarena_cluster::ToOverlay(ctx, w, hop, p, AttachedFn(ctx)).action;
+    }
     if (!w.node || oif != kHostDev) return PluginAction::Continue();
     const NodeData& d = Data(ctx, w);
     const model::Netstack& ns = w.node->netstack;
@@ -279,6 +329,36 @@ class SarenaPlugin : public Plugin {
   }
 
  private:
+  // IsAttached for the cluster hooks.
+  sarena_cluster::AttachedFn AttachedFn(const PluginContext& ctx) {
+    return [this, &ctx](const Where& w, absl::string_view ifname, absl::string_view direction,
+                        absl::string_view prog) {
+      const NodeData& d = Data(ctx, w);
+      switch (IsAttached(d, w.node->netstack, ifname, direction, prog)) {
+        case Attached::kYes:
+          return sarena_cluster::Attach::kYes;
+        case Attached::kNo:
+          return sarena_cluster::Attach::kNo;
+        case Attached::kUnknown:
+          break;
+      }
+      return sarena_cluster::Attach::kUnknown;
+    };
+  }
+
+  // The MTU of endpoint `e`'s pod interface: the live one from its netns, else the recorded one.
+  uint32_t PodMtu(const PluginContext& ctx, const SarenaEndpoint& e) {
+    if (!e.pod_namespace.empty()) {
+      auto ns = ctx.snapshot->PodNetns(e.pod_namespace, e.pod_name);
+      if (ns.ok()) {
+        if (const Interface* i = (*ns)->netstack.FindInterface(e.ifname.empty() ? "eth0" : e.ifname)) {
+          if (i->mtu) return i->mtu;
+        }
+      }
+    }
+    return e.mtu;
+  }
+
   const NodeData& Data(const PluginContext& ctx, const Where& w) {
     auto it = cache_.find(w.node_name);
     if (it != cache_.end()) return it->second;

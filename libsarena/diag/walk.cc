@@ -71,6 +71,10 @@ struct Flight {
   Packet pkt;                   // the inner (or only) packet
   std::optional<Packet> outer;  // encapsulation header while crossing the underlay
   std::string encap_kind;       // "ipip", "vxlan", "wireguard"
+  std::optional<uint32_t> vni;  // VXLAN network identifier of `outer`
+  // A plugin's description of what the far end of a tunnel / redirect must do, reported when
+  // that far end is not a node of the snapshot (PluginAction::peer_expectation).
+  std::string peer_expectation;
   uint32_t size = 0;            // bytes of the (inner) IP packet
   bool reply = false;
 };
@@ -132,6 +136,18 @@ class Walker {
                 Branch br);
   void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
                    Flight f, Branch br);
+  // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
+  // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
+  // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
+  void SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
+                 uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
+                 bool outer_fragments, Flight f, Branch br, std::string label);
+  // PluginAction::kEncapsulate / kRedirect.
+  void EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  void Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  // Netfilter dropped an encapsulated packet's outer header at `hook`: name the tunnel port.
+  void TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
+                         absl::string_view hook);
   void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
                 Branch br, const std::string& label);
   void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
@@ -568,6 +584,10 @@ void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
     by = absl::StrCat(": ", how, " (no table has a route for ", p.dst.to_string(), ")");
   }
   Drop(v, "no_route", absl::StrCat(what, " ", p.dst.to_string(), by));
+  if (w && w->ns && !w->in_pod()) {
+    HookPacket hp{p, graph_.hop(v).reply, nullptr};
+    plugin_.OnRouteFailure(pctx_, *w, v, hp, r);
+  }
 }
 
 void Walker::CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
@@ -1092,6 +1112,24 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
       *iif = a.iif;
       graph_.hop(v).iif = a.iif;
       return true;
+    case PluginAction::Kind::kEncapsulate:
+    case PluginAction::Kind::kRedirect: {
+      if (a.decrement_ttl) {
+        if (f.pkt.ttl <= 1) {
+          Drop(v, "ttl_exceeded",
+               absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name, " (", a.label, ")"));
+          return false;
+        }
+        --f.pkt.ttl;
+      }
+      graph_.hop(v).packet = f.pkt;
+      if (a.kind == PluginAction::Kind::kEncapsulate) {
+        EncapsulateWithKey(w, v, a, std::move(f), std::move(br));
+      } else {
+        Redirect(w, v, a, std::move(f), std::move(br));
+      }
+      return false;
+    }
     case PluginAction::Kind::kDeliverToPod: {
       if (a.decrement_ttl) {
         if (f.pkt.ttl <= 1) {
@@ -1263,6 +1301,7 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   }
   if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
     NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
+    if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
     if (nf.dropped || !error_.ok()) return;
     pkt = nf.accepted.front().packet;
     if (f.outer) {
@@ -1282,6 +1321,7 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   }
   --pkt.ttl;
   NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, in.route.oif, in.route.gateway);
+  if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
   if (nf.dropped || !error_.ok()) return;
   pkt = nf.accepted.front().packet;
   if (!w.in_pod() && !f.outer) {
@@ -1343,7 +1383,11 @@ void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
   Suspect(
       v, Level::kInfo, "decap",
       absl::StrCat(f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer), ")"));
+  Packet arrived = *f.outer;
+  std::optional<uint32_t> vni = f.vni;
   f.outer.reset();
+  f.vni.reset();
+  f.peer_expectation.clear();
   std::string iif = tun->name;
   graph_.hop(v).iif = iif;
   // The inner packet enters the stack again, on the tunnel device.
@@ -1354,6 +1398,8 @@ void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
     return;
   }
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
+  hp.outer = &arrived;
+  hp.vni = vni;
   PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
   if (!HandlePluginAction(w, v, a, f, br, &iif)) return;
   ProcessInput(w, v, iif, std::move(f), std::move(br));
@@ -1558,10 +1604,22 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
     if (tun.tunnel) outer_src = tun.tunnel->local;
     label = absl::StrCat("ipip ", tun.name);
   }
+  if (tun.mtu && f.size > tun.mtu) f.size = tun.mtu;  // PMTU discovery against the tunnel MTU
+  if (kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
+  bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
+  SendOuter(w, v, tun, kind, overhead, outer, outer_src, outer_fragments, std::move(f),
+            std::move(br), std::move(label));
+}
+
+void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
+                       uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
+                       bool outer_fragments, Flight f, Branch br, std::string label) {
+  const Netstack& ns = w.ns->netstack;
   model::Flow fl;
   fl.dst = outer.dst;
   if (outer_src) fl.src = outer_src;
   fl.proto = outer.proto;
+  fl.dport = outer.dport;
   RouteResult r = ns.RouteOutput(fl);
   if (!r.ok()) {
     ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
@@ -1585,18 +1643,33 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
          absl::StrCat("underlay device ", under->name, " of ", tun.name, " is down"));
     return;
   }
-  if (tun.mtu && f.size > tun.mtu) f.size = tun.mtu;  // PMTU discovery against the tunnel MTU
+  // The tunnel device sends the outer packet with ip_local_out: OUTPUT and POSTROUTING see it.
+  if (!w.in_pod()) {
+    NfPass nf = RunHook(w, v, NfHook::kOutput, outer, "", under->name, r.gateway);
+    if (nf.dropped) {
+      f.outer = outer;
+      TunnelPortBlocked(w, v, f, outer, "OUTPUT");
+    }
+    if (nf.dropped || !error_.ok()) return;
+    outer = nf.accepted.front().packet;
+    nf = RunHook(w, v, NfHook::kPostrouting, outer, "", under->name, r.gateway);
+    if (nf.dropped) {
+      f.outer = outer;
+      TunnelPortBlocked(w, v, f, outer, "POSTROUTING");
+    }
+    if (nf.dropped || !error_.ok()) return;
+    outer = nf.accepted.front().packet;
+  }
   uint32_t outer_size = f.size + overhead;
   // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP layer
   // fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only lowers the
   // inner route's PMTU so that later DF packets get "fragmentation needed".
-  bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
   if (f.size && under->mtu && outer_size > under->mtu && outer_fragments) {
     Suspect(v, Level::kWarning, "mtu_mismatch",
             absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
                          "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
                          under->name, " has MTU ", under->mtu,
-                         ": the outer packet is fragmented (df unset) and the inner path MTU "
+                         ": the outer packet is fragmented (no DF) and the inner path MTU "
                          "drops to ",
                          under->mtu - overhead, " for later packets; ", tun.name,
                          " MTU should be <= ", under->mtu - overhead));
@@ -1620,6 +1693,93 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
   f.encap_kind = kind;
   absl::StrAppend(&label, ": ", Tuple(outer), " via ", under->name);
   Underlay(w, v, *under, r.gateway.value_or(outer.dst), std::move(f), std::move(br), label);
+}
+
+void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  const Interface* tun = ns.FindInterface(a.tunnel_dev);
+  graph_.hop(v).oif = a.tunnel_dev;
+  if (tun == nullptr) {
+    Drop(v, "link_missing",
+         absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
+                      w.node_name));
+    return;
+  }
+  if (!tun->admin_up || !tun->CanTransmit()) {
+    Drop(v, "link_down", absl::StrCat("tunnel device ", tun->name, " is down on ", w.node_name,
+                                      ": ", a.label, " cannot send"));
+    return;
+  }
+  if (a.check_device_mtu && f.size && tun->mtu && f.size > tun->mtu) {
+    bool forced = query_.size != 0 && !f.reply;
+    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
+            absl::StrCat(f.size, "-byte packets exceed the MTU ", tun->mtu, " of ", tun->name,
+                         forced ? ": dropped (DF set)"
+                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
+    if (forced) {
+      graph_.hop(v).action = HopAction::kDrop;
+      return;
+    }
+    f.size = tun->mtu;
+  }
+  const PluginAction::TunnelKey& key = *a.tunnel_key;
+  Packet outer;
+  outer.dst = key.remote;
+  outer.proto = model::kProtoUdp;
+  outer.dport = tun->vxlan ? tun->vxlan->port : 8472;
+  outer.sport = 0;
+  outer.ttl = 64;
+  f.vni = key.vni;
+  f.peer_expectation = a.peer_expectation;
+  std::string label = absl::StrCat(a.label, ": vxlan ", tun->name, " vni ", key.vni);
+  SendOuter(w, v, *tun, "vxlan", kVxlanOverhead, outer,
+            tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment, std::move(f),
+            std::move(br), std::move(label));
+}
+
+void Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  const Interface* oif = ns.FindInterface(a.oif);
+  graph_.hop(v).oif = a.oif;
+  if (oif == nullptr) {
+    Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
+    return;
+  }
+  if (!oif->admin_up || !oif->CanTransmit()) {
+    Drop(v, "link_down", absl::StrCat(a.label, ": ", oif->name, " is down"));
+    return;
+  }
+  if (f.size && oif->mtu && f.size > oif->mtu) {
+    // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
+    // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
+    bool forced = query_.size != 0 && !f.reply;
+    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
+            absl::StrCat(f.size, "-byte packets exceed the MTU ", oif->mtu, " of ", oif->name,
+                         forced ? ": dropped (DF set)"
+                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
+    if (forced) {
+      graph_.hop(v).action = HopAction::kDrop;
+      return;
+    }
+    f.size = oif->mtu;
+  }
+  f.peer_expectation = a.peer_expectation;
+  net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
+  CheckNeighbor(w, v, *oif, a.nexthop);
+  Underlay(w, v, *oif, nh, std::move(f), std::move(br),
+           absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string()));
+}
+
+void Walker::TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
+                               absl::string_view hook) {
+  if (outer.proto != model::kProtoUdp) return;
+  Suspect(v, Level::kFatal, "tunnel_port_blocked",
+          absl::StrCat("netfilter ", hook, " on ", w.node_name, " drops the ",
+                       f.encap_kind.empty() ? "tunnel" : f.encap_kind, " packets (UDP ",
+                       outer.src.to_string(), " -> ", outer.dst.to_string(), ":", outer.dport,
+                       ") that carry ", Tuple(f.pkt), ": the tunnel port ", outer.dport,
+                       " must be open on every node and router between the nodes"));
 }
 
 void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
@@ -1654,6 +1814,12 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
       return;
     }
     if (!error_.ok()) return;
+  }
+  if (!f.peer_expectation.empty()) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
+                         w.node_name, " cannot be checked; there, ", f.peer_expectation));
+    return;
   }
   if (!f.outer) {
     if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
