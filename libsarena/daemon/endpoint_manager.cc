@@ -222,6 +222,12 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
     return cni::MakeCniError(ErrorCode::kInvalidNetworkConfig, absl::StatusCode::kInvalidArgument,
                              absl::StrCat("invalid mtu '", mtu, "': must be 68..65535"));
   }
+  if (options_.max_mtu != 0 && mtu > options_.max_mtu) {
+    return cni::MakeCniError(
+        ErrorCode::kInvalidNetworkConfig, absl::StatusCode::kInvalidArgument,
+        absl::StrCat("invalid mtu '", mtu, "': this node's pods fit at most ", options_.max_mtu,
+                     " (the uplink's MTU minus the VXLAN overhead in tunnel mode)"));
+  }
   if (std::optional<v1::Endpoint> existing = store_->Get(key)) {
     // A repeated ADD of a healthy attachment returns it (the runtime retried after a timeout).
     absl::Status check = node_->Check(SpecOf(*existing));

@@ -30,6 +30,9 @@ struct DaemonOptions {
   bpf::AttachMode attach_mode = bpf::AttachMode::kAuto;  // --attach-mode
   bool redirect_peer = true;                   // --redirect-peer
   bool ip_forward = true;                      // --ip-forward
+  /// Largest pod MTU an ADD may ask for (the conflist's "mtu"), bytes; 0 = 65535. In a cluster:
+  /// the uplink MTU, minus 50 with a tunnel (a bigger pod MTU would be dropped on the underlay).
+  uint32_t max_mtu = 0;
 };
 
 /// Cross-checks the IPAM allocations against the endpoint records at start, before anything

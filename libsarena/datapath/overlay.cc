@@ -111,7 +111,7 @@ absl::StatusOr<std::unique_ptr<Overlay>> Overlay::Setup(const OverlayOptions& o,
     absl::StatusOr<nl::Link> vx = sock.GetLink(kVxlanDevice);
     if (vx.ok()) {
       if (vx->kind != "vxlan" || !vx->vxlan || !vx->vxlan->collect_metadata ||
-          vx->vxlan->port != o.tunnel_port) {
+          vx->vxlan->port != o.tunnel_port || vx->vxlan->vni != 0) {
         return absl::FailedPreconditionError(absl::StrCat(
             "a device named ", kVxlanDevice, " exists but is not a collect-metadata VXLAN on UDP ",
             o.tunnel_port, " (kind '", vx->kind, "'): not ours, left alone"));

@@ -298,7 +298,9 @@ absl::StatusOr<Link> Socket::CreateVxlan(const VxlanOptions& o) {
   nlattr* linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
   mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "vxlan");
   nlattr* data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
-  mnl_attr_put_u32(nlh, IFLA_VXLAN_ID, o.vni);
+  // A collect-metadata device must have VNI 0: the kernel maps every received VNI to 0 when
+  // looking the device up (vxlan_vs_find_vni), so one created with another id receives nothing.
+  mnl_attr_put_u32(nlh, IFLA_VXLAN_ID, o.collect_metadata ? 0 : o.vni);
   if (o.local) internal::PutIpv4(nlh, IFLA_VXLAN_LOCAL, *o.local);
   if (o.group) internal::PutIpv4(nlh, IFLA_VXLAN_GROUP, *o.group);
   mnl_attr_put_u16(nlh, IFLA_VXLAN_PORT, htons(o.port));

@@ -124,7 +124,8 @@ struct VxlanOptions {
   bool learning = false;           // Calico and Flannel run VXLAN with learning off
   /// IFLA_VXLAN_COLLECT_METADATA (`external`): the device takes the remote, VNI and flags of
   /// each packet from its tunnel metadata (set by BPF with bpf_skb_set_tunnel_key) and hands
-  /// received packets up with theirs (bpf_skb_get_tunnel_key); `vni`/`group` are then unused.
+  /// received packets up with theirs (bpf_skb_get_tunnel_key); `vni` is then ignored (the
+  /// device is created with id 0, which the kernel requires to receive) and `group` unused.
   bool collect_metadata = false;
   /// IFLA_VXLAN_UDP_CSUM: compute the outer IPv4 UDP checksum (`udpcsum`). Off (zero checksum,
   /// RFC 7348 section 5 allows it) is the kernel default and avoids NIC offload bugs.

@@ -207,9 +207,10 @@ absl::Status Status(const cni::NetConf& conf) {
   }
   const v1::StatusResponse& st = resp->status();
   if (!st.ready()) {
-    return cni::MakeCniError(cni::ErrorCode::kPluginNotAvailable, absl::StatusCode::kUnavailable,
-                             absl::StrCat("sarenad at '", conf.daemon_socket,
-                                          "' is not ready to add pods"));
+    return cni::MakeCniError(
+        cni::ErrorCode::kPluginNotAvailable, absl::StatusCode::kUnavailable,
+        absl::StrCat("sarenad at '", conf.daemon_socket, "' is not ready to add pods",
+                     st.not_ready_reason().empty() ? "" : ": ", st.not_ready_reason()));
   }
   SARENA_LOG(Info, "STATUS ready pod_cidr=", st.pod_cidr(), " endpoints=", st.endpoints(),
              " ips_free=", st.ips_free());

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/base/log.h"
+#include "libsarena/daemon/cluster_node.h"
 #include "libsarena/daemon/endpoint_manager.h"
 #include "libsarena/daemon/server.h"
 
@@ -31,7 +32,24 @@ ABSL_FLAG(std::string, socket, "/run/sarena/sarenad.sock", "Unix socket for sare
 ABSL_FLAG(std::string, state_dir, "/var/lib/sarena", "Directory for IPAM and endpoint records");
 ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena",
           "bpffs directory for map and link pins (bpffs is mounted there if absent)");
-ABSL_FLAG(uint32_t, mtu, 1500, "MTU of pod veths, sarena_host and the pod-CIDR route (bytes)");
+ABSL_FLAG(uint32_t, mtu, 0,
+          "MTU of pod veths, sarena_host and the pod-CIDR route (bytes); 0 = 1500 on one node, "
+          "the uplink's MTU (minus 50 with a tunnel) in a cluster");
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "Join a cluster on etcd v3: unix:///DIR/etcd.sock:2379 or http://host:port (empty: "
+          "one node, --pod-cidr and --node-ip required)");
+ABSL_FLAG(std::string, cluster_cidr, "", "Cluster: the CIDR every node's pod CIDR comes from");
+ABSL_FLAG(std::string, node_name, "", "Cluster: this node's name (default: the hostname)");
+ABSL_FLAG(std::string, uplink, "", "Cluster: the underlay device (its first IPv4 address is "
+          "the node's underlay address)");
+ABSL_FLAG(std::string, routing_mode, "tunnel", "Cluster: tunnel | native | hybrid");
+ABSL_FLAG(uint32_t, tunnel_port, 8472, "Cluster: VXLAN UDP port of sarena_vxlan");
+ABSL_FLAG(uint32_t, vni, 1, "Cluster: VXLAN network identifier");
+ABSL_FLAG(uint32_t, node_mask_len, 24, "Cluster: prefix length of a claimed pod CIDR");
+ABSL_FLAG(absl::Duration, peer_grace, absl::Seconds(30),
+          "Cluster: how long a peer whose lease expired keeps its routes before it is withdrawn");
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
+          "Cluster: TTL of this node's etcd lease (keepalive every TTL/3)");
 ABSL_FLAG(std::string, attach_mode, "auto", "auto | tcx | tc (clsact fallback)");
 ABSL_FLAG(bool, redirect_peer, true,
           "Deliver pod-to-pod with bpf_redirect_peer (false: bpf_redirect)");
@@ -58,6 +76,60 @@ int Fail(const absl::Status& st) {
   return absl::IsInvalidArgument(st) ? 2 : 1;
 }
 
+// The cluster flags, checked, as ClusterNode options (finds the uplink).
+absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> MakeCluster() {
+  sarena::daemon::ClusterOptions c;
+  c.etcd_endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  c.node_name = absl::GetFlag(FLAGS_node_name);
+  if (c.node_name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) c.node_name = host;
+  }
+  if (absl::GetFlag(FLAGS_cluster_cidr).empty()) {
+    return absl::InvalidArgumentError("--cluster-cidr is required with --etcd-endpoints");
+  }
+  if (absl::GetFlag(FLAGS_uplink).empty()) {
+    return absl::InvalidArgumentError("--uplink is required with --etcd-endpoints");
+  }
+  if (!absl::GetFlag(FLAGS_node_ip).empty()) {
+    return absl::InvalidArgumentError(
+        "--node-ip is not used with --etcd-endpoints: the node IP is the first address of the "
+        "node's pod CIDR");
+  }
+  auto cidr = sarena::net::ParseIpv4Prefix(absl::GetFlag(FLAGS_cluster_cidr), "--cluster-cidr");
+  if (!cidr.ok()) return cidr.status();
+  c.cluster_cidr = *cidr;
+  if (!absl::GetFlag(FLAGS_pod_cidr).empty()) {
+    auto pod = sarena::net::ParseIpv4Prefix(absl::GetFlag(FLAGS_pod_cidr), "--pod-cidr");
+    if (!pod.ok()) return pod.status();
+    c.pod_cidr = *pod;
+  }
+  const uint32_t mask = absl::GetFlag(FLAGS_node_mask_len);
+  if (mask < static_cast<uint32_t>(c.cluster_cidr.prefix_length()) || mask > 30) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid --node-mask-len '", mask, "': ",
+                                                   c.cluster_cidr.prefix_length(), "..30"));
+  }
+  c.node_mask_len = static_cast<int>(mask);
+  c.uplink = absl::GetFlag(FLAGS_uplink);
+  auto mode = sarena::datapath::ParseRoutingMode(absl::GetFlag(FLAGS_routing_mode));
+  if (!mode.ok()) return mode.status();
+  c.mode = *mode;
+  const uint32_t port = absl::GetFlag(FLAGS_tunnel_port);
+  if (port == 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid --tunnel-port '", port, "'"));
+  }
+  c.tunnel_port = static_cast<uint16_t>(port);
+  c.vni = absl::GetFlag(FLAGS_vni);
+  c.peer_grace = absl::GetFlag(FLAGS_peer_grace);
+  c.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  if (c.lease_ttl < absl::Seconds(2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid --lease-ttl '", absl::FormatDuration(c.lease_ttl), "': at least 2s"));
+  }
+  if (absl::GetFlag(FLAGS_mtu) != 0) c.mtu = absl::GetFlag(FLAGS_mtu);
+  return sarena::daemon::ClusterNode::Create(c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,16 +144,28 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_debug)) sarena::SetMinLogLevel(sarena::LogLevel::kDebug);
 
   sarena::daemon::DaemonOptions o;
-  if (absl::GetFlag(FLAGS_pod_cidr).empty() || absl::GetFlag(FLAGS_node_ip).empty()) {
-    std::fprintf(stderr, "sarenad: --pod-cidr and --node-ip are required (see --help)\n");
-    return 2;
-  }
-  auto cidr = sarena::net::ParseIpv4Prefix(absl::GetFlag(FLAGS_pod_cidr), "--pod-cidr");
-  auto node_ip = sarena::net::ParseIpv4(absl::GetFlag(FLAGS_node_ip), "--node-ip");
-  if (!cidr.ok() || !node_ip.ok()) {
-    std::fprintf(stderr, "sarenad: %s\n",
-                 std::string((!cidr.ok() ? cidr.status() : node_ip.status()).message()).c_str());
-    return 2;
+  const bool clustered = !absl::GetFlag(FLAGS_etcd_endpoints).empty();
+  std::unique_ptr<sarena::daemon::ClusterNode> cluster;
+  if (clustered) {
+    absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> c = MakeCluster();
+    if (!c.ok()) return Fail(c.status());
+    cluster = *std::move(c);
+  } else {
+    if (absl::GetFlag(FLAGS_pod_cidr).empty() || absl::GetFlag(FLAGS_node_ip).empty()) {
+      std::fprintf(stderr,
+                   "sarenad: --pod-cidr and --node-ip are required without --etcd-endpoints "
+                   "(see --help)\n");
+      return 2;
+    }
+    auto cidr = sarena::net::ParseIpv4Prefix(absl::GetFlag(FLAGS_pod_cidr), "--pod-cidr");
+    auto node_ip = sarena::net::ParseIpv4(absl::GetFlag(FLAGS_node_ip), "--node-ip");
+    if (!cidr.ok() || !node_ip.ok()) {
+      std::fprintf(stderr, "sarenad: %s\n",
+                   std::string((!cidr.ok() ? cidr.status() : node_ip.status()).message()).c_str());
+      return 2;
+    }
+    o.pod_cidr = *cidr;
+    o.node_ip = *node_ip;
   }
   const std::string mode = absl::GetFlag(FLAGS_attach_mode);
   if (mode == "auto") {
@@ -94,20 +178,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sarenad: invalid --attach-mode '%s': auto, tcx or tc\n", mode.c_str());
     return 2;
   }
-  o.pod_cidr = *cidr;
-  o.node_ip = *node_ip;
   o.state_dir = absl::GetFlag(FLAGS_state_dir);
   o.bpffs = absl::GetFlag(FLAGS_bpffs);
-  o.mtu = absl::GetFlag(FLAGS_mtu);
+  o.mtu = absl::GetFlag(FLAGS_mtu) ? absl::GetFlag(FLAGS_mtu) : 1500;
   o.redirect_peer = absl::GetFlag(FLAGS_redirect_peer);
   o.ip_forward = absl::GetFlag(FLAGS_ip_forward);
 
-  SARENA_LOG(Info, "sarenad starting: pod CIDR ", o.pod_cidr.to_string(), ", node IP ",
-             o.node_ip.to_string(), ", socket ", absl::GetFlag(FLAGS_socket), ", state ",
-             o.state_dir, ", bpffs ", o.bpffs);
-  auto manager = sarena::daemon::EndpointManager::Create(o);
-  if (!manager.ok()) return Fail(manager.status());
-  sarena::daemon::EndpointManager* m = manager->get();
+  std::unique_ptr<sarena::daemon::EndpointManager> manager;
+  sarena::daemon::Handler handler;
+  if (clustered) {
+    SARENA_LOG(Info, "sarenad starting in a cluster: etcd ", absl::GetFlag(FLAGS_etcd_endpoints),
+               ", node ", absl::GetFlag(FLAGS_node_name), ", socket ", absl::GetFlag(FLAGS_socket),
+               ", state ", o.state_dir, ", bpffs ", o.bpffs);
+    sarena::daemon::ClusterNode* c = cluster.get();
+    handler = [c](const sarena::rpc::v1::Request& req, const sarena::daemon::PeerCred& peer) {
+      return c->Handle(req, peer);
+    };
+  } else {
+    SARENA_LOG(Info, "sarenad starting: pod CIDR ", o.pod_cidr.to_string(), ", node IP ",
+               o.node_ip.to_string(), ", socket ", absl::GetFlag(FLAGS_socket), ", state ",
+               o.state_dir, ", bpffs ", o.bpffs);
+    auto m = sarena::daemon::EndpointManager::Create(o);
+    if (!m.ok()) return Fail(m.status());
+    manager = *std::move(m);
+    sarena::daemon::EndpointManager* mp = manager.get();
+    handler = [mp](const sarena::rpc::v1::Request& req, const sarena::daemon::PeerCred& peer) {
+      return mp->Handle(req, peer);
+    };
+  }
   // One fd per connection: make room for --max-connections (+ state files, netlink, maps).
   if (rlimit rl; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
@@ -123,12 +221,25 @@ int main(int argc, char** argv) {
   const absl::Duration grace =
       (so.io_timeout > absl::ZeroDuration() ? so.io_timeout : absl::Seconds(30)) +
       absl::Seconds(5);
-  auto server = sarena::daemon::Server::Create(
-      std::move(so),
-      [m](const sarena::rpc::v1::Request& req, const sarena::daemon::PeerCred& peer) {
-        return m->Handle(req, peer);
-      });
+  auto server = sarena::daemon::Server::Create(std::move(so), std::move(handler));
   if (!server.ok()) return Fail(server.status());
+  // In a cluster the socket answers STATUS (not ready, and why) while the node registers and
+  // its datapath comes up on this thread; a failure there stops the daemon with its status.
+  int bring_up_rc = 0;
+  std::thread bring_up;
+  if (clustered) {
+    sarena::daemon::Server* s = server->get();
+    sarena::daemon::ClusterNode* c = cluster.get();
+    bring_up = std::thread([s, c, o, &bring_up_rc] {
+      absl::Status st = c->BringUp(o);
+      if (st.ok()) {
+        SARENA_LOG(Info, "node is up and joined the cluster");
+        return;
+      }
+      bring_up_rc = Fail(st);
+      s->Stop();
+    });
+  }
   boost::asio::signal_set signals((*server)->io_context(), SIGINT, SIGTERM);
   sarena::daemon::Server* srv = server->get();
   signals.async_wait([srv, grace, &signals](const boost::system::error_code& ec, int sig) {
@@ -152,6 +263,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   SARENA_LOG(Info, "listening on ", absl::GetFlag(FLAGS_socket));
   (*server)->Run();
+  if (bring_up.joinable()) bring_up.join();
+  if (cluster) cluster->Stop();
   SARENA_LOG(Info, "sarenad stopped");
-  return 0;
+  return bring_up_rc;
 }
