@@ -217,6 +217,11 @@ absl::StatusOr<SyncStats> Overlay::Sync(const std::vector<PeerRoute>& peers) {
       continue;
     }
     want_peers[p.underlay] = p.node_id;
+    if (mode == SARENA_MODE_TUNNEL) {  // SARENA_TUN_F_NODE (sarena/abi.h): no route for it
+      Tunnel node = MakeTunnel(p.underlay, p.node_id, mode);
+      node.flags = SARENA_TUN_F_NODE;
+      want_tunnels[net::Ipv4Prefix(p.underlay, 32)] = node;
+    }
     for (const net::Ipv4Prefix& raw : p.pod_cidrs) {
       const net::Ipv4Prefix cidr = raw.canonical();
       if (!net::Contains(options_.cluster_cidr, cidr.network()) ||

@@ -150,7 +150,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   };
   absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->tunnels_written, 2);
+  EXPECT_EQ(s->tunnels_written, 4);  // two pod CIDRs + the two peers' own addresses
   EXPECT_EQ(s->peers_written, 2);
   EXPECT_EQ(s->routes_written, 2);
   EXPECT_TRUE(s->problems.empty());
@@ -169,6 +169,15 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   EXPECT_EQ(t->node_id, 4u);
   EXPECT_EQ(t->mode, SARENA_MODE_TUNNEL);
   EXPECT_EQ(net::FromBe32(*reinterpret_cast<const uint32_t*>(t->underlay)), Ip("192.168.77.3"));
+  EXPECT_EQ(t->flags, 0u);
+  // The peer's own address is in the tunnel map too (pod -> that node goes through the tunnel),
+  // with no kernel route: the underlay address stays on the uplink.
+  absl::StatusOr<Tunnel> node = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.77.3")));
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->flags, SARENA_TUN_F_NODE);
+  EXPECT_EQ(node->node_id, 4u);
+  EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("192.168.77.3")));
+  EXPECT_THAT(RunOk(node_->Exec("ip route get 192.168.77.3")), HasSubstr("dev eth0"));
 
   // Same list again: nothing written.
   s = overlay_->Sync(peers);
@@ -182,8 +191,10 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
                    .pod_cidrs = {Cidr("10.1.0.0/24")}});
   s = overlay_->Sync(peers);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->tunnels_written, 1);
-  EXPECT_EQ(s->tunnels_removed, 1);
+  // n2's CIDR re-pointed, n2's new address, and 'bad''s address: the node is a member, only its
+  // out-of-cluster pod CIDR is refused.
+  EXPECT_EQ(s->tunnels_written, 3);
+  EXPECT_EQ(s->tunnels_removed, 3);  // n3's CIDR and address, n2's old address
   EXPECT_EQ(s->routes_removed, 1);
   ASSERT_EQ(s->problems.size(), 1u);
   EXPECT_THAT(s->problems[0], HasSubstr("'bad'"));
@@ -212,6 +223,9 @@ TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel
   const Maps& maps = node_dp_->datapath().maps();
   EXPECT_EQ(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.1")))->mode, SARENA_MODE_NATIVE);
   EXPECT_EQ(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.3.1")))->mode, SARENA_MODE_TUNNEL);
+  // Only the tunnel peer's address is tunnelled; the native peer's is reached on the underlay.
+  EXPECT_TRUE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.88.3"))).ok());
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.77.3"))).ok());
   EXPECT_EQ(node_dp_->datapath().maps().ReadOverlayConfig()->flags,
             SARENA_OVL_F_TUNNEL | SARENA_OVL_F_NATIVE);
 }

@@ -166,8 +166,18 @@ struct sarena_tunnel {
   __u8 mode;            /* SARENA_MODE_* chosen for this peer */
   __u16 pad;            /* must be zero */
   __u32 node_id;        /* the peer's node id, < SARENA_MAX_PEERS; index into node counters */
-  __u32 flags;          /* reserved, zero */
+  __u32 flags;          /* SARENA_TUN_F_* */
 };
+
+/*
+ * Tunnel entry flags. SARENA_TUN_F_NODE: the entry is a tunnel-mode peer's own underlay
+ * address (/32), not a pod CIDR. A pod talking to another node's address (its kubelet, an API
+ * server on the node IP, a NodePort on that node) then goes through the tunnel like the node's
+ * replies come back, so strict rp_filter on the peer sees the pod's source arrive on sarena_vxlan,
+ * where that pod CIDR is routed. No kernel route is installed for such entries: the underlay
+ * address itself stays routed on the uplink (the VXLAN packets' own path).
+ */
+#define SARENA_TUN_F_NODE 0x1u
 
 /* Peer map key: an underlay address of a member node (validates decapsulated traffic). */
 struct sarena_peer_key {
