@@ -2,15 +2,17 @@
 /*
  * to_overlay: TCX egress of sarena_vxlan (a collect-metadata "external" VXLAN device), i.e. every
  * frame about to be encapsulated. Two kinds of frames get here:
- *   - frames from_container redirected here: they already carry the tunnel key it set (a
- *     metadata dst on the skb). bpf_skb_get_tunnel_key succeeds on them with a nonzero remote,
- *     and they pass untouched and uncounted (from_container counted them). This needs no mark
- *     or cb: a frame the host stack routed has a routing dst (or none), never a tunnel key.
+ *   - frames from_container redirected here: they already carry the tunnel key it set (a TX
+ *     metadata dst on the skb). bpf_skb_get_tunnel_key succeeds on them, and they pass untouched
+ *     and uncounted (from_container counted them). This needs no mark or cb: a frame the host
+ *     stack routed has a routing dst (or none), never tunnel metadata, so the helper fails with
+ *     -EINVAL. (Success is the test, not the reported remote: the helper reads remote_ipv4 from
+ *     the key's *source* field, which is the peer on RX metadata but 0 on TX metadata.)
  *   - frames the HOST STACK routed onto sarena_vxlan (the node itself -> a remote pod, kube-proxy
  *     DNAT to a remote backend, forwarded replies): they get their key here.
  *
  *   overlay config absent (flags 0)                 -> TC_ACT_OK (fail open)
- *   tunnel key already set (remote != 0)            -> TC_ACT_OK
+ *   tunnel key already set (from_container's)       -> TC_ACT_OK
  *   non-IPv4 (ARP, IPv6...)                         -> TC_ACT_OK (external VXLAN drops it: no key)
  *   malformed IPv4                                  -> drop (TRUNCATED / BAD_IP_HEADER)
  *   IPv4, inner dst in a tunnel-map CIDR            -> tunnel key (remote = the peer's underlay,
@@ -33,11 +35,10 @@
 #include "lib/maps.h"
 #include "lib/overlay.h"
 
-/* True when the skb already carries a tunnel key with a remote address (see the header). */
+/* True when the skb already carries tunnel metadata (see the header). */
 static __always_inline int sarena_has_tunnel_key(struct __sk_buff *skb) {
   struct bpf_tunnel_key key = {};
-  if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0) return 0;
-  return key.remote_ipv4 != 0;
+  return bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) == 0;
 }
 
 SEC("tc")
