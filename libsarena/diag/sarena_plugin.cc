@@ -195,7 +195,7 @@ class SarenaPlugin : public Plugin {
       if (o.kind == sarena_cluster::Outcome::Kind::kAccept) {
         const SarenaEndpoint* dst = Find(d, p.packet.dst);
         bool host_flow = false;
-        if (p.host_flows) {
+        if (p.host_flows && dst) {
           for (const Packet& f : *p.host_flows) host_flow |= RepliesTo(p.packet, f);
         }
         if (dst && !host_flow) return Deliver(ctx, w, *dst, hop, label, /*redirect_peer=*/true);
@@ -249,8 +249,10 @@ class SarenaPlugin : public Plugin {
       return PluginAction::Stop();
     }
     const SarenaEndpoint* dst = Find(d, p.packet.dst);
+    // Host flows live in each node's own sarena_flows map and record local pods only: a flow
+    // can match only when the destination is a local endpoint (the walk's list spans nodes).
     bool host_flow = false;
-    if (p.host_flows) {
+    if (p.host_flows && dst) {
       for (const Packet& f : *p.host_flows) host_flow |= RepliesTo(p.packet, f);
     }
     if (dst && !host_flow) {

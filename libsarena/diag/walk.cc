@@ -1057,7 +1057,9 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat("node ", w.node_name,
                          " has no directory in the snapshot: the path "
-                         "beyond it cannot be checked"));
+                         "beyond it cannot be checked",
+                         f.peer_expectation.empty() ? std::string()
+                                                    : absl::StrCat("; there, ", f.peer_expectation)));
     return;
   }
   Ingress(w, v, iif, std::move(f), std::move(br));
