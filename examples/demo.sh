@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end, on this machine's kernel: installs packages, builds, then runs one
-# sarena node inside network namespaces — sarenad, three pods added by executing sarena-cni as a
+# sarena node inside network namespaces (sections 1-8) and then two nodes on etcd (sections 9-13,
+# examples/cluster_demo.sh: pod -> remote pod, a ClusterIP with a remote backend, NodePort from an
+# external client, sarena-diag across nodes, a node leaving) — sarenad, three pods added by executing sarena-cni as a
 # container runtime does, real TCP through the eBPF datapath (pod->pod, node->pod under strict
 # rp_filter, pod->ClusterIP through kube-proxy's iptables chains), the BPF counters, and
 # sarena-diag explaining a path — then removes everything it created.
@@ -85,3 +87,9 @@ done
 sn_check "no lxc veth left on the node" sn_eq "$(ip netns exec "$NS" ip -o link show type veth | grep -c lxc)" 0
 echo
 sn_summary
+one_node=$?
+
+# The second half: two nodes on etcd (examples/cluster_demo.sh).
+bash examples/cluster_demo.sh tunnel
+two_nodes=$?
+((one_node == 0 && two_nodes == 0))

@@ -222,6 +222,14 @@ void ClusterNode::FillStatus(rpc::v1::StatusResponse* out) const {
                      : "tunnel");
     ps->set_last_update_unix(absl::ToUnixSeconds(p.last_update));
     ps->set_lost(p.lost);
+    if (applied_.load() && overlay_) {  // applied_ is set after overlay_ (Apply runs after StartDatapath)
+      if (absl::StatusOr<datapath::NodeCounters> n = overlay_->Counters(p.node_id); n.ok()) {
+        ps->set_tx_packets(n->tx_packets);
+        ps->set_tx_bytes(n->tx_bytes);
+        ps->set_rx_packets(n->rx_packets);
+        ps->set_rx_bytes(n->rx_bytes);
+      }
+    }
     if (p.lost) ps->set_lost_since_unix(absl::ToUnixSeconds(p.lost_since));
   }
   std::string reason;
