@@ -24,7 +24,8 @@
  * (address, port) opened a flow through the host stack is the reply of e.g. a ClusterIP
  * connection kube-proxy DNAT'ed to this pod; it goes back through the host stack (TC_ACT_OK) so
  * conntrack reverses the NAT, instead of reaching the client from the backend's address. A TCP
- * SYN a pod sends straight to another pod clears the record of its source port (port reuse).
+ * SYN a pod sends straight to another pod, local or remote, clears the record of its source port
+ * (port reuse).
  *
  * Without a node config (sarenad has not written SARENA_MAP_CONFIG yet) the gateway is unknown:
  * ARP is left to the kernel and redirect_peer is off. Nothing is dropped for lack of config.
@@ -82,6 +83,21 @@ static __always_inline void sarena_note_host_flow(struct __sk_buff *skb,
   bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
 }
 
+/*
+ * Called for a packet the pod sends DIRECTLY to another pod (local or remote). A TCP SYN opens
+ * a direct connection from its source port: a host flow recorded for the port belongs to an
+ * earlier connection (the kernel reuses a local port for another destination once the 4-tuple
+ * differs). Forget it, or this connection's replies would cross the host and meet the old
+ * connection's conntrack entry (un-DNAT to a ClusterIP).
+ */
+static __always_inline void sarena_forget_reused_port(struct __sk_buff *skb,
+                                                      const struct sarena_ipv4_info *ip) {
+  if (ip->proto != IPPROTO_TCP || !sarena_is_tcp_syn(sarena_tcp_flags(skb, ip))) return;
+  struct sarena_flow_key key;
+  sarena_flow_key_src(ip, &key);
+  bpf_map_delete_elem(&sarena_flows, &key);
+}
+
 static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   struct sarena_ipv4_info ip;
   enum sarena_drop_reason reason = sarena_ipv4_parse(skb, &ip);
@@ -95,19 +111,8 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
 
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
-    struct sarena_flow_key key;
-    if (ip.proto == IPPROTO_TCP && sarena_is_tcp_syn(sarena_tcp_flags(skb, &ip))) {
-      /*
-       * The pod opens a direct connection from this port: a host flow recorded for the port
-       * belongs to an earlier connection (the kernel reuses a local port for another
-       * destination once the 4-tuple differs). Forget it, or this connection's replies would
-       * cross the host and meet the old connection's conntrack entry (un-DNAT to a ClusterIP).
-       */
-      sarena_flow_key_src(&ip, &key);
-      bpf_map_delete_elem(&sarena_flows, &key);
-    }
-    sarena_flow_key_dst(&ip, &key);
-    if (bpf_map_lookup_elem(&sarena_flows, &key)) return TC_ACT_OK; /* host-flow reply */
+    sarena_forget_reused_port(skb, &ip);
+    if (sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
     const struct sarena_config *cfg = sarena_config_get();
     return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
   }
@@ -116,6 +121,9 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   if (ovl) {
     const struct sarena_tunnel *tun = sarena_tunnel_lookup_ipv4(ip.daddr_be);
     if (tun) {
+      /* Direct too: its replies come back through from_overlay / from_netdev, which check
+       * the same host-flow records. */
+      sarena_forget_reused_port(skb, &ip);
       if (sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
       return sarena_forward_to_peer(skb, &ip, tun, ovl);
     }

@@ -277,6 +277,19 @@ TEST_F(OverlayTest, HostFlowReplyToARemotePodGoesThroughTheHost) {
   EXPECT_EQ(Node(2).tx_packets, 0u);
 }
 
+TEST_F(OverlayTest, DirectSynToARemotePodForgetsAnOldHostFlowOfItsPort) {
+  // Pod A once reached a ClusterIP from port 40000 (recorded); now it connects from the same
+  // port straight to a remote pod. The replies must not be sent through the host stack.
+  AddFlow(kPodA, 40000, testing::kIpprotoTcp);
+  auto ack = BuildIpv4({.saddr = kPodA, .daddr = "10.244.2.5", .tcp_flags = 0x10});
+  ASSERT_EQ(FromPodA(ack).retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+  EXPECT_TRUE(HasFlow(kPodA, 40000, testing::kIpprotoTcp)) << "only a SYN clears it";
+  auto syn = BuildIpv4({.saddr = kPodA, .daddr = "10.244.2.5", .tcp_flags = 0x02});
+  ASSERT_EQ(FromPodA(syn).retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+  EXPECT_FALSE(HasFlow(kPodA, 40000, testing::kIpprotoTcp));
+  EXPECT_EQ(Node(2).tx_packets, 2u);
+}
+
 TEST_F(OverlayTest, PeerModeOffInTheConfigPasses) {
   WriteOverlay(SARENA_OVL_F_NATIVE);  // no VXLAN device: the tunnel peer is left to the host
   auto pkt = BuildIpv4(ToRemote("10.244.2.5"));
