@@ -12,7 +12,8 @@
 //
 // Checks: pod <-> remote pod both ways (from_container's tunnel key + redirect, from_overlay's
 // redirect_peer delivery), node -> remote pod (to_overlay keys host-stack traffic), pod -> a
-// remote node address (from_overlay hands it to the host stack), the VXLAN frames on the wire
+// remote node address and a host-flow reply (from_overlay hands them to the host stack as
+// PACKET_HOST), the VXLAN frames on the wire
 // (outer UDP checksum 0, VNI), the per-node counters (no double count of from_container's frames
 // in to_overlay), each overlay drop reason on a real frame, and native routing end to end
 // (bpf_fib_lookup + bpf_redirect_neigh/bpf_redirect, from_netdev).
@@ -338,6 +339,21 @@ TEST_F(OverlayNetnsTest, TunnelNodeToRemotePodIsKeyedByToOverlay) {
   // as PACKET_HOST; B's reply goes back through B's to_overlay.
   ASSERT_TRUE(Ping(*a_.pod, b_.gateway, 2));
   ExpectNoDrops(a_);
+  ExpectNoDrops(b_);
+}
+
+TEST_F(OverlayNetnsTest, HostFlowReplyFromTheOverlayGoesThroughTheHostStack) {
+  Build(Mode::kTunnel);
+  ASSERT_FALSE(HasFatalFailure());
+  // B's pod "opened" an ICMP flow through B's host stack (key: its address, port 0, ICMP): a
+  // frame from the overlay to that (address, port) is such a flow's reply, for conntrack.
+  datapath::FlowKey key = {};
+  key.addr_be = net::ToBe32(Ip(b_.pod_ip));
+  key.proto = testing::kIpprotoIcmp;
+  ASSERT_TRUE(b_.maps().host_flows.Update(key, 1).ok());
+  ASSERT_TRUE(Ping(*a_.pod, b_.pod_ip, 2)) << "delivered by B's host stack (endpoint route)";
+  EXPECT_EQ(b_.Counters(a_.id).rx_packets, 2u) << "accepted by from_overlay";
+  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 0u) << "not by local_delivery";
   ExpectNoDrops(b_);
 }
 
