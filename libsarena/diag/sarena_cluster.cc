@@ -253,11 +253,21 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
     return out;
   }
   const Interface* oif = ns.FindInterface(r.oif);
+  // BPF_FIB_LKUP_RET_FWD_DISABLED (forwarding off on the uplink) and FRAG_NEEDED: TC_ACT_OK,
+  // the host stack routes the packet (and sends the ICMP a too-big one deserves).
+  if (up && ns.Has(model::NetstackSource::kSysctls) &&
+      ns.sysctls().Forwarding(up->name).known && ns.sysctls().Forwarding(up->name).value == 0) {
+    ctx.Suspect(hop, Level::kInfo, "bpf",
+                absl::StrCat("from_container (native): forwarding is off on ", up->name,
+                             ", bpf_fib_lookup answers FWD_DISABLED: passed to the host stack"));
+    return out;
+  }
   if (pod_mtu && oif && oif->mtu && pod_mtu > oif->mtu) {
     ctx.Suspect(hop, Level::kInfo, "bpf",
                 absl::StrCat("from_container (native): full-size packets (", pod_mtu,
                              " bytes) exceed ", oif->name, "'s MTU ", oif->mtu,
-                             ": bpf_fib_lookup answers FRAG_NEEDED and the host stack takes them"));
+                             ": bpf_fib_lookup answers FRAG_NEEDED, passed to the host stack"));
+    return out;
   }
   if (r.oif == kVxlanDev) {
     ctx.Suspect(hop, Level::kWarning, "remote_cidr_misrouted",
