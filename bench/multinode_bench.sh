@@ -74,7 +74,7 @@ for t in $TESTS; do case $t in rr1 | rr1k | crr | tput1 | sat) ;; *) die "unknow
 [ -x "$RR_TOOL" ] || die "$RR_TOOL missing: ninja -C $SARENA_BUILD_DIR rr_tool"
 for c in iperf3 jq etcd curl python3 bpftool socat iptables-restore nsenter; do command -v $c >/dev/null || die "'$c' not found"; done
 
-have_cluster_flags() { "$SARENA_BUILD_DIR/tools/sarenad" --helpfull 2>&1 | grep -q -- '-etcd-endpoints'; }
+have_cluster_flags() { "$SARENA_BUILD_DIR/tools/sarenad" --helpfull 2>&1 | grep -q -- 'etcd.endpoints'; }
 if [ "$SARENA" = auto ]; then
   if [ -x "$SARENA_BUILD_DIR/tools/sarenad" ] && have_cluster_flags; then SARENA=1; else SARENA=0; fi
 fi

@@ -497,18 +497,74 @@ mn_rr() {
     --duration "${4:-0.2}" --timeout 3 --json
 }
 
+# mn_udp_seq_recv NAME PORT FILE: a UDP sequence receiver in netns NAME (background): records
+# every datagram's sequence number; after 3 s without a datagram (once the first came) or 120 s,
+# writes "received N max M missing K [first missing numbers]" to FILE. Waits until it listens.
+MN_PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
+mn_udp_seq_recv() {
+  ip netns exec "$(mn_ns "$1")" "$MN_PY" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+seen = set(); start = time.monotonic(); s.settimeout(0.5); last = None
+while time.monotonic() - start < 120:
+    try:
+        d = s.recv(2048)
+    except socket.timeout:
+        if last is not None and time.monotonic() - last > 3: break
+        continue
+    last = time.monotonic()
+    for w in d.split():
+        try: seen.add(int(w))
+        except ValueError: pass
+m = max(seen) if seen else 0
+miss = [i for i in range(1, m + 1) if i not in seen]
+open(sys.argv[2], "w").write("received %d max %d missing %d %s\n" % (len(seen), m, len(miss), miss[:20]))
+' "$2" "$3" >/dev/null 2>&1 &
+  disown
+  mn_wait_listen "$(mn_ns "$1")" "$2" udp
+}
+
+# mn_udp_seq_send NAME IP PORT COUNT INTERVAL_S: sends datagrams "1".."COUNT" from netns NAME,
+# one every INTERVAL_S seconds (background; pid in MN_LAST_PID).
+mn_udp_seq_send() {
+  ip netns exec "$(mn_ns "$1")" "$MN_PY" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n, iv = int(sys.argv[3]), float(sys.argv[4]); t = time.monotonic()
+for i in range(1, n + 1):
+    s.sendto(b"%d\n" % i, (sys.argv[1], int(sys.argv[2])))
+    t += iv
+    d = t - time.monotonic()
+    if d > 0: time.sleep(d)
+' "$2" "$3" "$4" "$5" &
+  MN_LAST_PID=$!
+}
+
+# mn_udp_seq_result FILE COUNT [TIMEOUT_S]: waits for the receiver's FILE; succeeds when all COUNT
+# datagrams arrived (prints the receiver's line either way).
+mn_udp_seq_result() {
+  local i
+  for i in $(seq $((${3:-15} * 10))); do [ -s "$1" ] && break; sleep 0.1; done
+  [ -s "$1" ] || { echo "no result from the UDP receiver ($1)"; return 1; }
+  cat "$1"
+  grep -q "^received $2 max $2 missing 0 " "$1"
+}
+
 # --- BPF maps of a sarena node --------------------------------------------------------------------
 
-# mn_tun_cidrs NODE: the remote pod CIDRs in NODE's tunnel map (sarena_tun), "CIDR UNDERLAY MODE"
-# a line, sorted (abi.h: key = prefixlen u32 host order, family, pad[3], addr[16]; value =
-# underlay[16], family, mode, ...). Empty when the map is missing.
+# mn_tun_cidrs NODE: the entries of NODE's tunnel map (sarena_tun), "CIDR UNDERLAY MODE KIND" a
+# line, sorted; KIND "node" for a tunnel peer's own underlay address (SARENA_TUN_F_NODE), "cidr"
+# for a pod CIDR (abi.h: key = prefixlen u32 host order, family, pad[3], addr[16]; value =
+# underlay[16], family, mode, pad[2], node_id u32, flags u32). Empty when the map is missing.
 mn_tun_cidrs() {
   local pin; pin=$(mn_bpffs "$1")/sarena_tun
   [ -e "$pin" ] || return 0
   bpftool map dump pinned "$pin" -j 2>/dev/null | jq -r '
     def h: ascii_downcase | ltrimstr("0x") | explode | reduce .[] as $c (0; . * 16 + (if $c >= 97 then $c - 87 else $c - 48 end));
     .[] | (.key | map(h)) as $k | (.value | map(h)) as $v |
-    "\($k[8]).\($k[9]).\($k[10]).\($k[11])/\($k[0] + 256 * $k[1] - 32) \($v[0]).\($v[1]).\($v[2]).\($v[3]) \(if $v[17] == 1 then "tunnel" elif $v[17] == 2 then "native" else $v[17] end)"' | sort
+    "\($k[8]).\($k[9]).\($k[10]).\($k[11])/\($k[0] + 256 * $k[1] - 32) \($v[0]).\($v[1]).\($v[2]).\($v[3]) \(if $v[17] == 1 then "tunnel" elif $v[17] == 2 then "native" else $v[17] end) \(if ($v[24] % 2) == 1 then "node" else "cidr" end)"' | sort
 }
 
 # mn_tun_has NODE CIDR: NODE's tunnel map has CIDR.
@@ -524,6 +580,13 @@ mn_drops() {
 
 # mn_eq GOT WANT: string equality with a message.
 mn_eq() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
+
+# mn_ovl_vni NODE: the VNI in NODE's overlay config (sarena_ovl key 0, u32 at offset 4).
+mn_ovl_vni() {
+  bpftool map lookup pinned "$(mn_bpffs "$1")/sarena_ovl" key 0 0 0 0 -j 2>/dev/null | jq -r '
+    def h: ascii_downcase | ltrimstr("0x") | explode | reduce .[] as $c (0; . * 16 + (if $c >= 97 then $c - 87 else $c - 48 end));
+    (.value // empty) | map(h) | .[4] + 256 * .[5] + 65536 * .[6]'
+}
 
 # --- checks ---------------------------------------------------------------------------------------
 
