@@ -201,7 +201,7 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
     model::Flow fl;
     fl.dst = p.packet.dst;
     model::RouteResult r = ns.Lookup(fl);
-    if (!r.ok() || r.oif != kVxlanDev) {
+    if (!t->node_address() && (!r.ok() || r.oif != kVxlanDev)) {
       ctx.Suspect(hop, Level::kWarning, "remote_cidr_misrouted",
                   absl::StrCat(t->cidr.to_string(), " (tunnel peer, node id ", t->node_id,
                                ") is routed ", r.ok() ? absl::StrCat("via ", r.ToString())
@@ -457,6 +457,7 @@ void CheckRemoteRoute(const PluginContext& ctx, const Where& w, PathGraph::Verte
   if (InCidr(c.pod_cidr, p.packet.dst)) return;
   const SarenaTunnel* t = c.LookupTunnel(p.packet.dst);
   const Interface* up = Uplink(w);
+  if (t && t->node_address()) return;  // a peer's own address: routed on the uplink by design
   if (!t) {
     if (InCidr(o->cluster_cidr, p.packet.dst) && route.oif != kVxlanDev) {
       ctx.Suspect(hop, Level::kWarning, "tunnel_entry_missing",
@@ -500,7 +501,7 @@ void ExplainRouteFailure(const PluginContext& ctx, const Where& w, PathGraph::Ve
     }
   }
   if (InCidr(c.pod_cidr, p.packet.dst)) return;
-  if (const SarenaTunnel* t = c.LookupTunnel(p.packet.dst)) {
+  if (const SarenaTunnel* t = c.LookupTunnel(p.packet.dst); t && !t->node_address()) {
     ctx.Suspect(hop, Level::kFatal, "remote_cidr_misrouted",
                 absl::StrCat("the tunnel map sends ", EntryText(*t), " but ", w.node_name,
                              " has no route for it (", route.ToString(),

@@ -53,7 +53,11 @@ struct SarenaTunnel {
   net::Ipv4 underlay;    // peer's underlay address
   SarenaMode mode = SarenaMode::kUnknown;
   uint32_t node_id = 0;
-  uint32_t flags = 0;
+  uint32_t flags = 0;  // SARENA_TUN_F_*
+
+  /// SARENA_TUN_F_NODE: a tunnel-mode peer's own underlay address (/32), not a pod CIDR; no
+  /// kernel route belongs to it (the underlay address stays routed on the uplink).
+  bool node_address() const { return flags & 0x1u; }
 };
 
 /// One peer-map entry (sarena_peer_key -> sarena_peer).

@@ -183,6 +183,23 @@ TEST(DiagSarenaCluster, NativePathIsRedirectedAndDeliveredByFromNetdev) {
   EXPECT_EQ(t.text.find("8472"), std::string::npos) << "native is not encapsulated\n" << t.text;
 }
 
+TEST(DiagSarenaCluster, PodToATunnelPeersNodeAddressGoesThroughTheTunnel) {
+  // SARENA_TUN_F_NODE entries: a tunnel peer's own address, with no route of its own (the
+  // host reaches it on the uplink): no misroute finding for either direction.
+  std::string dir = CaseDir(kFixture);
+  auto t = TraceLib(dir, "pod:default/pod-a", "10.0.9.11:22/tcp");
+  ASSERT_TRACED(t);
+  const v1::Hop* a = FindHop(t.report, "node-a");
+  ASSERT_NE(a, nullptr) << t.text;
+  EXPECT_EQ(a->oif(), "sarena_vxlan") << t.text;
+  EXPECT_EQ(FindSuspicion(t.report, "remote_cidr_misrouted"), nullptr) << t.text;
+  auto h = TraceLib(dir, "node:node-a", "node:node-b:22/tcp");
+  ASSERT_TRACED(h);
+  EXPECT_EQ(h.report.verdict(), "reachable") << h.text;
+  EXPECT_EQ(FindSuspicion(h.report, "remote_cidr_misrouted"), nullptr) << h.text;
+  EXPECT_EQ(FindSuspicion(h.report, "tunnel_entry_missing"), nullptr) << h.text;
+}
+
 // ---- tunnel_entry_missing ----
 
 TEST(DiagSarenaCluster, RouteWithoutTunnelEntryIsDroppedByToOverlay) {
@@ -504,7 +521,7 @@ TEST(SarenaClusterFile, ParsesTheFixture) {
   EXPECT_EQ(c->overlay->cluster_cidr->to_string(), "10.20.0.0/16");
   EXPECT_EQ(c->pod_cidr->to_string(), "10.20.0.0/24");
   ASSERT_TRUE(c->tunnels);
-  ASSERT_EQ(c->tunnels->size(), 2u);
+  ASSERT_EQ(c->tunnels->size(), 3u);
   const model::SarenaTunnel* t = c->LookupTunnel(*net::ParseIpv4("10.20.2.77"));
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->mode, model::SarenaMode::kNative);

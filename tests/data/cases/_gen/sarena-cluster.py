@@ -7,6 +7,7 @@ unreachable route, and per peer either '<cidr> dev sarena_vxlan scope link src <
 Pods (MTU 1450): pod-a on node-a, pod-b on node-b, pod-c on node-c; ClusterIP default/web
 (10.96.0.90:80) -> pod-b:8080 with kube-proxy's chains on every node; all.rp_filter=1.
 sarena-cluster.json (overlay config, node config, tunnel map, peer map, node counters) and
+a tunnel peer's own address is a /32 tunnel entry with SARENA_TUN_F_NODE (no route);
 sarena-programs.json (from_container, from_host, from_overlay, to_overlay, from_netdev) are
 written as `sarena-diag collect` writes them, with the live ifindexes and MACs. Unit tests
 (tests/unit/diag_sarena_cluster_test.cc) mutate copies, one fault at a time."""
@@ -99,6 +100,10 @@ with topology(CASE) as t:
             tunnels.append({"family": "ipv4", "cidr": pcidr, "underlay": peth,
                             "mode": mode(name, peer), "node_id": pid_, "flags": 0})
             peers.append({"family": "ipv4", "underlay": peth, "node_id": pid_, "flags": 0})
+            if mode(name, peer) == "tunnel":
+                # SARENA_TUN_F_NODE: a tunnel peer's own address (/32), no route of its own.
+                tunnels.append({"family": "ipv4", "cidr": peth + "/32", "underlay": peth,
+                                "mode": "tunnel", "node_id": pid_, "flags": 1})
         t.write_node_file(name, "sarena-cluster.json", {
             "overlay": {"flags": 3, "vni": VNI, "vxlan_ifindex": vx["ifindex"],
                         "uplink_ifindex": up["ifindex"], "node_id": node_id,
