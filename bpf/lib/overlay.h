@@ -187,7 +187,14 @@ static __always_inline int sarena_forward_native(struct __sk_buff *skb,
   fib.l4_protocol = ip->proto;
   fib.sport = ip->sport_be;
   fib.dport = ip->dport_be;
-  fib.tot_len = bpf_ntohs(iph->tot_len);
+  /*
+   * tot_len 0: the kernel then checks the skb itself against the egress device's MTU after a
+   * successful lookup (is_skb_forwardable, which lets GSO packets through). A nonzero tot_len
+   * would make every 64 KiB GSO packet a pod's TCP hands its veth FRAG_NEEDED, sending bulk
+   * TCP through the host stack. Without a neighbour (NO_NEIGH) there is no MTU check; the pod
+   * MTU (sarenad: the uplink's in native mode) keeps packets within it.
+   */
+  fib.tot_len = 0;
   fib.tos = iph->tos;
   fib.ipv4_src = ip->saddr_be;
   fib.ipv4_dst = ip->daddr_be;
