@@ -452,6 +452,32 @@ TEST_F(OverlayTest, FromNetdevLeavesEverythingElseToTheKernel) {
 
 // ---- C++ map views ----
 
+TEST(OverlayAbi, KeysAreTheLayoutTheProgramsLookUp) {
+  datapath::TunnelKey k = datapath::MakeTunnelKey(Cidr("10.244.2.7/24"));  // host bits dropped
+  EXPECT_EQ(k.prefixlen, 32u + 24u);
+  EXPECT_EQ(k.family, SARENA_FAMILY_IPV4);
+  const uint8_t want[16] = {10, 244, 2, 0};
+  EXPECT_EQ(std::memcmp(k.addr, want, 16), 0);
+  EXPECT_EQ(k.pad[0] | k.pad[1] | k.pad[2], 0);
+  EXPECT_EQ(datapath::TunnelKeyIpv4(k)->to_string(), "10.244.2.0/24");
+  datapath::TunnelKey lookup = datapath::MakeTunnelLookupKey(Ip("10.244.2.7"));
+  EXPECT_EQ(lookup.prefixlen, 32u + 128u);
+  EXPECT_FALSE(datapath::TunnelKeyIpv4(lookup).has_value()) << "not a stored CIDR key";
+  datapath::PeerKey p = datapath::MakePeerKey(Ip("192.0.2.2"));
+  const uint8_t peer[16] = {192, 0, 2, 2};
+  EXPECT_EQ(std::memcmp(p.addr, peer, 16), 0);
+  EXPECT_EQ(p.family, SARENA_FAMILY_IPV4);
+  EXPECT_EQ(*datapath::PeerKeyIpv4(p), Ip("192.0.2.2"));
+  Tunnel t = MakeTunnel(Ip("192.0.2.2"), 7, SARENA_MODE_NATIVE);
+  const uint8_t underlay[16] = {192, 0, 2, 2};
+  EXPECT_EQ(std::memcmp(t.underlay, underlay, 16), 0);
+  EXPECT_EQ(t.underlay_family, SARENA_FAMILY_IPV4);
+  EXPECT_EQ(t.mode, SARENA_MODE_NATIVE);
+  EXPECT_EQ(t.node_id, 7u);
+  EXPECT_EQ(datapath::RoutingModeName(SARENA_MODE_TUNNEL), "tunnel");
+  EXPECT_EQ(datapath::RoutingModeName(9), "mode_9");
+}
+
 TEST_F(OverlayTest, TunnelMapMatchesLongestPrefixAndListsEntries) {
   ASSERT_TRUE(
       maps().tunnels.Put(Cidr("10.244.2.128/25"), MakeTunnel(Ip("192.0.2.9"), 9, SARENA_MODE_NATIVE)).ok());
@@ -511,6 +537,9 @@ TEST_F(OverlayTest, PeerMapAndNodeCounters) {
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   EXPECT_EQ(cfg->vni, kVni);
   EXPECT_EQ(cfg->flags, SARENA_OVL_F_TUNNEL | SARENA_OVL_F_NATIVE);
+  const std::string text = datapath::FormatOverlayConfig(*cfg);
+  EXPECT_NE(text.find("flags=0x3 vni=42 vxlan_ifindex=777"), std::string::npos) << text;
+  EXPECT_NE(text.find("underlay=192.0.2.1 cluster_cidr=10.244.0.0/16"), std::string::npos) << text;
 
   // A second opener (sarena CLI, a restarted daemon) sees the same pinned cluster maps.
   auto pinned = Maps::FromPinRoot(bpffs_.path());
