@@ -44,6 +44,7 @@ MN_FAILED_NAMES=()
 MN_QUIET=${MN_QUIET:-0}
 MN_TUNNEL_PORT=${MN_TUNNEL_PORT:-8472}
 MN_PEER_GRACE=${MN_PEER_GRACE:-30s}
+MN_PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 # shellcheck source=tests/lib/kube-proxy.sh
 . "$MN_ROOT/tests/lib/kube-proxy.sh"
 
@@ -453,7 +454,15 @@ mn_serve() {
   local ns; ns=$(mn_ns "$1")
   ip netns exec "$ns" socat "TCP4-LISTEN:$2,reuseaddr,fork" "SYSTEM:echo $3" >/dev/null 2>&1 &
   disown
-  ip netns exec "$ns" socat "UDP4-RECVFROM:$2,reuseaddr,fork" "SYSTEM:echo $3" >/dev/null 2>&1 &
+  # UDP: a python loop (socat's UDP4-RECVFROM,fork misses datagrams that arrive while it forks).
+  ip netns exec "$ns" "$MN_PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+while True:
+    d, a = s.recvfrom(2048)
+    s.sendto(sys.argv[2].encode() + b"\n", a)
+' "$2" "$3" >/dev/null 2>&1 &
   disown
   mn_wait_listen "$ns" "$2" tcp && mn_wait_listen "$ns" "$2" udp
 }
@@ -473,11 +482,21 @@ mn_tcp_answers() {
   [ "$got" = "$4" ] || { echo "TCP $1 -> $2:$3: got '$got', want '$4'"; return 1; }
 }
 
-# mn_udp_answers NAME IP PORT WANT: a UDP datagram from netns NAME to IP:PORT is answered WANT.
+# mn_udp_answers NAME IP PORT WANT [TRIES]: one datagram from netns NAME to IP:PORT is answered
+# WANT within 2 s (TRIES datagrams, default 1, one every 2 s; the answer may come to any of them).
 mn_udp_answers() {
   local got
-  got=$(echo ping | ip netns exec "$(mn_ns "$1")" socat -t3 -T3 - "UDP4:$2:$3" 2>&1) ||
-    { echo "UDP $1 -> $2:$3 failed: $got"; return 1; }
+  got=$(ip netns exec "$(mn_ns "$1")" "$MN_PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+for i in range(int(sys.argv[3])):
+    s.sendto(b"ping\n", (sys.argv[1], int(sys.argv[2])))
+    try:
+        print(s.recv(2048).decode().strip()); sys.exit(0)
+    except socket.timeout:
+        pass
+print("no answer to %s datagram(s)" % sys.argv[3]); sys.exit(1)
+' "$2" "$3" "${5:-1}" 2>&1) || { echo "UDP $1 -> $2:$3 failed: $got"; return 1; }
   [ "$got" = "$4" ] || { echo "UDP $1 -> $2:$3: got '$got', want '$4'"; return 1; }
 }
 
@@ -500,7 +519,6 @@ mn_rr() {
 # mn_udp_seq_recv NAME PORT FILE: a UDP sequence receiver in netns NAME (background): records
 # every datagram's sequence number; after 3 s without a datagram (once the first came) or 120 s,
 # writes "received N max M missing K [first missing numbers]" to FILE. Waits until it listens.
-MN_PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 mn_udp_seq_recv() {
   ip netns exec "$(mn_ns "$1")" "$MN_PY" -c '
 import socket, sys, time

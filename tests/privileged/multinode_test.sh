@@ -62,6 +62,13 @@ GRACE_S=${MN_PEER_GRACE%s}
 [[ $GRACE_S =~ ^[0-9]+$ ]] || mn_die "MN_PEER_GRACE must be whole seconds like 6s, got '$MN_PEER_GRACE'"
 EXT_IP=$(mn_ext_ip)
 
+PHASE_T=$(date +%s%N)
+phase() { # NAME: prints the seconds since the previous phase
+  local now; now=$(date +%s%N)
+  printf '         (%s: %d.%01d s)\n' "$1" $(((now - PHASE_T) / 1000000000)) $(((now - PHASE_T) / 100000000 % 10))
+  PHASE_T=$now
+}
+
 # ---------------------------------------------------------------------------------------------------
 echo "== 0. topology sanity (reference datapaths, no sarena code)"
 ref_sanity() {
@@ -102,6 +109,7 @@ else
   mn_check "routed + kube-proxy: external -> NodePort eTP Local on rr1 is dropped" mn_tcp_fails ext "$(mn_ul rr1)" 30091
   mn_check "routed + kube-proxy: external -> NodePort eTP Local on rr2 is served" mn_tcp_answers ext "$(mn_ul rr2)" 30091 rrp2
 fi
+phase "reference sanity"
 # The references are done: stop their servers (CPU for the sarena clusters).
 for n in rvp1 rvp2 rvp3 rrp1 rrp2 rvb rr1; do ip netns pids "$(mn_ns $n)" 2>/dev/null | xargs -r kill 2>/dev/null; done
 
@@ -223,6 +231,7 @@ run_mode() {
         "default/npl:http 10.96.0.12 80 $p4:8080 30081 local")
   for n in "${nodes[@]}"; do mn_kube_proxy "$n" "${svcs[@]}" || mn_check "$MODE: kube-proxy chains on $n" false; done
 
+  phase "setup"
   # a, b
   for i in 1 2 3 4; do for j in 1 2 3 4; do
     [ $i = $j ] && continue
@@ -233,15 +242,18 @@ run_mode() {
     [ $i = $j ] && continue
     mn_check "$MODE b: node ${m}n$i -> pod ${m}p$j TCP" mn_tcp_answers "${m}n$i" "$(mn_pod_ip "${m}p$j")" 8080 "${m}p$j"
   done; done
+  phase "a, b"
   # c
   for i in 1 2 3; do
     mn_check "$MODE c: pod ${m}p$i -> ClusterIP 10.96.0.10:80 (only backend ${m}p4 on ${m}n4): request/response, no RST" \
       mn_rr "${m}p$i" 10.96.0.10 80 0.3
   done
+  phase "c"
   # d
   mn_check "$MODE d: external -> NodePort eTP Cluster on ${m}n1 (backend on ${m}n4) served" mn_tcp_answers ext "$(mn_ul "${m}n1")" 30080 "${m}p4"
   mn_check "$MODE d: external -> NodePort eTP Local on ${m}n1 (no local backend) dropped" mn_tcp_fails ext "$(mn_ul "${m}n1")" 30081
   mn_check "$MODE d: external -> NodePort eTP Local on ${m}n4 (the backend's node) served" mn_tcp_answers ext "$(mn_ul "${m}n4")" 30081 "${m}p4"
+  phase "d"
   # g
   if ip -n "$(mn_ns "${m}n1")" link show sarena_vxlan >/dev/null 2>&1; then
     vxlan_drop_case "${m}n1" "${m}n2" "${m}p1" || mn_check "$MODE g: crafting VXLAN in the external client" false
@@ -250,9 +262,10 @@ run_mode() {
   else
     mn_check "$MODE g: sarena_vxlan exists on ${m}n1" false
   fi
+  phase "g"
   # f: etcd outage
   local before after during seqf=$MN_DIR/seq-$MODE-etcd.txt cnt
-  cnt=$(((MN_ETCD_OUTAGE + 8) * 50))
+  cnt=$(((MN_ETCD_OUTAGE + 6) * 50))
   mn_udp_seq_recv "${m}p3" 9000 "$seqf" || mn_check "$MODE f: UDP receiver" false
   mn_udp_seq_send "${m}p1" "$(mn_pod_ip "${m}p3")" 9000 "$cnt" 0.02
   local sender=$MN_LAST_PID
@@ -272,6 +285,7 @@ run_mode() {
   mn_check "$MODE f: etcd back: every node's record is in etcd again within 10 s" wait_for 10 registered "${nodes[@]}"
   wait "$sender" 2>/dev/null
   mn_check "$MODE f: UDP stream ${m}p1 -> ${m}p3 across the etcd outage lost nothing" mn_udp_seq_result "$seqf" "$cnt"
+  phase "f etcd"
   # f: sarenad restart during cross-node streams
   seqf=$MN_DIR/seq-$MODE-restart.txt
   mn_udp_seq_recv "${m}p4" 9001 "$seqf" || mn_check "$MODE f: UDP receiver" false
@@ -290,6 +304,7 @@ run_mode() {
   mn_check "$MODE f: sarenad on ${m}n2 restarted during TCP request/response ${m}p2 -> ${m}p3: no reset, no stall" \
     bash -c "cat '$MN_DIR/rr-restart-$MODE.out'; exit $rrc"
   mn_check "$MODE f: after the restart every tunnel map still holds the 3 peers" wait_for 10 tun_peers_ok "$MODE" "${nodes[@]}"
+  phase "f restart"
   # e: join (after the etcd restart: the watches resumed) and leave
   sub=b; [ "$MODE" = native ] && sub=a
   mn_node_add "${m}n5" $sub || return
@@ -318,6 +333,7 @@ run_mode() {
   t1=$(date +%s%N)
   echo "         (leave: lease revoked -> withdrawn everywhere in $(((t1 - t0) / 1000000)) ms; grace $MN_PEER_GRACE)"
   mn_check "$MODE e: the other peers are untouched by the leave" tun_peers_ok "$MODE" "${nodes[@]}"
+  phase "e"
   # Free the CPU for the next mode.
   for n in "${nodes[@]}"; do mn_node_stop "$n"; done
   mn_etcd_stop "$etcd"
