@@ -17,8 +17,9 @@
  *     inner dst a local endpoint, not a host-    -> local_delivery (bpf_redirect_peer when the
  *     flow reply                                    node enables it: it works from the TCX
  *                                                   ingress of any device into a veth peer)
- *     anything else                              -> inner dst MAC = sarena_vxlan's MAC, packet
- *                                                   type PACKET_HOST, TC_ACT_OK: the host stack
+ *     anything else                              -> TC_ACT_OK, a PACKET_OTHERHOST frame first
+ *                                                   gets dst MAC = sarena_vxlan's MAC and type
+ *                                                   PACKET_HOST: the host stack
  *                                                   takes it (eth_type_trans classified it by
  *                                                   the sender's inner MAC, PACKET_OTHERHOST,
  *                                                   which ip_rcv would discard)
@@ -37,9 +38,14 @@
 #include "lib/maps.h"
 #include "lib/overlay.h"
 
-/* Hands the frame to the host stack as addressed to sarena_vxlan itself. */
+/*
+ * Hands the frame to the host stack as addressed to sarena_vxlan itself. Only a unicast frame
+ * classified PACKET_OTHERHOST (the sender's inner dst MAC is not ours) is rewritten; broadcast
+ * and multicast keep their type.
+ */
 static __always_inline int sarena_to_host_stack(struct __sk_buff *skb,
                                                 const struct sarena_overlay_config *cfg) {
+  if (skb->pkt_type != PACKET_OTHERHOST) return TC_ACT_OK;
   if (sarena_ensure_linear(skb, ETH_HLEN) == 0) {
     void *data = (void *)(long)skb->data;
     void *data_end = (void *)(long)skb->data_end;
