@@ -33,3 +33,13 @@ per_op "etcdctl put (process + gRPC dial + put)" etcdctl --endpoints "$ETCD_ENDP
 per_op "etcdctl get (process + gRPC dial + range)" etcdctl --endpoints "$ETCD_ENDPOINT" get /bench/node
 per_op "curl --version (process start only)" curl --version
 per_op "curl gateway put (process + HTTP + put)" curl -sf --unix-socket "$ETCD_SOCK" http://localhost/v3/kv/put -d "{\"key\":\"$KEYB64\",\"value\":\"$VALB64\"}"
+# 3. In-process, one language: gRPC vs the gateway (Debian python3-grpcio under /usr/bin/python3; skipped when absent — it is a
+#    measurement aid, not a build dependency).
+if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
+  PB2=$(mktemp -d)
+  protoc -I "$ROOT/libsarena/cluster/proto" --python_out="$PB2" "$ROOT/libsarena/cluster/proto/etcd_gateway.proto"
+  /usr/bin/python3 "$ROOT/bench/etcd_grpc_vs_gateway.py" "$ETCD_SOCK" "$PB2" 2000
+  rm -rf "$PB2"
+else
+  echo "(python3-grpcio / python3-protobuf not installed: in-process gRPC comparison skipped)"
+fi
