@@ -220,7 +220,7 @@ run_mode() {
   mn_check "$MODE: every node claimed a pod CIDR ($(cat "$MN_DIR"/nodes/"${m}"n?/cidr 2>/dev/null | tr '\n' ' '))" test $ok = 1
   [ $ok = 1 ] || { mn_check "$MODE a-g: not run (nodes did not register)" false; return; }
   mn_check "$MODE mesh: every tunnel map holds the 3 peers (CIDR, underlay, mode) within 10 s" wait_for 10 tun_peers_ok "$MODE" "${nodes[@]}"
-  mn_check "$MODE mesh: CNI STATUS succeeds on every node" cni_status_all "${nodes[@]}"
+  mn_check "$MODE mesh: CNI STATUS succeeds on every node within 10 s" wait_for 10 cni_status_all "${nodes[@]}"
   for i in 1 2 3 4; do
     mn_pod_add "${m}n$i" "${m}p$i" >/dev/null || { mn_check "$MODE: pod ${m}p$i added by sarena-cni" false; return; }
     mn_serve "${m}p$i" 8080 "${m}p$i" || return
@@ -312,6 +312,8 @@ run_mode() {
   if ! mn_node_start "${m}n5" "$MODE" "$etcd" >/dev/null 2>&1 || ! cidr5=$(mn_node_cidr "${m}n5" 10); then
     mn_check "$MODE e: node ${m}n5 joins" false; return
   fi
+  # As a CNI 1.1 runtime does: STATUS until the plugin is ready (code 50/11 while joining), then ADD.
+  mn_check "$MODE e: CNI STATUS on the joined node ${m}n5 succeeds within ${MN_JOIN_GOAL} s" wait_for "$MN_JOIN_GOAL" cni_status_ok "${m}n5"
   mn_pod_add "${m}n5" "${m}p5" >/dev/null && mn_serve "${m}p5" 8080 "${m}p5" || { mn_check "$MODE e: pod on the joined node" false; return; }
   mn_check "$MODE e: node ${m}n5 joins: pods on every peer reach its pod within ${MN_JOIN_GOAL} s" \
     wait_for "$MN_JOIN_GOAL" reach_pod_from "${m}p5" "${pods[@]}"
