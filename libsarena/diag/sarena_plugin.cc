@@ -71,6 +71,15 @@ class SarenaPlugin : public Plugin {
   void CheckNode(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop) override {
     const NodeData& d = Data(ctx, w);
     const model::Netstack& ns = w.node->netstack;
+    if (!d.endpoints && !w.node->sarena_cluster && !ns.FindInterface(kHostDev) &&
+        !ns.FindInterface(sarena_cluster::kVxlanDev) && ns.Has(model::NetstackSource::kLinks)) {
+      // A host of the path that runs no sarena (a router between node subnets, a gateway): only
+      // the kernel's path is checked there.
+      ctx.Suspect(hop, Level::kInfo, "bpf",
+                  absl::StrCat(w.node_name, " runs no sarena datapath (no sarena_host, no "
+                               "sarena files): only the kernel's path is checked there"));
+      return;
+    }
     if (!d.endpoints) {
       ctx.Suspect(hop, Level::kInfo, "file_missing",
                   absl::StrCat("cannot check the endpoint map: file nodes/", w.node_name, "/",

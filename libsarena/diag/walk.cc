@@ -1984,6 +1984,20 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
             Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
     return;
   }
+  // The peer netns is not in the snapshot, but the next hop (or, for a tunnel's outer packet,
+  // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
+  // snapshot does not hold (e.g. an underlay bridge namespace); follow the address.
+  {
+    bool known = OwnerOf(nexthop).has_value();
+    if (!error_.ok()) return;
+    if (!known && f.outer) known = OwnerOf(f.outer->dst).has_value();
+    if (!error_.ok()) return;
+    if (known) {
+      std::string label = absl::StrCat(oif.name, " (underlay segment not in the snapshot)");
+      Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
+      return;
+    }
+  }
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
   Suspect(v, Level::kWarning, "snapshot_incomplete",
