@@ -13,7 +13,9 @@
 #      log line's timestamp); sarenad's VmRSS/VmHWM at convergence;
 #   3. CHANGES changes: one record's underlay changed by a put, timed to the new underlay in the
 #      daemon's tunnel map (cluster_scale_tool change);
-#   4. optional: STRACE=1 repeats the changes with the daemon under `strace -c -f` (syscall
+#   4. cluster_scale_tool sync-cost: what every Overlay::Sync reads from the kernel before it
+#      writes (whole peer map, whole tunnel map, route dump), timed on the daemon's maps;
+#   5. optional: STRACE=1 repeats the changes with the daemon under `strace -c -f` (syscall
 #      profile of the applies; perf is not installed).
 # Phase "prop" (PROP_NODES real nodes, default 64, split over the two underlay subnets):
 #   PROP_NODES sarenads (tunnel mode) on one more etcd; then PROP_JOINS new node records
@@ -45,6 +47,13 @@ OUT=${OUT:-/tmp/sarena-cluster-scale-$(date -u +%Y%m%dT%H%M%SZ)}
 [ "$(id -u)" -eq 0 ] || { echo "cluster_scale: run as root"; exit 1; }
 [ -x "$TOOL" ] || { echo "cluster_scale: build bench/cluster_scale_tool first"; exit 1; }
 mkdir -p "$OUT"
+# A private copy of the binaries (sarenad embeds its BPF objects): a rebuild in the shared build
+# dir during the run (the linker rewriting tools/sarenad) must not fail a node's start.
+mkdir -p "$OUT/build/tools" "$OUT/build/bench"
+flock /tmp/sarena-build.lock cp "$SARENA_BUILD_DIR/tools/sarenad" "$SARENA_BUILD_DIR/tools/sarena" "$OUT/build/tools/" || exit 1
+cp "$TOOL" "$OUT/build/bench/" || exit 1
+export SARENA_BUILD_DIR=$OUT/build
+TOOL=$SARENA_BUILD_DIR/bench/cluster_scale_tool
 
 # Both clusters use 10.0.0.0/8 with /24 pod CIDRs (separate etcds and namespaces: no overlap).
 export MN_CLUSTER_CIDR=10.0.0.0/8
@@ -62,7 +71,7 @@ trap 'rc=$?; save_logs; (exit $rc); mn_cleanup' EXIT
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(uname -srm), $(nproc) CPUs, $(free -m | awk '/^Mem/ {print $2 " MB RAM"}')"
   echo "etcd: $(etcd --version | head -1)"
-  echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+  echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); sarenad built $(date -u -r "$SARENA_BUILD_DIR/tools/sarenad" +%H:%M:%SZ)"
   echo "command: PHASES=\"$PHASES\" SCALE_NODES=$SCALE_NODES CHANGES=$CHANGES PROP_NODES=$PROP_NODES PROP_JOINS=$PROP_JOINS bash bench/cluster_scale.sh"
   echo "uptime at start: $(uptime)"
 } | tee "$OUT/meta.txt"
@@ -126,6 +135,10 @@ if [[ " $PHASES " == *" scale "* ]]; then
     echo "  uptime: $(uptime)"
     echo "  sarenad VmRSS $(grep VmRSS "/proc/$pid/status" | awk '{print $2}') kB, VmHWM $(grep VmHWM "/proc/$pid/status" | awk '{print $2}') kB after the changes"
   } | tee -a "$OUT/summary.txt"
+  # What every Sync re-reads from the kernel before writing, whatever changed (the daemon is
+  # idle now: same maps, same netns).
+  sc=$(nsenter --net="$NS" "$TOOL" sync-cost --bpffs "$BPF" --changes 20) || exit 1
+  echo "sync-cost (kernel state one Sync reads at $SCALE_NODES peers): $sc" | tee -a "$OUT/summary.txt"
   if [ "$STRACE" = 1 ]; then
     mn_log "scale: strace -c of the daemon during $CHANGES more changes"
     strace -c -f -p "$pid" -o "$OUT/strace-change.txt" &

@@ -24,6 +24,9 @@
 //       address (put of its record, same lease); timed from just before the put to the moment
 //       the pinned tunnel map shows the new underlay for its pod CIDR (lookup every 50 µs).
 //       Prints per-change lines and a JSON summary (p50/p99/max, also put->applied).
+//   cluster_scale_tool sync-cost --bpffs DIR [--changes 20]
+//       Run inside the node's netns: times what every Overlay::Sync reads before writing
+//       (the whole peer map, the whole tunnel map, a main-table route dump), --changes times.
 //   cluster_scale_tool propagate --etcd EP --bpffs DIR1,DIR2,... --joins J [--first 1001]
 //                                [...layout flags] [--gap 300ms]
 //       For each join: a NEW node's claims and record (one transaction, like the real agent's
@@ -415,6 +418,38 @@ int Propagate() {
   return 0;
 }
 
+// What one Overlay::Sync reads from the kernel before it writes anything, whatever changed:
+// the whole peer map, the whole tunnel map (GET_NEXT_KEY + LOOKUP per entry) and a dump of the
+// main routing table. Timed here on the daemon's own pinned maps, in its netns.
+int SyncCost() {
+  const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
+  auto tun = OpenTunnels(bpffs, absl::Now() + absl::Seconds(5));
+  auto peers = sarena::datapath::PeerMap(OrDie(
+      sarena::bpf::Map<sarena::datapath::PeerKey, sarena::datapath::Peer>::FromPin(
+          absl::StrCat(bpffs, "/sarena_peers"))));
+  auto sock = OrDie(sarena::nl::Socket::Open());
+  std::vector<double> t_peers, t_tun, t_routes;
+  size_t n_peers = 0, n_tun = 0, n_routes = 0;
+  for (int r = 0; r < absl::GetFlag(FLAGS_changes); ++r) {
+    int64_t a = NowNs();
+    n_peers = OrDie(peers.Entries()).size();
+    int64_t b = NowNs();
+    n_tun = OrDie(tun.Entries()).size();
+    int64_t c = NowNs();
+    n_routes = OrDie(sock.ListRoutes()).size();
+    int64_t d = NowNs();
+    t_peers.push_back((b - a) / 1e6);
+    t_tun.push_back((c - b) / 1e6);
+    t_routes.push_back((d - c) / 1e6);
+  }
+  std::printf(
+      "{\"peer_map_entries\":%zu,\"peer_map_read\":%s,\"tunnel_map_entries\":%zu,"
+      "\"tunnel_map_read\":%s,\"routes\":%zu,\"route_dump\":%s}\n",
+      n_peers, Summary(t_peers).c_str(), n_tun, Summary(t_tun).c_str(), n_routes,
+      Summary(t_routes).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -424,6 +459,8 @@ int main(int argc, char** argv) {
   if (cmd == "converge") return Converge();
   if (cmd == "change") return Change();
   if (cmd == "propagate") return Propagate();
-  std::fprintf(stderr, "usage: cluster_scale_tool populate|converge|change|propagate [flags]\n");
+  if (cmd == "sync-cost") return SyncCost();
+  std::fprintf(stderr,
+               "usage: cluster_scale_tool populate|converge|change|propagate|sync-cost [flags]\n");
   return 2;
 }
