@@ -8,11 +8,11 @@
  *   IPv4 whose source is not this pod's IP     -> drop (SPOOFED_SOURCE), counted
  *   IPv4 to a local pod, not a host-flow reply -> local_delivery (redirect_peer when enabled)
  *   IPv4 to a remote pod: overlay config set,  -> sent to the peer node (lib/overlay.h): VXLAN
- *     the tunnel map has the destination,         via sarena_vxlan (tunnel mode) or bpf_fib_lookup
- *     not a host-flow reply                        + redirect on the uplink (native mode); TTL - 1,
- *                                                  tx counted on the peer's node counter, no host
- *                                                  flow recorded. Mode off in the config, or a FIB
- *                                                  result the stack handles better -> TC_ACT_OK
+ *     the tunnel map has the destination (a      via sarena_vxlan (tunnel mode) or bpf_fib_lookup
+ *     pod CIDR, or a tunnel peer's node address   + redirect on the uplink (native mode); TTL - 1,
+ *     with SARENA_TUN_F_NODE), not a host-flow    tx counted on the peer's node counter, no host
+ *     reply                                       flow recorded. Mode off in the config, or a FIB
+ *                                                 result the stack handles better -> TC_ACT_OK
  *   IPv4 to anything else                      -> TC_ACT_OK: the host stack routes it (Service
  *                                                 DNAT, masquerade, off-node), the pod's flow is
  *                                                 recorded as a host flow first. The packet

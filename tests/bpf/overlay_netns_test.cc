@@ -387,6 +387,27 @@ TEST_F(OverlayNetnsTest, NativeBulkTcpTakesTheBpfPath) {
   ExpectNoDrops(b_);
 }
 
+TEST_F(OverlayNetnsTest, PodToATunnelPeersNodeAddressCrossesTheTunnel) {
+  Build(Mode::kTunnel);
+  ASSERT_FALSE(HasFatalFailure());
+  // As sarenad's Overlay writes it for tunnel peers: the peer's underlay /32 with
+  // SARENA_TUN_F_NODE (no kernel route). Pod A -> B's underlay address is tunnelled; B's
+  // reply (host stack, source = its underlay, routed via sarena_vxlan) is accepted by A's
+  // from_overlay as the peer's own address.
+  for (auto [self, peer] : {std::pair{&a_, &b_}, std::pair{&b_, &a_}}) {
+    datapath::Tunnel t = MakeTunnel(Ip(peer->underlay), peer->id, SARENA_MODE_TUNNEL);
+    t.flags = SARENA_TUN_F_NODE;
+    ASSERT_TRUE(self->maps().tunnels.Put(Cidr(peer->underlay + "/32"), t).ok());
+  }
+  UnderlayCapture capture(*b_.ns, b_.uplink_ifindex);
+  ASSERT_TRUE(Ping(*a_.pod, b_.underlay, 2));
+  EXPECT_EQ(a_.Counters(b_.id).tx_packets, 2u);
+  EXPECT_EQ(a_.Counters(b_.id).rx_packets, 2u) << "the replies came back through the tunnel";
+  EXPECT_EQ(capture.Drain().size(), 2u);
+  ExpectNoDrops(a_);
+  ExpectNoDrops(b_);
+}
+
 TEST_F(OverlayNetnsTest, VxlanFromANonMemberIsDroppedUnknownPeer) {
   Build(Mode::kTunnel);
   ASSERT_FALSE(HasFatalFailure());
