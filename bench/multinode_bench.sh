@@ -28,11 +28,12 @@
 # Reported: median (min-max) over REPEATS, ratios of medians tunnel/kernel-vxlan, native/routed,
 # and x/veth; load average (uptime) at every sample and the date.
 #
-# Route propagation (PROP_NODES > 0): PROP_NODES sarena nodes (tunnel mode, split over the two
-# subnets) on one more etcd; the last PROP_JOINS of them are started one by one while a probe
-# (python, bpf(2) syscalls on the pinned maps) times each join: etcd commit of the joiner's node
-# record (seen on a /v3/watch stream) -> its pod CIDR in the tunnel map of every running peer.
-# Reported: p50/p99/max over all (joiner, peer) pairs, and sarenad RSS per node (VmRSS).
+# Route propagation (PROP_NODES > 0): PROP_NODES real sarena nodes (tunnel mode, split over the
+# two subnets) on one more etcd; then a probe (python: etcd's JSON gateway over the unix socket,
+# bpf(2) syscalls on the pinned maps) commits PROP_JOINS node records one by one (copies of a real
+# record with a new name, node id, underlay address and pod CIDR) and times each: just before the
+# put -> its pod CIDR in the tunnel map of every running node (an upper bound of commit -> entry).
+# Reported: p50/p99/max over all (record, node) pairs, and sarenad RSS per node (VmRSS).
 #
 # Usage (root):  bash bench/multinode_bench.sh
 # Knobs (env):   DURATION=5 REPEATS=5 QUICK=1 (DURATION=1 REPEATS=1)
@@ -74,7 +75,8 @@ for t in $TESTS; do case $t in rr1 | rr1k | crr | tput1 | sat) ;; *) die "unknow
 [ -x "$RR_TOOL" ] || die "$RR_TOOL missing: ninja -C $SARENA_BUILD_DIR rr_tool"
 for c in iperf3 jq etcd curl python3 bpftool socat iptables-restore nsenter; do command -v $c >/dev/null || die "'$c' not found"; done
 
-have_cluster_flags() { "$SARENA_BUILD_DIR/tools/sarenad" --helpfull 2>&1 | grep -q -- 'etcd.endpoints'; }
+# (the help text in a variable first: grep -q closing the pipe early would fail it under pipefail)
+have_cluster_flags() { local h; h=$("$SARENA_BUILD_DIR/tools/sarenad" --helpfull 2>&1); grep -q -- 'etcd.endpoints' <<<"$h"; }
 if [ "$SARENA" = auto ]; then
   if [ -x "$SARENA_BUILD_DIR/tools/sarenad" ] && have_cluster_flags; then SARENA=1; else SARENA=0; fi
 fi
@@ -325,16 +327,19 @@ write_probe() {
 #!/usr/bin/env python3
 """Route propagation probe for bench/multinode_bench.sh (issue 8, "Route propagation").
 
-Measures, for every node record etcd commits under /sarena/v1/nodes/ while this runs, the time
-from the commit (as seen by an etcd watch: the watch event is read from a `curl -N` stream of
-etcd's JSON gateway /v3/watch, a fraction of a millisecond after the commit) until the node's pod
-CIDR is in the tunnel map (sarena_tun, pinned by each peer's sarenad) of every peer.
+Commits node records into etcd itself and times, for each, the interval from just before the
+commit request (a /v3/kv/put on etcd's JSON gateway over its unix socket) until the record's pod
+CIDR is in the tunnel map (sarena_tun, pinned by each running sarenad) of every peer: an upper
+bound of "etcd commit -> entry in every peer's tunnel map" (it includes the put's round trip).
 
-  mn_propagation.py --etcd-sock PATH --peers FILE --out CSV [--timeout S] [--count N]
+  mn_propagation.py --etcd-sock PATH --peers FILE --template NODE --out CSV --count N
+                    --underlay-prefix 192.168.X. --cidr-prefix 10.Y. [--timeout S]
 
-FILE: one line per peer, "NODE BPFFS_DIR" (the peers whose tunnel maps are watched); re-read on
-every event, so peers added later are included. CSV rows: joiner,peer,latency_ms (empty latency:
-not seen within --timeout). Exits after --count joins (default: runs until killed).
+Each record is a copy of NODE's real record (same JSON field naming) with name synth<k>, node id
+9000 + k, underlay address <underlay-prefix>(150 + k) (assigned to nothing: nothing is sent to
+it) and pod CIDR <cidr-prefix>(200 + k).0/24 (outside the CIDRs the real nodes claimed).
+FILE: "NODE BPFFS_DIR" per peer. CSV rows: record,peer,latency_ms (empty: not seen within
+--timeout). The synthetic records are deleted at the end.
 
 The maps are read with the bpf(2) syscall (BPF_OBJ_GET on the pin, BPF_MAP_LOOKUP_ELEM with the
 LPM key of bpf/include/sarena/abi.h: prefixlen u32 = 32 + CIDR length, family u8 = 1 (IPv4),
@@ -342,12 +347,14 @@ pad[3], addr[16] network order), so one poll of 64 maps costs microseconds, not 
 """
 import argparse
 import base64
+import copy
 import ctypes
+import http.client
 import ipaddress
 import json
 import os
+import socket
 import struct
-import subprocess
 import sys
 import time
 
@@ -365,16 +372,14 @@ def bpf(cmd, attr):
 
 def obj_get(path):
     p = ctypes.create_string_buffer(path.encode())
-    attr = struct.pack("=QII", ctypes.addressof(p), 0, 0)
-    fd, err = bpf(BPF_OBJ_GET, attr)
+    fd, _ = bpf(BPF_OBJ_GET, struct.pack("=QII", ctypes.addressof(p), 0, 0))
     return fd if fd >= 0 else None
 
 
 def lookup(fd, key, vsize=28):
     k = ctypes.create_string_buffer(key, len(key))
     v = ctypes.create_string_buffer(vsize)
-    attr = struct.pack("=IIQQQ", fd, 0, ctypes.addressof(k), ctypes.addressof(v), 0)
-    r, _ = bpf(BPF_MAP_LOOKUP_ELEM, attr)
+    r, _ = bpf(BPF_MAP_LOOKUP_ELEM, struct.pack("=IIQQQ", fd, 0, ctypes.addressof(k), ctypes.addressof(v), 0))
     return v.raw if r == 0 else None
 
 
@@ -383,91 +388,92 @@ def tun_key(cidr):
     return struct.pack("=IB3x16s", 32 + net.prefixlen, 1, net.network_address.packed.ljust(16, b"\0"))
 
 
-def cidr_of(record):
-    for f in ("pod_cidrs", "podCidrs"):
-        for c in record.get(f) or []:
-            if isinstance(c, dict) and c.get("cidr"):
-                return c["cidr"]
-            if isinstance(c, str):
-                return c
-    return None
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=5)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+def api(conn, path, body):
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status != 200:
+        raise RuntimeError(f"{path}: HTTP {r.status}: {data[:200]!r}")
+    return json.loads(data)
+
+
+def b64(s):
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--etcd-sock", required=True)
     ap.add_argument("--peers", required=True)
+    ap.add_argument("--template", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--count", type=int, default=16)
+    ap.add_argument("--underlay-prefix", required=True)
+    ap.add_argument("--cidr-prefix", required=True)
     ap.add_argument("--timeout", type=float, default=5.0)
-    ap.add_argument("--count", type=int, default=0)
     a = ap.parse_args()
-    prefix = b"/sarena/v1/nodes/"
-    end = prefix[:-1] + bytes([prefix[-1] + 1])
-    req = json.dumps({"create_request": {"key": base64.b64encode(prefix).decode(),
-                                         "range_end": base64.b64encode(end).decode()}})
-    watch = subprocess.Popen(["curl", "-sN", "--unix-socket", a.etcd_sock, "http://localhost/v3/watch",
-                              "-d", req], stdout=subprocess.PIPE, bufsize=0)
+    conn = UnixHTTP(a.etcd_sock)
+    r = api(conn, "/v3/kv/range", {"key": b64("/sarena/v1/nodes/" + a.template)})
+    tmpl = json.loads(base64.b64decode(r["kvs"][0]["value"]))
+    peers = {}
+    for line in open(a.peers):
+        f = line.split()
+        if len(f) == 2:
+            peers[f[0]] = obj_get(os.path.join(f[1], "sarena_tun"))
+    missing = [p for p, fd in peers.items() if fd is None]
+    if missing:
+        print(f"mn_propagation: no tunnel map pinned for {missing}", file=sys.stderr)
     out = open(a.out, "a")
-    fds = {}
-    seen = 0
-    buf = b""
-    while True:
-        chunk = watch.stdout.readline()
-        if not chunk:
-            print("mn_propagation: watch stream ended", file=sys.stderr)
-            return 1
+    for k in range(1, a.count + 1):
+        rec = copy.deepcopy(tmpl)
+        name = f"synth{k}"
+        cidr = f"{a.cidr_prefix}{200 + k}.0/24"
+        rec["name"] = name
+        for f in ("node_id", "nodeId"):
+            if f in rec:
+                rec[f] = 9000 + k
+        for f in ("addresses",):
+            if rec.get(f):
+                rec[f][0]["address"] = f"{a.underlay_prefix}{150 + k}"
+        for f in ("pod_cidrs", "podCidrs"):
+            if rec.get(f):
+                rec[f] = [dict(rec[f][0], cidr=cidr)]
+        for f in ("boot_id", "bootId"):
+            if f in rec:
+                rec[f] = f"synthetic-{k}"
+        key = tun_key(cidr)
+        pending = {p: fd for p, fd in peers.items() if fd is not None}
         t0 = time.monotonic()
-        buf += chunk
-        try:
-            msg = json.loads(buf)
-        except ValueError:
-            continue
-        buf = b""
-        for ev in msg.get("result", {}).get("events", []) or []:
-            kv = ev.get("kv", {})
-            if ev.get("type") == "DELETE" or kv.get("create_revision") != kv.get("mod_revision"):
-                continue  # only first registrations (joins)
-            name = base64.b64decode(kv["key"])[len(prefix):].decode()
-            try:
-                cidr = cidr_of(json.loads(base64.b64decode(kv.get("value", ""))))
-            except ValueError:
-                cidr = None
-            if not cidr:
-                print(f"mn_propagation: {name}: no pod CIDR in its record", file=sys.stderr)
-                continue
-            key = tun_key(cidr)
-            peers = {}
-            for line in open(a.peers):
-                f = line.split()
-                if len(f) == 2 and f[0] != name:
-                    peers[f[0]] = f[1]
-            pending = {}
-            for p, d in peers.items():
-                if p not in fds:
-                    fd = obj_get(os.path.join(d, "sarena_tun"))
-                    if fd is None:
-                        continue
-                    fds[p] = fd
-                pending[p] = fds[p]
-            done = {}
-            while pending and time.monotonic() - t0 < a.timeout:
-                now = time.monotonic()
-                for p in list(pending):
-                    if lookup(pending[p], key) is not None:
-                        done[p] = (now - t0) * 1000.0
-                        del pending[p]
-                if pending:
-                    time.sleep(0.0005)
-            for p in sorted(peers):
-                out.write(f"{name},{p},{'%.2f' % done[p] if p in done else ''}\n")
-            out.flush()
-            lat = sorted(done.values())
-            print(f"mn_propagation: {name} {cidr}: {len(done)}/{len(peers)} peers, "
-                  f"max {lat[-1] if lat else float('nan'):.1f} ms", file=sys.stderr)
-            seen += 1
-            if a.count and seen >= a.count:
-                watch.kill()
-                return 0
+        api(conn, "/v3/kv/put", {"key": b64("/sarena/v1/nodes/" + name), "value": b64(json.dumps(rec))})
+        done = {}
+        while pending and time.monotonic() - t0 < a.timeout:
+            now = time.monotonic()
+            for p in list(pending):
+                if lookup(pending[p], key) is not None:
+                    done[p] = (now - t0) * 1000.0
+                    del pending[p]
+            if pending:
+                time.sleep(0.0002)
+        for p in sorted(peers):
+            out.write(f"{name},{p},{'%.2f' % done[p] if p in done else ''}\n")
+        out.flush()
+        lat = sorted(done.values())
+        print(f"mn_propagation: {name} {cidr}: {len(done)}/{len(peers)} peers, "
+              f"max {lat[-1] if lat else float('nan'):.2f} ms", file=sys.stderr)
+        time.sleep(0.3)
+    for k in range(1, a.count + 1):
+        api(conn, "/v3/kv/deleterange", {"key": b64(f"/sarena/v1/nodes/synth{k}")})
+    return 0
 
 
 if __name__ == "__main__":
@@ -476,48 +482,42 @@ PYEOF
 }
 
 propagation() {
-  local n=$PROP_NODES joins=$PROP_JOINS base i name s peers=$MN_DIR/prop-peers.txt probe_pid
+  local n=$PROP_NODES i name s peers=$MN_DIR/prop-peers.txt
   [ "$n" -gt 1 ] || return 0
-  [ "$joins" -lt "$n" ] || joins=$((n - 1))
-  base=$((n - joins))
   write_probe
   mn_etcd_start etcd-prop || die "etcd for propagation did not start"
   : >"$peers"
-  log "propagation: starting $base base nodes"
+  log "propagation: starting $n sarena nodes (tunnel mode)"
   for i in $(seq "$n"); do
     name=p$i; s=a; [ $((i % 2)) = 0 ] && s=b
     mn_node_add "$name" "$s" || die "node $name"
+    mn_node_start "$name" tunnel etcd-prop || die "sarenad on $name did not start"
+    echo "$name $(mn_bpffs "$name")" >>"$peers"
   done
-  for i in $(seq "$base"); do
-    mn_node_start "p$i" tunnel etcd-prop || die "sarenad on p$i did not start"
-    echo "p$i $(mn_bpffs "p$i")" >>"$peers"
+  for i in $(seq "$n"); do mn_node_cidr "p$i" 30 >/dev/null || die "p$i did not register"; done
+  # Converged: the last node's CIDR in the first node's map, and the first's in the last's.
+  for i in $(seq 100); do
+    mn_tun_has p1 "$(mn_cidr "p$n")" && mn_tun_has "p$n" "$(mn_cidr p1)" && break
+    sleep 0.2
   done
-  for i in $(seq "$base"); do mn_node_cidr "p$i" 20 >/dev/null || die "p$i did not register"; done
   sleep 2
-  python3 "$MN_DIR/mn_propagation.py" --etcd-sock "$(mn_etcd_sock etcd-prop)" --peers "$peers" \
-    --out "$OUT/propagation.csv" --count "$joins" --timeout 10 2>>"$OUT/logs/propagation.log" &
-  probe_pid=$!
-  sleep 1
-  for i in $(seq $((base + 1)) "$n"); do
-    mn_node_start "p$i" tunnel etcd-prop || die "sarenad on p$i did not start"
-    mn_node_cidr "p$i" 20 >/dev/null || die "p$i did not register"
-    echo "p$i $(mn_bpffs "p$i")" >>"$peers"
-    sleep 1.5
-  done
-  for i in $(seq 30); do kill -0 "$probe_pid" 2>/dev/null || break; sleep 0.5; done
-  kill "$probe_pid" 2>/dev/null; wait "$probe_pid" 2>/dev/null
-  sleep 3
+  log "propagation: $n nodes up; committing $PROP_JOINS node records"
+  python3 "$MN_DIR/mn_propagation.py" --etcd-sock "$(mn_etcd_sock etcd-prop)" --peers "$peers" --template p1 \
+    --out "$OUT/propagation.csv" --count "$PROP_JOINS" --timeout 5 \
+    --underlay-prefix "$(mn_subnet_net a)." --cidr-prefix "10.$MN_CX." 2>>"$OUT/logs/propagation.log" ||
+    log "propagation probe failed: $(tail -3 "$OUT/logs/propagation.log")"
   : >"$OUT/rss.txt"
   for i in $(seq "$n"); do
     echo "p$i $(awk '/^VmRSS/{print $2}' "/proc/$(mn_node_pid "p$i")/status" 2>/dev/null)" >>"$OUT/rss.txt"
   done
   {
     echo
-    echo "Route propagation: $n nodes (tunnel mode, two underlay subnets), $joins joins timed against every running peer ($(wc -l <"$OUT/propagation.csv") (joiner, peer) pairs):"
-    awk -F, '$3 == "" {miss++} $3 != "" {print $3} END {if (miss) print "missing " miss > "/dev/stderr"}' "$OUT/propagation.csv" | sort -g |
-      awk '{v[NR] = $1} END { if (NR == 0) { print "no samples"; exit }
-        printf "etcd commit -> entry in the peer tunnel map: p50 %.1f ms, p99 %.1f ms, max %.1f ms (n = %d)\n", v[int(NR * 0.5 + 0.5) > 0 ? int(NR * 0.5 + 0.5) : 1], v[int(NR * 0.99 + 0.5) > 0 ? int(NR * 0.99 + 0.5) : 1], v[NR], NR }'
-    echo "not seen within 10 s: $(awk -F, '$3 == ""' "$OUT/propagation.csv" | wc -l) pairs"
+    echo "Route propagation: $n sarena nodes (tunnel mode, two underlay subnets, one etcd); $PROP_JOINS node records committed one by one, each timed against every running node ($(wc -l <"$OUT/propagation.csv") (record, node) pairs): from just before the put request to the CIDR in the node's tunnel map"
+    awk -F, '$3 != "" {print $3}' "$OUT/propagation.csv" | sort -g |
+      awk 'function pct(q,   i) { i = int(NR * q + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; return v[i] }
+        {v[NR] = $1} END { if (NR == 0) { print "no samples"; exit }
+        printf "etcd put -> entry in the peer tunnel map: p50 %.1f ms, p99 %.1f ms, max %.1f ms (n = %d)\n", pct(0.5), pct(0.99), v[NR], NR }'
+    echo "not seen within 5 s: $(awk -F, '$3 == ""' "$OUT/propagation.csv" | wc -l) pairs"
     awk '$2 != "" {print $2}' "$OUT/rss.txt" | sort -g | awk '{v[NR] = $1} END { if (NR) printf "sarenad RSS per node: median %.1f MB, max %.1f MB (%d daemons)\n", v[int((NR + 1) / 2)] / 1024, v[NR] / 1024, NR }'
   } | tee -a "$OUT/table.md"
 }
