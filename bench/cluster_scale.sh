@@ -21,11 +21,13 @@
 #   PROP_NODES sarenads (tunnel mode) on one more etcd; then PROP_JOINS new node records
 #   (claims + record in one txn) are written one at a time, each timed from just before the txn
 #   (and from its answer, the etcd commit) to its pod CIDR in the tunnel map of every running
-#   node (cluster_scale_tool propagate); sarenad VmRSS per node afterwards.
+#   node (cluster_scale_tool propagate); then REAL_JOINS real sarenads join one at a time, each
+#   new record timed from its arrival on a watch to its pod CIDR in the tunnel map of every one
+#   of the PROP_NODES nodes (cluster_scale_tool watch-joins); sarenad VmRSS per node afterwards.
 #
 # Usage (root):  bash bench/cluster_scale.sh
 # Knobs (env):   PHASES="scale prop"  SCALE_NODES=5000  CHANGES=50  PROP_NODES=64  PROP_JOINS=30
-#                STRACE=0  OUT=DIR  SARENA_BUILD_DIR=build
+#                REAL_JOINS=8  STRACE=0  OUT=DIR  SARENA_BUILD_DIR=build
 # Output (OUT, default /tmp/sarena-cluster-scale-<date>): scale-*.json, change.txt, prop.txt,
 # rss-prop.txt, meta.txt, summary.txt, sarenad logs.
 # Safety: everything lives in namespaces named <run id>-* and is removed on exit/error/interrupt
@@ -42,6 +44,7 @@ SCALE_NODES=${SCALE_NODES:-5000}
 CHANGES=${CHANGES:-50}
 PROP_NODES=${PROP_NODES:-64}
 PROP_JOINS=${PROP_JOINS:-30}
+REAL_JOINS=${REAL_JOINS:-8}
 STRACE=${STRACE:-0}
 OUT=${OUT:-/tmp/sarena-cluster-scale-$(date -u +%Y%m%dT%H%M%SZ)}
 [ "$(id -u)" -eq 0 ] || { echo "cluster_scale: run as root"; exit 1; }
@@ -72,7 +75,7 @@ trap 'rc=$?; save_logs; (exit $rc); mn_cleanup' EXIT
   echo "host: $(uname -srm), $(nproc) CPUs, $(free -m | awk '/^Mem/ {print $2 " MB RAM"}')"
   echo "etcd: $(etcd --version | head -1)"
   echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); sarenad built $(date -u -r "$SARENA_BUILD_DIR/tools/sarenad" +%H:%M:%SZ)"
-  echo "command: PHASES=\"$PHASES\" SCALE_NODES=$SCALE_NODES CHANGES=$CHANGES PROP_NODES=$PROP_NODES PROP_JOINS=$PROP_JOINS bash bench/cluster_scale.sh"
+  echo "command: PHASES=\"$PHASES\" SCALE_NODES=$SCALE_NODES CHANGES=$CHANGES PROP_NODES=$PROP_NODES PROP_JOINS=$PROP_JOINS REAL_JOINS=$REAL_JOINS bash bench/cluster_scale.sh"
   echo "uptime at start: $(uptime)"
 } | tee "$OUT/meta.txt"
 
@@ -187,6 +190,23 @@ if [[ " $PHASES " == *" prop "* ]]; then
   sleep 2
   "$TOOL" propagate --etcd "$EP" --bpffs "$(IFS=,; echo "${dirs[*]}")" --joins "$PROP_JOINS" \
     --first 1001 --underlay_base 172.16.0.0 >"$OUT/prop.txt" || { tail "$OUT/prop.txt"; exit 1; }
+  # Real joins: REAL_JOINS more sarenads start one at a time (1 s apart) while
+  # cluster_scale_tool watch-joins times each new record (as the watch delivers it) to its pod
+  # CIDR in the tunnel map of each of the PROP_NODES nodes.
+  if [ "$REAL_JOINS" -gt 0 ]; then
+    "$TOOL" watch-joins --etcd "$EP" --bpffs "$(IFS=,; echo "${dirs[*]}")" --joins "$REAL_JOINS" \
+      --timeout 180s >"$OUT/real-joins.txt" 2>"$OUT/real-joins.err" &
+    wj=$!
+    for i in $(seq 100); do grep -q ready "$OUT/real-joins.txt" 2>/dev/null && break; sleep 0.05; done
+    for k in $(seq "$REAL_JOINS"); do
+      n=$(printf 'j%02d' "$k")
+      s=a; [ $((k % 2)) -eq 0 ] && s=b
+      mn_node_add "$n" "$s" || exit 1
+      mn_node_start "$n" tunnel prop --node-mask-len 24 || exit 1
+      sleep 1
+    done
+    wait "$wj" || { cat "$OUT/real-joins.err"; tail "$OUT/real-joins.txt"; exit 1; }
+  fi
   : >"$OUT/rss-prop.txt"
   for k in $(seq "$PROP_NODES"); do
     n=$(printf 'p%02d' "$k"); p=$(mn_node_pid "$n")
@@ -194,6 +214,7 @@ if [[ " $PHASES " == *" prop "* ]]; then
   done
   {
     echo "prop: $PROP_NODES real nodes, $PROP_JOINS joins: $(tail -1 "$OUT/prop.txt")"
+    [ "$REAL_JOINS" -gt 0 ] && echo "prop: $REAL_JOINS real sarenads joining: $(tail -1 "$OUT/real-joins.txt")"
     awk '{r += $2; h += $3; if ($2 > mr) mr = $2; if ($3 > mh) mh = $3} END {
       printf "  sarenad VmRSS per node: mean %.0f kB, max %d kB; VmHWM mean %.0f kB, max %d kB\n", r / NR, mr, h / NR, mh}' "$OUT/rss-prop.txt"
     echo "  uptime: $(uptime)"

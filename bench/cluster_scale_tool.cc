@@ -24,6 +24,11 @@
 //       address (put of its record, same lease); timed from just before the put to the moment
 //       the pinned tunnel map shows the new underlay for its pod CIDR (lookup every 50 µs).
 //       Prints per-change lines and a JSON summary (p50/p99/max, also put->applied).
+//   cluster_scale_tool watch-joins --etcd EP --bpffs DIR1,DIR2,... --joins K
+//       Real joins: prints "ready" once its watch on /sarena/v1/nodes/ is open; the script then
+//       starts K new sarenads. Each new node record is timestamped when the watch delivers it
+//       (after the commit, as the peers' own watches see it) and timed to its pod CIDR in every
+//       listed peer's tunnel map. Prints per-join lines and a JSON summary.
 //   cluster_scale_tool sync-cost --bpffs DIR [--changes 20]
 //       Run inside the node's netns: times what every Overlay::Sync reads before writing
 //       (the whole peer map, the whole tunnel map, a main-table route dump), --changes times.
@@ -38,12 +43,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -53,6 +60,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "libsarena/bpf/map.h"
@@ -450,6 +458,98 @@ int SyncCost() {
   return 0;
 }
 
+// Real joins: a watch on /sarena/v1/nodes/ (own thread) timestamps each NEW node record
+// (create_revision == mod_revision) as it arrives — that is after its commit, as every peer's
+// own watch sees it; the main thread then polls every listed peer's tunnel map for the joiner's
+// pod CIDR. The script starts the joining sarenads while this runs.
+int WatchJoins() {
+  const int joins = absl::GetFlag(FLAGS_joins);
+  auto client = OrDie(sarena::cluster::EtcdClient::Create(absl::GetFlag(FLAGS_etcd)));
+  std::vector<sarena::datapath::TunnelMap> peers;
+  std::vector<std::string> dirs = absl::StrSplit(absl::GetFlag(FLAGS_bpffs), ',',
+                                                 absl::SkipEmpty());
+  for (const std::string& d : dirs) peers.push_back(OpenTunnels(d, absl::Now() + absl::Seconds(5)));
+  const std::string prefix(sarena::cluster::kNodesPrefix);
+  auto watch = OrDie(client->OpenWatch(prefix, sarena::cluster::PrefixRangeEnd(prefix), 0));
+  std::printf("ready\n");
+  std::fflush(stdout);
+  struct Joined {
+    std::string name;
+    Ipv4Prefix cidr;
+    int64_t seen_ns;
+  };
+  absl::Mutex mu;
+  std::vector<Joined> queue;
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      auto b = watch->Next(absl::Milliseconds(100));
+      const int64_t now = NowNs();
+      if (!b.ok()) {
+        if (absl::IsDeadlineExceeded(b.status())) continue;
+        Die(b.status());
+      }
+      for (const auto& ev : b->events) {
+        if (ev.type() != etcd::Event::PUT || ev.kv().create_revision() != ev.kv().mod_revision()) {
+          continue;
+        }
+        auto node = sarena::cluster::ParseNodeRecord(ev.kv().key(), ev.kv().value());
+        if (!node.ok() || node->pod_cidrs.empty()) continue;
+        absl::MutexLock l(&mu);
+        queue.push_back({node->name, node->pod_cidrs[0], now});
+      }
+    }
+  });
+  std::vector<double> pair_ms, all_ms;
+  const absl::Time deadline = absl::Now() + absl::GetFlag(FLAGS_timeout);
+  for (int j = 0; j < joins; ++j) {
+    Joined jn;
+    for (;;) {
+      {
+        absl::MutexLock l(&mu);
+        if (static_cast<int>(queue.size()) > j) {
+          jn = queue[j];
+          break;
+        }
+      }
+      if (absl::Now() > deadline) Die(absl::DeadlineExceededError("too few real joins seen"));
+      absl::SleepFor(absl::Microseconds(200));
+    }
+    std::vector<int64_t> seen(peers.size(), 0);
+    size_t left = peers.size();
+    while (left > 0) {
+      for (size_t p = 0; p < peers.size(); ++p) {
+        if (seen[p] == 0 && peers[p].Get(jn.cidr).ok()) {
+          seen[p] = NowNs();
+          --left;
+        }
+      }
+      if (left == 0) break;
+      if (absl::Now() > deadline) {
+        Die(absl::DeadlineExceededError(
+            absl::StrCat("join ", jn.name, ": ", left, " peers never showed it")));
+      }
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, nullptr);
+    }
+    int64_t last = 0;
+    for (int64_t t : seen) {
+      pair_ms.push_back(std::max<int64_t>(0, t - jn.seen_ns) / 1e6);
+      last = std::max(last, t);
+    }
+    all_ms.push_back(std::max<int64_t>(0, last - jn.seen_ns) / 1e6);
+    std::printf("real join %d %s %s all_peers_ms %.3f\n", j, jn.name.c_str(),
+                jn.cidr.to_string().c_str(), all_ms.back());
+    std::fflush(stdout);
+  }
+  stop = true;
+  watcher.join();
+  std::printf("{\"peers\":%zu,\"real_joins\":%d,\"pair_from_watch_event\":%s,"
+              "\"every_peer_from_watch_event\":%s}\n",
+              peers.size(), joins, Summary(pair_ms).c_str(), Summary(all_ms).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -460,7 +560,9 @@ int main(int argc, char** argv) {
   if (cmd == "change") return Change();
   if (cmd == "propagate") return Propagate();
   if (cmd == "sync-cost") return SyncCost();
+  if (cmd == "watch-joins") return WatchJoins();
   std::fprintf(stderr,
-               "usage: cluster_scale_tool populate|converge|change|propagate|sync-cost [flags]\n");
+               "usage: cluster_scale_tool populate|converge|change|propagate|sync-cost|watch-joins "
+               "[flags]\n");
   return 2;
 }
