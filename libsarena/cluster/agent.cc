@@ -372,6 +372,7 @@ void Agent::Run() {
     status_.last_error = absl::StrCat(what, ": ", st.message());
   };
   // Upserts one node from its record; returns false when the record is corrupt (skipped).
+  bool quiet = false;  // during a full list: one summary line instead of one per peer
   auto upsert = [&](const etcd::KeyValue& kv) {
     auto node = ParseNodeRecord(kv.key(), kv.value());
     if (!node.ok()) {
@@ -384,8 +385,10 @@ void Agent::Run() {
     absl::Time now = absl::Now();
     if (it == table.peers.end()) {
       node->last_update = now;
-      SARENA_LOG(Info, "cluster: peer '", node->name, "' added (", node->underlay.to_string(),
-                 ", node id ", node->node_id, ")");
+      if (!quiet) {
+        SARENA_LOG(Info, "cluster: peer '", node->name, "' added (", node->underlay.to_string(),
+                   ", node id ", node->node_id, ")");
+      }
       table.peers.emplace(node->name, std::move(*node));
       dirty = true;
     } else if (!it->second.SameContent(*node) || it->second.lost) {
@@ -437,7 +440,20 @@ void Agent::Run() {
           absl::MutexLock l(&mu_);
           status_.registered = false;
         }
-        st = RegisterOnce(client).status();
+        std::optional<Registration> before;
+        {
+          absl::MutexLock l(&mu_);
+          before = status_.registration;
+        }
+        auto again = RegisterOnce(client);
+        st = again.status();
+        if (again.ok() && before &&
+            (again->pod_cidr != before->pod_cidr || again->node_id != before->node_id)) {
+          SARENA_LOG(Error, "cluster: re-registration changed node '", opts_.node_name,
+                     "' from pod CIDR ", before->pod_cidr.to_string(), " / node id ",
+                     before->node_id, " to ", again->pod_cidr.to_string(), " / node id ",
+                     again->node_id, " (its claims were released meanwhile)");
+        }
       }
       if (st.ok()) {
         contact();
@@ -455,10 +471,12 @@ void Agent::Run() {
       } else {
         contact();
         std::set<std::string> present;
+        quiet = true;
         for (const auto& kv : list->kvs()) {
           present.insert(name_of(kv.key()));  // a corrupt record still means "present"
           upsert(kv);
         }
+        quiet = false;
         std::vector<std::string> gone;
         for (const auto& [name, peer] : table.peers) {
           if (!present.count(name)) gone.push_back(name);
@@ -471,7 +489,7 @@ void Agent::Run() {
         dirty = true;
         watch.reset();
         SARENA_LOG(Info, "cluster: listed ", list->kvs_size(), " node records at revision ",
-                   revision);
+                   revision, " (", table.peers.size(), " peers)");
       }
     }
     // 3. Watch from R+1.

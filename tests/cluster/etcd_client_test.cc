@@ -1,12 +1,18 @@
 // sarena::cluster::EtcdClient against a real etcd 3.4 (tests/cluster/etcd_fixture.h).
 #include "libsarena/cluster/etcd_client.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <thread>
+
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/etcd_fixture.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::cluster {
 namespace {
@@ -203,6 +209,53 @@ TEST_F(EtcdClientTest, EtcdRestartIsUnavailableThenTheSameClientReconnects) {
   ASSERT_TRUE(again.ok()) << again.status();
   ASSERT_EQ(again->kvs_size(), 1);  // same data dir: the data survived
   EXPECT_EQ(again->kvs(0).value(), "before");
+}
+
+// http://host:port endpoints: etcd also listens on 127.0.0.1:2379 inside a private network
+// namespace; the client runs in a thread that joined that namespace (setns is per thread).
+TEST(EtcdClientTcpTest, HttpEndpointsWorkForUnaryCallsAndWatches) {
+  ASSERT_TRUE(sarena::testing::IsRoot()) << "needs root for a network namespace (CI is root)";
+  sarena::testing::ScopedNetns ns("etcdtcp");
+  sarena::testing::RunOk(ns.Exec("ip link set lo up"));
+  EtcdProcess etcd(ns.path(), "http://127.0.0.1:2379");
+  ASSERT_TRUE(etcd.Start());
+  std::vector<std::string> failures;
+  std::thread t([&] {
+    int fd = open(ns.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+      failures.push_back("setns failed");
+      return;
+    }
+    close(fd);
+    for (const char* ep : {"http://127.0.0.1:2379", "http://localhost:2379/"}) {
+      auto c = EtcdClient::Create(ep);
+      if (!c.ok()) {
+        failures.push_back(std::string(c.status().message()));
+        continue;
+      }
+      auto put = (*c)->Put("/tcp/k", ep);
+      if (!put.ok()) failures.push_back(absl::StrCat(ep, " put: ", put.status().message()));
+      auto r = (*c)->Range("/tcp/k");
+      if (!r.ok() || r->kvs_size() != 1 || r->kvs(0).value() != ep) {
+        failures.push_back(absl::StrCat(ep, " range: ", r.status().message()));
+      }
+      auto w = (*c)->OpenWatch("/tcp/", PrefixRangeEnd("/tcp/"), put.ok() ? put->header().revision() : 0);
+      if (!w.ok()) {
+        failures.push_back(absl::StrCat(ep, " watch: ", w.status().message()));
+        continue;
+      }
+      auto b = (*w)->Next(absl::Seconds(5));
+      if (!b.ok() || b->events.size() != 1) {
+        failures.push_back(absl::StrCat(ep, " watch next: ", b.status().message()));
+      }
+    }
+    auto closed = EtcdClient::Create("http://127.0.0.1:2380");  // nothing listens there
+    if ((*closed)->Range("/k").status().code() != absl::StatusCode::kUnavailable) {
+      failures.push_back("a closed port is not kUnavailable");
+    }
+  });
+  t.join();
+  EXPECT_TRUE(failures.empty()) << absl::StrJoin(failures, "\n");
 }
 
 TEST(EtcdClientDeadlineTest, AServerThatNeverAnswersIsDeadlineExceeded) {

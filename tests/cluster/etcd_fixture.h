@@ -5,6 +5,7 @@
 #define SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -24,7 +25,11 @@ namespace sarena::testing {
 
 class EtcdProcess {
  public:
-  EtcdProcess() {
+  /// `netns_path` (e.g. "/var/run/netns/x"): run etcd in that network namespace (its unix socket
+  /// is still reachable from anywhere). `extra_client_url` (e.g. "http://127.0.0.1:2379"): an
+  /// additional client listener, inside that namespace.
+  explicit EtcdProcess(std::string netns_path = "", std::string extra_client_url = "")
+      : netns_path_(std::move(netns_path)), extra_url_(std::move(extra_client_url)) {
     char tmpl[] = "/tmp/sarena-etcd-XXXXXX";
     char* d = mkdtemp(tmpl);
     if (d == nullptr) {
@@ -48,6 +53,10 @@ class EtcdProcess {
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (!netns_path_.empty()) {
+        int ns = open(netns_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(126);
+      }
       if (chdir(dir_.c_str()) != 0) _exit(127);
       int log = open((dir_ + "/etcd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (log >= 0) {
@@ -55,9 +64,11 @@ class EtcdProcess {
         dup2(log, 2);
       }
       std::string data = dir_ + "/data";
+      std::string urls = "unix://etcd.sock:2379";
+      if (!extra_url_.empty()) urls += "," + extra_url_;
       execlp("etcd", "etcd", "--name", "n1", "--data-dir", data.c_str(),
-             "--listen-client-urls", "unix://etcd.sock:2379", "--advertise-client-urls",
-             "unix://etcd.sock:2379", "--listen-peer-urls", "unix://peer.sock:2380",
+             "--listen-client-urls", urls.c_str(), "--advertise-client-urls",
+             urls.c_str(), "--listen-peer-urls", "unix://peer.sock:2380",
              "--initial-advertise-peer-urls", "unix://peer.sock:2380", "--initial-cluster",
              "n1=unix://peer.sock:2380", "--log-level", "warn", static_cast<char*>(nullptr));
       _exit(127);
@@ -94,6 +105,8 @@ class EtcdProcess {
   std::string endpoint() const { return "unix://" + socket_path(); }
 
  private:
+  std::string netns_path_;
+  std::string extra_url_;
   std::string dir_;
   pid_t pid_ = -1;
 };
