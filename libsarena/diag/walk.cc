@@ -1489,7 +1489,8 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
 
 void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
                       Flight f, Branch br) {
-  net::Ipv4 nexthop = route.gateway.value_or(f.pkt.dst);
+  // A forwarded tunnel packet is routed by its outer header.
+  net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {
