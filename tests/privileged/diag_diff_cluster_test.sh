@@ -12,7 +12,9 @@
 #   the entry's underlay replaced by an address nobody has (stale); the sender's address deleted
 #   from the receiver's peer map; the receiver's VNI changed; the VXLAN port dropped by iptables on
 #   the receiver's INPUT or the sender's OUTPUT; the pod MTU raised to the uplink's (1500) with a
-#   1480-byte UDP probe (DF) in tunnel mode.
+#   1480-byte UDP probe (DF) in tunnel mode; the VXLAN port dropped on the router's FORWARD; a
+#   native peer routed onto sarena_vxlan; the receiver's entry for the sender's CIDR naming another
+#   node id; the sender's overlay config cleared.
 # Maps are edited with bpftool on the pins (sarenad does not rewrite an unchanged peer: no etcd
 # event, no map write), routes with ip, rules with iptables; every fault is reverted and the
 # healthy path probed again before the next scenario.
@@ -228,6 +230,17 @@ scenario "VXLAN port dropped on the router's FORWARD" p1 p3 tcp "tunnel_port_blo
 scenario "VXLAN port dropped on the router, same-subnet native unaffected" p1 p2 tcp "" n1 \
   "mn_nsx rt iptables -I FORWARD -p udp --dport $MN_TUNNEL_PORT -j DROP" \
   "mn_nsx rt iptables -D FORWARD -p udp --dport $MN_TUNNEL_PORT -j DROP"
+
+C1=$(mn_cidr n1); K1=$(tunkey "$C1"); V31=$(mapval "$TUN3" "$K1")
+OVL1=$(mn_bpffs n1)/sarena_ovl; OV1=$(mapval "$OVL1" "0 0 0 0")
+NIP1=$(mn_nsx n1 ip -o -4 addr show dev sarena_host | awk '{print $4}' | cut -d/ -f1)
+[ -n "$V31" ] && [ -n "$OV1" ] && [ -n "$NIP1" ] || die "cannot read n3's entry for $C1 / n1's overlay config / node IP"
+scenario "native peer routed onto sarena_vxlan" p1 p2 tcp "remote_cidr_misrouted" n1 \
+  "mn_nsx n1 ip route replace $C2 dev sarena_vxlan scope link src $NIP1" "mn_nsx n1 ip route replace $R2"
+scenario "receiver's entry gives the sender's CIDR another node id" p1 p3 tcp "overlay_source_mismatch" n3 \
+  "mapset $TUN3 '$K1' '$(splice 20 "$V31" 2 0 0 0)'" "mapset $TUN3 '$K1' '$V31'"
+scenario "sender's overlay config cleared (one-node mode)" p1 p3 tcp "tunnel_entry_missing" n1 \
+  "mapset $OVL1 '0 0 0 0' '$(splice 0 "$OV1" 0 0 0 0)'" "mapset $OVL1 '0 0 0 0' '$OV1'"
 
 echo "agreed $AGREED/$N"
 [ "$SKIPPED" -gt 0 ] && echo "($SKIPPED scenarios skipped by DIFF_ONLY)"
