@@ -53,8 +53,8 @@ mkdir -p "$OUT"
 # A private copy of the binaries (sarenad embeds its BPF objects): a rebuild in the shared build
 # dir during the run (the linker rewriting tools/sarenad) must not fail a node's start.
 mkdir -p "$OUT/build/tools" "$OUT/build/bench"
-flock /tmp/sarena-build.lock cp "$SARENA_BUILD_DIR/tools/sarenad" "$SARENA_BUILD_DIR/tools/sarena" "$OUT/build/tools/" || exit 1
-cp "$TOOL" "$OUT/build/bench/" || exit 1
+flock /tmp/sarena-build.lock cp -p "$SARENA_BUILD_DIR/tools/sarenad" "$SARENA_BUILD_DIR/tools/sarena" "$OUT/build/tools/" || exit 1
+cp -p "$TOOL" "$OUT/build/bench/" || exit 1
 export SARENA_BUILD_DIR=$OUT/build
 TOOL=$SARENA_BUILD_DIR/bench/cluster_scale_tool
 
