@@ -629,6 +629,9 @@ absl::StatusOr<DeleteNodeResult> DeleteNode(const std::string& endpoints, const 
   auto client = EtcdClient::Create(endpoints);
   if (!client.ok()) return client.status();
   DeleteNodeResult res;
+  auto rec = (*client)->Range(NodeKey(name), {}, 0, 0, timeout);
+  if (!rec.ok()) return rec.status();
+  const int64_t lease = rec->kvs_size() > 0 ? rec->kvs(0).lease() : 0;
   auto del = (*client)->DeleteRange(NodeKey(name), {}, timeout);
   if (!del.ok()) return del.status();
   res.record_deleted = del->deleted() > 0;
@@ -649,6 +652,13 @@ absl::StatusOr<DeleteNodeResult> DeleteNode(const std::string& endpoints, const 
         if (id.ok()) res.released_node_ids.push_back(*id);
       }
     }
+  }
+  // Last, the record's lease: a node still running notices at its next keepalive and registers
+  // from scratch (new claims) instead of keeping a lease whose record and claims are gone.
+  if (lease != 0) {
+    absl::Status st = (*client)->LeaseRevoke(lease, timeout);
+    if (!st.ok() && st.code() != absl::StatusCode::kNotFound) return st;
+    res.lease_revoked = st.ok();
   }
   if (!res.record_deleted && res.released_pod_cidrs.empty() && res.released_node_ids.empty()) {
     return absl::NotFoundError(absl::StrCat("node '", name, "' has no record and no claim in etcd"));

@@ -148,13 +148,16 @@ absl::StatusOr<std::vector<NodeListing>> ListNodes(const std::string& endpoints,
 /// What DeleteNode removed.
 struct DeleteNodeResult {
   bool record_deleted = false;
+  bool lease_revoked = false;  // the record's lease existed and was revoked
   std::vector<std::string> released_pod_cidrs;
   std::vector<uint32_t> released_node_ids;
 };
 
-/// Deletes /sarena/v1/nodes/<name> and releases its pod CIDR and node id claims (each claim
-/// deleted only if unchanged since read: a concurrent re-claim is not lost). kNotFound when the
-/// node has neither a record nor a claim; kInvalidArgument for a bad name.
+/// Deletes /sarena/v1/nodes/<name>, releases its pod CIDR and node id claims (each claim deleted
+/// only if unchanged since read: a concurrent re-claim is not lost), then revokes the record's
+/// lease, so an agent still running on that node re-registers from scratch at its next keepalive
+/// rather than keeping a half-deleted identity. kNotFound when the node has neither a record nor
+/// a claim; kInvalidArgument for a bad name.
 absl::StatusOr<DeleteNodeResult> DeleteNode(const std::string& endpoints, const std::string& name,
                                             absl::Duration timeout = absl::Seconds(5));
 

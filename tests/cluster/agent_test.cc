@@ -475,9 +475,12 @@ TEST_F(AgentTest, ListNodesShowsLivenessAndDeleteNodeReleasesClaims) {
   EXPECT_EQ(na.claimed_pod_cidrs, std::vector<std::string>{"10.244.0.0/24"});
   EXPECT_EQ(na.claimed_node_ids, std::vector<uint32_t>{reg->node_id});
   EXPECT_FALSE((*list)[1].live);  // no lease
+  const int64_t lease_a = a->status().lease_id;
   auto del = DeleteNode(etcd_.endpoint(), "node-a");
   ASSERT_TRUE(del.ok()) << del.status();
   EXPECT_TRUE(del->record_deleted);
+  EXPECT_TRUE(del->lease_revoked);
+  EXPECT_EQ(client_->LeaseTimeToLive(lease_a).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(del->released_pod_cidrs, std::vector<std::string>{"10.244.0.0/24"});
   EXPECT_EQ(del->released_node_ids, std::vector<uint32_t>{reg->node_id});
   EXPECT_EQ(client_->RangePrefix(kPodCidrsPrefix)->kvs_size(), 0);

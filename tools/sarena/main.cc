@@ -237,8 +237,9 @@ int NodeDelete(const std::string& name) {
   if (!res.ok()) return Fail(res.status());
   std::string ids;
   for (uint32_t id : res->released_node_ids) absl::StrAppend(&ids, ids.empty() ? "" : ",", id);
-  std::printf("deleted node %s: record %s, released pod CIDRs [%s], node ids [%s]\n", name.c_str(),
-              res->record_deleted ? "deleted" : "absent",
+  std::printf("deleted node %s: record %s%s, released pod CIDRs [%s], node ids [%s]\n",
+              name.c_str(), res->record_deleted ? "deleted" : "absent",
+              res->lease_revoked ? " (lease revoked)" : "",
               absl::StrJoin(res->released_pod_cidrs, ",").c_str(), ids.c_str());
   return 0;
 }
