@@ -495,5 +495,28 @@ TEST_F(AgentTest, ListNodesShowsLivenessAndDeleteNodeReleasesClaims) {
   EXPECT_EQ(reg_b->pod_cidr.to_string(), "10.244.0.0/24");
 }
 
+TEST_F(AgentTest, ARunningNodeDeletedByTheOperatorRegistersAgainFromScratch) {
+  Applied applied;
+  auto a = Make(Options("node-a", "192.0.2.1"), &applied);
+  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  a->Start();
+  ASSERT_TRUE(applied.WaitFor([](const PeerTable&) { return true; }));
+  int64_t lease = a->status().lease_id;
+  auto del = DeleteNode(etcd_.endpoint(), "node-a");
+  ASSERT_TRUE(del.ok()) << del.status();
+  EXPECT_TRUE(del->lease_revoked);
+  absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < deadline && (client_->Range(NodeKey("node-a"))->kvs_size() == 0 ||
+                                    client_->RangePrefix(kPodCidrsPrefix)->kvs_size() == 0)) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  auto rec = client_->Range(NodeKey("node-a"));
+  ASSERT_EQ(rec->kvs_size(), 1) << log_.All();
+  EXPECT_NE(rec->kvs(0).lease(), lease);
+  EXPECT_EQ(client_->RangePrefix(kPodCidrsPrefix)->kvs_size(), 1);
+  EXPECT_EQ(client_->RangePrefix(kNodeIdsPrefix)->kvs_size(), 1);
+  EXPECT_TRUE(a->status().registered);
+}
+
 }  // namespace
 }  // namespace sarena::cluster
