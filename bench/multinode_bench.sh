@@ -40,6 +40,7 @@
 #                DATAPATHS="tunnel native kernel-vxlan routed veth"   TESTS="rr1 rr1k crr tput1 sat"
 #                SERVICES=5000   PROP_NODES=64   PROP_JOINS=16   OUT=DIR   SARENA_BUILD_DIR=build
 #                SARENA=auto|0|1 (auto: the sarena datapaths run when sarenad knows --etcd-endpoints)
+#                REPORT_ONLY=DIR (no root: recompute DIR/table.md from DIR/raw.csv of an earlier run)
 # Output (OUT): raw.csv, summary.csv, table.md, propagation.csv, rss.txt, meta.txt, logs/.
 # Safety: everything lives in namespaces named <run id>-*, removed on exit/error/interrupt by
 # mn_cleanup; no namespace has a default route; etcd listens on unix sockets only.
@@ -67,7 +68,18 @@ OUT=${OUT:-/tmp/sarena-multinode-bench-$(date +%Y%m%d-%H%M%S)}
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { echo "multinode_bench: $*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "must run as root"
+# REPORT_ONLY=DIR: recompute table.md from DIR/raw.csv (+ propagation.csv, rss.txt) of an earlier
+# run; nothing is created.
+if [ -n "${REPORT_ONLY:-}" ]; then
+  OUT=$REPORT_ONLY; RAW=$OUT/raw.csv
+  [ -s "$RAW" ] || die "REPORT_ONLY=$OUT: no raw.csv"
+  firsts() { awk -F, -v c="$1" 'NR > 1 && !seen[$c]++ {printf "%s ", $c}' "$RAW"; }
+  DATAPATHS=$(firsts 4); TESTS=$(firsts 3); DATAPATHS=${DATAPATHS% }; TESTS=${TESTS% }
+  REPEATS=$(awk -F, 'NR > 1 && $2 > m {m = $2} END {print m}' "$RAW")
+  DURATION=$(sed -n 's/^command: DURATION=\([0-9]*\).*/\1/p' "$OUT/meta.txt" 2>/dev/null)
+  REPORT_ONLY_RUN=1
+fi
+[ -n "${REPORT_ONLY_RUN:-}" ] || [ "$(id -u)" = 0 ] || die "must run as root"
 for dp in $DATAPATHS; do
   case $dp in tunnel | native | kernel-vxlan | routed | veth) ;; *) die "unknown datapath '$dp'" ;; esac
 done
@@ -77,6 +89,7 @@ for c in iperf3 jq etcd curl python3 bpftool socat iptables-restore nsenter; do 
 
 # (the help text in a variable first: grep -q closing the pipe early would fail it under pipefail)
 have_cluster_flags() { local h; h=$("$SARENA_BUILD_DIR/tools/sarenad" --helpfull 2>&1); grep -q -- 'etcd.endpoints' <<<"$h"; }
+[ -n "${REPORT_ONLY_RUN:-}" ] && SARENA=1
 if [ "$SARENA" = auto ]; then
   if [ -x "$SARENA_BUILD_DIR/tools/sarenad" ] && have_cluster_flags; then SARENA=1; else SARENA=0; fi
 fi
@@ -88,16 +101,18 @@ if [ "$SARENA" = 0 ]; then
   PROP_NODES=0
 fi
 
-. "$ROOT/tests/lib/multinode.sh"
-MN_QUIET=1
-mn_init mnb
-mkdir -p "$OUT/logs" || die "cannot create OUT=$OUT"
-RAW=$OUT/raw.csv
-echo "run_id,repeat,test,datapath,unit,value,p50_us,p99_us,cpu_s,bytes,cpu_s_per_gb,proc_cpu_s_per_gb,load1" >"$RAW"
+if [ -z "${REPORT_ONLY_RUN:-}" ]; then
+  . "$ROOT/tests/lib/multinode.sh"
+  MN_QUIET=1
+  mn_init mnb
+  mkdir -p "$OUT/logs" || die "cannot create OUT=$OUT"
+  RAW=$OUT/raw.csv
+  echo "run_id,repeat,test,datapath,unit,value,p50_us,p99_us,cpu_s,bytes,cpu_s_per_gb,proc_cpu_s_per_gb,load1" >"$RAW"
+fi
 
 # Runs "$@" in the background and waits (so INT/TERM reach the trap); stdout/stderr to files.
-RUN_OUT=$MN_DIR/run.out
-RUN_ERR=$MN_DIR/run.err
+RUN_OUT=${MN_DIR:-}/run.out
+RUN_ERR=${MN_DIR:-}/run.err
 CHILD=
 run() {
   "$@" >"$RUN_OUT" 2>"$RUN_ERR" &
@@ -287,10 +302,22 @@ fmt() { awk -v v="$1" 'BEGIN{ if (v == "nan" || v == "") print "-"; else if (v >
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "nan" || a == "" || b == "nan" || b == "" || b + 0 <= 0) print "-"; else printf "%.2f", a / b }'; }
 inv_ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "nan" || a == "" || b == "nan" || b == "" || a + 0 <= 0) print "-"; else printf "%.2f", b / a }'; }
 
+# paired TEST DP REF: per-repeat ratios DP/REF of the value (the samples of one repeat were taken
+# seconds apart, so the drift of a shared machine cancels out of them).
+paired() {
+  awk -F, -v t="$1" -v d="$2" -v r="$3" 'NR > 1 && $3 == t { if ($4 == d) a[$2] = $6; if ($4 == r) b[$2] = $6 }
+    END { for (k in a) if ((k in b) && b[k] > 0) print a[k] / b[k] }' "$RAW"
+}
+paired_fmt() { # "<br>paired median (min–max)" or nothing
+  local n m mn mx
+  read -r n m mn mx < <(paired "$@" | stats)
+  [ "$n" -gt 0 ] && printf '<br>paired %s (%s–%s)' "$(fmt "$m")" "$(fmt "$mn")" "$(fmt "$mx")"
+}
+
 markdown() {
   local t dp line n m mn mx p50 p99 cpg pcpg unit
   {
-    echo "Medians (min–max) over $REPEATS repeats of ${DURATION} s; RR/CRR in transactions or connections/s (p50/p99 µs), iperf3 in Gbit/s (CPU-s/GB from /proc/stat; iperf3's getrusage in brackets)"
+    echo "Medians (min–max) over $REPEATS repeats of ${DURATION} s; RR/CRR in transactions or connections/s (p50/p99 µs), iperf3 in Gbit/s (CPU-s/GB from /proc/stat; iperf3's getrusage in brackets). Ratios: of the medians, then the median (min–max) of the per-repeat paired ratios."
     echo
     line="| test |"; for dp in $DATAPATHS; do line="$line $dp |"; done
     line="$line tunnel / kernel-vxlan | native / routed | tunnel / veth | native / veth |"; echo "$line"
@@ -310,7 +337,7 @@ markdown() {
           line="$line<br>$(fmt "$p50")/$(fmt "$p99") µs |"
         fi
       done
-      line="$line $(ratio "$(med "$t" tunnel 6)" "$(med "$t" kernel-vxlan 6)") | $(ratio "$(med "$t" native 6)" "$(med "$t" routed 6)") |"
+      line="$line $(ratio "$(med "$t" tunnel 6)" "$(med "$t" kernel-vxlan 6)")$(paired_fmt "$t" tunnel kernel-vxlan) | $(ratio "$(med "$t" native 6)" "$(med "$t" routed 6)")$(paired_fmt "$t" native routed) |"
       line="$line $(ratio "$(med "$t" tunnel 6)" "$(med "$t" veth 6)") | $(ratio "$(med "$t" native 6)" "$(med "$t" veth 6)") |"
       echo "$line"
     done
@@ -510,9 +537,16 @@ propagation() {
   for i in $(seq "$n"); do
     echo "p$i $(awk '/^VmRSS/{print $2}' "/proc/$(mn_node_pid "p$i")/status" 2>/dev/null)" >>"$OUT/rss.txt"
   done
+  propagation_summary "$n"
+}
+
+# propagation_summary N: the propagation and RSS lines, appended to table.md.
+propagation_summary() {
+  local n=$1
+  [ -s "$OUT/propagation.csv" ] || return 0
   {
     echo
-    echo "Route propagation: $n sarena nodes (tunnel mode, two underlay subnets, one etcd); $PROP_JOINS node records committed one by one, each timed against every running node ($(wc -l <"$OUT/propagation.csv") (record, node) pairs): from just before the put request to the CIDR in the node's tunnel map"
+    echo "Route propagation: $n sarena nodes (tunnel mode, two underlay subnets, one etcd); $(cut -d, -f1 "$OUT/propagation.csv" | sort -u | wc -l) node records committed one by one, each timed against every running node ($(wc -l <"$OUT/propagation.csv") (record, node) pairs): from just before the put request to the CIDR in the node's tunnel map"
     awk -F, '$3 != "" {print $3}' "$OUT/propagation.csv" | sort -g |
       awk 'function pct(q,   i) { i = int(NR * q + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; return v[i] }
         {v[NR] = $1} END { if (NR == 0) { print "no samples"; exit }
@@ -523,6 +557,12 @@ propagation() {
 }
 
 # --- main -----------------------------------------------------------------------------------------
+if [ -n "${REPORT_ONLY_RUN:-}" ]; then
+  markdown
+  propagation_summary "$(wc -l <"$OUT/rss.txt" 2>/dev/null || echo 0)" >/dev/null
+  cat "$OUT/table.md"
+  exit 0
+fi
 {
   echo "command: DURATION=$DURATION REPEATS=$REPEATS DATAPATHS=\"$DATAPATHS\" TESTS=\"$TESTS\" SERVICES=$SERVICES PROP_NODES=$PROP_NODES PROP_JOINS=$PROP_JOINS bash bench/multinode_bench.sh"
   echo "date: $(date -Is)"
