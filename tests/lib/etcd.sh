@@ -40,17 +40,18 @@ etcd_start() {
   return 1
 }
 
+# (Every command here tolerates failure: these run from EXIT traps of `set -e` scripts.)
 etcd_stop() {
   if [ -n "$ETCD_PID" ]; then
-    kill -KILL "$ETCD_PID" 2>/dev/null
-    wait "$ETCD_PID" 2>/dev/null
+    kill -KILL "$ETCD_PID" 2>/dev/null || true
+    wait "$ETCD_PID" 2>/dev/null || true
     ETCD_PID=
   fi
 }
 
 etcd_cleanup() {
   etcd_stop
-  [ -n "$ETCD_DIR" ] && [ -d "$ETCD_DIR" ] && rm -rf "$ETCD_DIR"
+  if [ -n "$ETCD_DIR" ] && [ -d "$ETCD_DIR" ]; then rm -rf "$ETCD_DIR"; fi
   ETCD_DIR=
 }
 
