@@ -67,32 +67,51 @@ absl::StatusCode CodeOf(int grpc_code) {
   return static_cast<absl::StatusCode>(grpc_code);  // absl codes are gRPC's codes
 }
 
-/// Takes the first complete top-level JSON object out of `buf` (string- and escape-aware).
-std::optional<std::string> TakeJsonObject(std::string& buf) {
-  size_t start = buf.find('{');
-  if (start == std::string::npos) {
-    buf.clear();
-    return std::nullopt;
-  }
+/// Incremental state of TakeJsonObject over a growing buffer, so a message arriving in many
+/// reads is scanned once, not once per read.
+struct JsonScan {
+  size_t pos = 0;  // next byte to scan
   int depth = 0;
   bool in_str = false, esc = false;
-  for (size_t i = start; i < buf.size(); ++i) {
+};
+
+/// Takes the first complete top-level JSON object out of `buf` (string- and escape-aware);
+/// `scan` carries the progress over calls while `buf` only grows at its end.
+std::optional<std::string> TakeJsonObject(std::string& buf, JsonScan& scan) {
+  if (scan.depth == 0 && !scan.in_str) {
+    size_t start = buf.find('{', scan.pos);
+    if (start == std::string::npos) {
+      buf.clear();
+      scan = JsonScan{};
+      return std::nullopt;
+    }
+    buf.erase(0, start);
+    scan = JsonScan{};
+  }
+  for (size_t i = scan.pos; i < buf.size(); ++i) {
     char c = buf[i];
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
+    if (scan.in_str) {
+      if (scan.esc) scan.esc = false;
+      else if (c == '\\') scan.esc = true;
+      else if (c == '"') scan.in_str = false;
       continue;
     }
-    if (c == '"') in_str = true;
-    else if (c == '{') ++depth;
-    else if (c == '}' && --depth == 0) {
-      std::string obj = buf.substr(start, i + 1 - start);
+    if (c == '"') scan.in_str = true;
+    else if (c == '{') ++scan.depth;
+    else if (c == '}' && --scan.depth == 0) {
+      std::string obj = buf.substr(0, i + 1);
       buf.erase(0, i + 1);
+      scan = JsonScan{};
       return obj;
     }
   }
+  scan.pos = buf.size();
   return std::nullopt;
+}
+
+std::optional<std::string> TakeJsonObject(std::string& buf) {
+  JsonScan scan;
+  return TakeJsonObject(buf, scan);
 }
 
 /// Runs `ioc` until `*done` or `timeout`. On timeout closes `sock` (aborting the operations) and
@@ -507,6 +526,7 @@ struct Watch::Stream {
   http::request<http::string_body> req;
   char chunk[65536];
   std::string pending;       // body bytes not yet consumed as JSON objects
+  JsonScan scan;             // TakeJsonObject's progress through `pending`
   bool reading = false;      // an async read is outstanding
   bool header_done = false;
   absl::Status dead;         // set once the stream is unusable
@@ -548,7 +568,7 @@ struct Watch::Stream {
   /// Next message (created / canceled / events), waiting until `deadline`.
   absl::StatusOr<etcd::WatchResponse> NextMessage(absl::Time deadline, absl::Duration timeout) {
     while (true) {
-      if (auto obj = TakeJsonObject(pending)) {
+      if (auto obj = TakeJsonObject(pending, scan)) {
         etcd::WatchStreamMessage msg;
         if (auto st = FromJson(*obj, &msg, "/v3/watch"); !st.ok()) {
           dead = st;
@@ -657,6 +677,7 @@ absl::StatusOr<std::unique_ptr<Watch>> EtcdClient::OpenWatch(absl::string_view k
           *again.mutable_result() = *msg;
           again.mutable_result()->set_created(false);
           s->pending.insert(0, ToJson(again));
+          s->scan = JsonScan{};  // `pending` changed at its front
         }
         break;
       }

@@ -174,6 +174,37 @@ TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
   EXPECT_EQ(rev, got[2].kv().mod_revision());
 }
 
+TEST_F(EtcdClientTest, OneWatchMessageLargerThanManyReadsIsReassembled) {
+  auto w = client_->OpenWatch("/big/", PrefixRangeEnd("/big/"), 0);
+  ASSERT_TRUE(w.ok()) << w.status();
+  // One transaction of 120 puts of 2 KiB: one revision, so one watch message of ~330 KB of JSON,
+  // several times the client's 64 KiB read buffer.
+  etcd::TxnRequest txn;
+  for (int i = 0; i < 120; ++i) {
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(absl::StrCat("/big/", i));
+    put->set_value(std::string(2048, static_cast<char>('a' + i % 26)));
+  }
+  auto t = client_->Txn(txn);
+  ASSERT_TRUE(t.ok()) << t.status();
+  size_t events = 0;
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (events < 120 && absl::Now() < deadline) {
+    auto b = (*w)->Next(absl::Seconds(1));
+    if (b.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->revision, t->header().revision());
+    for (const auto& ev : b->events) {
+      EXPECT_EQ(ev.kv().value().size(), 2048u);
+      ++events;
+    }
+  }
+  EXPECT_EQ(events, 120u);
+  auto list = client_->RangePrefix("/big/");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->kvs_size(), 120);
+}
+
 TEST_F(EtcdClientTest, CompactedRevisionIsOutOfRangeWithTheCompactRevision) {
   auto p1 = client_->Put("/c/k", "1");
   ASSERT_TRUE(p1.ok());
