@@ -185,7 +185,7 @@ if [[ " $PHASES " == *" prop "* ]]; then
     [ $ok = 1 ] && break
     sleep 0.5
   done
-  [ $ok = 1 ] || { echo "prop: the mesh did not form"; exit 1; }
+  [ "$ok" = 1 ] || { echo "prop: the mesh did not form"; exit 1; }
   echo "uptime before joins: $(uptime)" | tee -a "$OUT/summary.txt"
   sleep 2
   "$TOOL" propagate --etcd "$EP" --bpffs "$(IFS=,; echo "${dirs[*]}")" --joins "$PROP_JOINS" \
