@@ -19,6 +19,8 @@
 #define LIBSARENA_DATAPATH_OVERLAY_H_
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,12 +28,21 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "libsarena/datapath/datapath.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/net/ip.h"
 #include "libsarena/netlink/socket.h"
 
 namespace sarena::datapath {
+
+/// Orders prefixes by (network, length); boost::asio::ip::network_v4 has no ordering.
+struct Ipv4PrefixLess {
+  bool operator()(const net::Ipv4Prefix& a, const net::Ipv4Prefix& b) const {
+    return std::make_pair(a.network().to_uint(), a.prefix_length()) <
+           std::make_pair(b.network().to_uint(), b.prefix_length());
+  }
+};
 
 /// Name of the collect-metadata VXLAN device.
 inline constexpr absl::string_view kVxlanDevice = "sarena_vxlan";
@@ -73,6 +84,9 @@ struct OverlayOptions {
   net::Ipv4Prefix cluster_cidr; // --cluster-cidr
   net::Ipv4 node_ip;            // this node's gateway address (src of the peer routes)
   uint32_t node_id = 0;         // from the registry, < SARENA_MAX_PEERS
+  /// How often Sync re-reads the maps and routes from the kernel instead of trusting what it
+  /// applied last (repairs entries someone else changed or removed).
+  absl::Duration resync_interval = absl::Seconds(60);
 };
 
 /// One peer as the sync needs it (built from the cluster's desired peer table).
@@ -90,6 +104,9 @@ struct SyncStats {
   int routes_written = 0, routes_removed = 0;
   /// Peers or entries that could not be applied (each also logged); the rest was applied.
   std::vector<std::string> problems;
+  /// This Sync read the kernel's maps and routes back (first Sync, after a failed write, or
+  /// resync_interval passed) instead of diffing against what the previous Sync applied.
+  bool full_read = false;
 };
 
 /// The mode used toward `peer` given the node's mode and uplink subnet (hybrid: native when
@@ -111,7 +128,10 @@ class Overlay {
                                                         Datapath& dp);
 
   /// Makes the tunnel map, the peer map and the kSarena routes equal to `peers` (this node
-  /// excluded by the caller): writes only what differs, removes what no peer claims. Safe to
+  /// excluded by the caller): writes only what differs, removes what no peer claims. The
+  /// difference is taken against what the previous Sync applied (O(changes) syscalls); the
+  /// kernel state is read back on the first Sync, after a failed write and every
+  /// OverlayOptions::resync_interval. Safe to
   /// call from another thread than the endpoint life cycle's (own netlink socket and map fds).
   /// A peer that cannot be applied (a pod CIDR outside the cluster CIDR, a node id out of range,
   /// a refused write) is skipped and named in SyncStats::problems; the others are applied, so
@@ -142,7 +162,16 @@ class Overlay {
         vxlan_ifindex_(vxlan_ifindex),
         maps_(std::move(maps)) {}
 
+  struct Applied {
+    bool valid = false;
+    absl::Time read_at;
+    std::map<net::Ipv4, uint32_t> peers;
+    std::map<net::Ipv4Prefix, Tunnel, Ipv4PrefixLess> tunnels;
+    std::map<net::Ipv4Prefix, nl::Route, Ipv4PrefixLess> routes;
+  };
+
   OverlayOptions options_;
+  Applied applied_;
   nl::Socket sock_;
   Uplink uplink_;
   int vxlan_ifindex_ = 0;

@@ -48,7 +48,7 @@ class OverlayTest : public ::testing::Test {
     node_.reset();
   }
 
-  absl::Status Bring(RoutingMode mode) {
+  absl::Status Bring(RoutingMode mode, absl::Duration resync = absl::Seconds(60)) {
     absl::StatusOr<std::unique_ptr<Node>> n =
         Node::Create({.node_ip = Ip("10.99.1.1"),
                       .pod_cidr = Cidr("10.99.1.0/24"),
@@ -63,7 +63,8 @@ class OverlayTest : public ::testing::Test {
                         .tunnel_port = 8472,
                         .cluster_cidr = Cidr("10.99.0.0/16"),
                         .node_ip = Ip("10.99.1.1"),
-                        .node_id = 3},
+                        .node_id = 3,
+                        .resync_interval = resync},
                        node_dp_->datapath());
     if (!o.ok()) return o.status();
     overlay_ = *std::move(o);
@@ -208,6 +209,37 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   EXPECT_FALSE(maps.peers.Lookup(MakePeerKey(Ip("192.168.77.3"))).ok());
   // The unreachable cluster route is never withdrawn by a sync.
   EXPECT_THAT(Routes(), HasSubstr("unreachable 10.99.0.0/16"));
+}
+
+TEST_F(OverlayTest, SyncDiffsAgainstWhatItAppliedAndRereadsTheKernelOnResync) {
+  const std::vector<PeerRoute> peers = {
+      {.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"), .pod_cidrs = {Cidr("10.99.2.0/24")}}};
+  for (absl::Duration resync : {absl::Seconds(60), absl::ZeroDuration()}) {
+    SCOPED_TRACE(absl::FormatDuration(resync));
+    overlay_.reset();
+    node_dp_.reset();
+    RunOk(node_->Exec("ip link del sarena_host; ip link del sarena_vxlan; true"));
+    ASSERT_TRUE(Bring(RoutingMode::kTunnel, resync).ok());
+    absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->full_read);  // the first Sync adopts whatever the pins hold
+    // Someone deletes the route and the tunnel entry behind sarenad's back.
+    RunOk(node_->Exec("ip route del 10.99.2.0/24"));
+    ASSERT_TRUE(node_dp_->datapath().maps().tunnels.Remove(Cidr("10.99.2.0/24")).ok());
+    s = overlay_->Sync(peers);
+    ASSERT_TRUE(s.ok()) << s.status();
+    if (resync == absl::ZeroDuration()) {
+      // A resync reads the kernel back and repairs both.
+      EXPECT_TRUE(s->full_read);
+      EXPECT_EQ(s->routes_written, 1);
+      EXPECT_EQ(s->tunnels_written, 1);
+      EXPECT_THAT(Routes(), HasSubstr("10.99.2.0/24 dev sarena_vxlan"));
+    } else {
+      // Between resyncs an unchanged peer list costs nothing: no read, no write.
+      EXPECT_FALSE(s->full_read);
+      EXPECT_EQ(s->routes_written + s->tunnels_written + s->peers_written, 0);
+    }
+  }
 }
 
 TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel) {
