@@ -461,6 +461,9 @@ void Agent::Run() {
       } else {
         etcd_failed("lease keepalive", st);
         next_keepalive = next_etcd_try;
+        // Over TCP a partitioned watch connection may never see a FIN: do not trust it while
+        // etcd does not answer; it reopens from the last revision once etcd does.
+        if (Retryable(st)) watch.reset();
       }
     }
     // 2. Full list at revision R (first time, after compaction).
