@@ -1436,7 +1436,20 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
   // POSTROUTING: SNAT / MASQUERADE (and the reply's un-DNAT).
   Packet before = f.pkt;
   bool snat_done = false;
-  if (!w.in_pod()) {
+  if (!w.in_pod() && f.outer) {
+    // A forwarded tunnel packet (a router between nodes): netfilter sees its outer header.
+    NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif->name,
+                        route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
+    if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
+    if (nf.dropped || !error_.ok()) return;
+    const NfOutcome& o = nf.accepted.front();
+    if (o.packet.src != f.outer->src) {
+      Suspect(v, Level::kInfo, "snat",
+              absl::StrCat("SNAT of the ", f.encap_kind, " outer header: ", f.outer->src.to_string(),
+                           " becomes ", o.packet.src.to_string(), " (the receiver sees that source)"));
+    }
+    *f.outer = o.packet;
+  } else if (!w.in_pod()) {
     NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name,
                         route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
     if (nf.dropped || !error_.ok()) return;

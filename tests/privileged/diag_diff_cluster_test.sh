@@ -12,7 +12,7 @@
 #   the entry's underlay replaced by an address nobody has (stale); the sender's address deleted
 #   from the receiver's peer map; the receiver's VNI changed; the VXLAN port dropped by iptables on
 #   the receiver's INPUT or the sender's OUTPUT; the pod MTU raised to the uplink's (1500) with a
-#   1480-byte UDP probe (DF) in tunnel mode; the VXLAN port dropped on the router's FORWARD; a
+#   1480-byte UDP probe (DF) in tunnel mode; the VXLAN port dropped on the router's FORWARD or (mangle) POSTROUTING; a
 #   native peer routed onto sarena_vxlan; the receiver's entry for the sender's CIDR naming another
 #   node id; the sender's overlay config cleared.
 # Maps are edited with bpftool on the pins (sarenad does not rewrite an unchanged peer: no etcd
@@ -241,6 +241,9 @@ scenario "receiver's entry gives the sender's CIDR another node id" p1 p3 tcp "o
   "mapset $TUN3 '$K1' '$(splice 20 "$V31" 2 0 0 0)'" "mapset $TUN3 '$K1' '$V31'"
 scenario "sender's overlay config cleared (one-node mode)" p1 p3 tcp "tunnel_entry_missing" n1 \
   "mapset $OVL1 '0 0 0 0' '$(splice 0 "$OV1" 0 0 0 0)'" "mapset $OVL1 '0 0 0 0' '$OV1'"
+scenario "VXLAN port dropped on the router's POSTROUTING (mangle)" p1 p3 tcp "tunnel_port_blocked netfilter_drop" rt \
+  "mn_nsx rt iptables -t mangle -I POSTROUTING -p udp --dport $MN_TUNNEL_PORT -j DROP" \
+  "mn_nsx rt iptables -t mangle -D POSTROUTING -p udp --dport $MN_TUNNEL_PORT -j DROP"
 
 echo "agreed $AGREED/$N"
 [ "$SKIPPED" -gt 0 ] && echo "($SKIPPED scenarios skipped by DIFF_ONLY)"
