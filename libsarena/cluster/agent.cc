@@ -509,8 +509,11 @@ void Agent::Run() {
         etcd_failed("opening the node watch", w.status());
       }
     }
-    // 4. Events.
-    absl::Duration wait = absl::Milliseconds(100);
+    // 4. Events. Do not sit out the wait with a table to apply (the first list, a change whose
+    // apply is due): that cost every join ~100 ms (docs/benchmarks.md, Cluster scale).
+    absl::Duration wait = (dirty && listed_once && absl::Now() >= next_apply)
+                              ? absl::ZeroDuration()
+                              : absl::Milliseconds(100);
     if (watch) {
       auto batch = watch->Next(wait);
       if (batch.ok()) {

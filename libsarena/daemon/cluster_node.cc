@@ -233,7 +233,18 @@ void ClusterNode::FillStatus(rpc::v1::StatusResponse* out) const {
     if (p.lost) ps->set_lost_since_unix(absl::ToUnixSeconds(p.lost_since));
   }
   std::string reason;
-  if (!as.registered) {
+  std::optional<cluster::Registration> mine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mine = registration_;
+  }
+  if (mine && as.registration && as.registration->pod_cidr != mine->pod_cidr) {
+    // The agent re-registered after its lease and claims were lost (e.g. `sarena node delete`
+    // of a running node) and got another pod CIDR: this node's pods and routes use the old one.
+    reason = absl::StrCat("the pod CIDR claimed in etcd changed from ", mine->pod_cidr.to_string(),
+                          " to ", as.registration->pod_cidr.to_string(),
+                          " after a re-registration; restart sarenad on this node");
+  } else if (!as.registered) {
     reason = absl::StrCat("not registered with etcd at ", options_.etcd_endpoints,
                           as.last_error.empty() ? "" : ": ", as.last_error);
   } else if (!c->synced()) {
