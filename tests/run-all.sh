@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and runs every test tier (unit, bpf, privileged, e2e) on a Debian 12 machine as root:
-# installs packages, builds, runs ctest; then the ASan+UBSan build-asan tree (unit, bpf, fuzz). A skipped test is a failure (CI is root: nothing may skip).
+# Sets up and runs every test tier (unit, bpf, cluster, privileged, e2e, reliability) on a Debian 12 machine as root:
+# installs packages, builds, runs ctest; then the ASan+UBSan build-asan tree (unit, bpf, cluster, fuzz). A skipped test is a failure (CI is root: nothing may skip).
 # Usage: bash tests/run-all.sh [ctest args...]   e.g. bash tests/run-all.sh -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +21,14 @@ if grep -q "The following tests did not run" "$log"; then
   exit 1
 fi
 ((rc == 0)) || exit "$rc"
-# Second run: the ASan+UBSan build (clang++) of the unit and bpf tiers and the libFuzzer
+# Second run: the ASan+UBSan build (clang++) of the unit, bpf and cluster tiers and the libFuzzer
 # targets (label fuzz, FUZZ_SECONDS each, default 60). See docs/testing.md.
 bash .ci/build-asan build-asan
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=1:print_stacktrace=1:strict_string_checks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 set +e
-ctest --test-dir build-asan --output-on-failure --timeout 900 -j "$(nproc)" -L 'unit|bpf|fuzz' 2>&1 | tee "$log"
+ctest --test-dir build-asan --output-on-failure --timeout 900 -j "$(nproc)" -L 'unit|bpf|cluster|fuzz' 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 if grep -q "The following tests did not run" "$log"; then
