@@ -253,8 +253,8 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
     return out;
   }
   const Interface* oif = ns.FindInterface(r.oif);
-  // BPF_FIB_LKUP_RET_FWD_DISABLED (forwarding off on the uplink) and FRAG_NEEDED: TC_ACT_OK,
-  // the host stack routes the packet (and sends the ICMP a too-big one deserves).
+  // BPF_FIB_LKUP_RET_FWD_DISABLED (forwarding off on the uplink): TC_ACT_OK, the host stack
+  // routes the packet.
   if (up && ns.Has(model::NetstackSource::kSysctls) &&
       ns.sysctls().Forwarding(up->name).known && ns.sysctls().Forwarding(up->name).value == 0) {
     ctx.Suspect(hop, Level::kInfo, "bpf",
@@ -262,12 +262,19 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
                              ", bpf_fib_lookup answers FWD_DISABLED: passed to the host stack"));
     return out;
   }
+  // bpf_fib_lookup runs with tot_len 0 (bpf/lib/overlay.h): after a successful lookup (the
+  // next hop's neighbour is known) the kernel checks the skb against the egress MTU
+  // (is_skb_forwardable) and answers FRAG_NEEDED -> TC_ACT_OK, the host stack; without a
+  // neighbour (NO_NEIGH -> bpf_redirect_neigh) nothing checks it before the device.
   if (pod_mtu && oif && oif->mtu && pod_mtu > oif->mtu) {
-    ctx.Suspect(hop, Level::kInfo, "bpf",
-                absl::StrCat("from_container (native): full-size packets (", pod_mtu,
-                             " bytes) exceed ", oif->name, "'s MTU ", oif->mtu,
-                             ": bpf_fib_lookup answers FRAG_NEEDED, passed to the host stack"));
-    return out;
+    const model::Neighbor* n = ns.FindNeighbor(r.gateway.value_or(p.packet.dst), oif->name);
+    if (n && n->Usable()) {
+      ctx.Suspect(hop, Level::kInfo, "bpf",
+                  absl::StrCat("from_container (native): full-size packets (", pod_mtu,
+                               " bytes) exceed ", oif->name, "'s MTU ", oif->mtu,
+                               ": bpf_fib_lookup answers FRAG_NEEDED, passed to the host stack"));
+      return out;
+    }
   }
   if (r.oif == kVxlanDev) {
     ctx.Suspect(hop, Level::kWarning, "remote_cidr_misrouted",

@@ -400,6 +400,31 @@ TEST(DiagSarenaCluster, UplinkMtuLoweredUnderTheTunnelDevice) {
   EXPECT_EQ(sus->hop(), "node-a");
 }
 
+TEST(DiagSarenaCluster, NativeOversizeTakesTheHostStackOnlyWithAKnownNeighbour) {
+  // bpf_fib_lookup with tot_len 0: FRAG_NEEDED (-> host stack) only after a successful lookup,
+  // i.e. when the next hop's neighbour is known; NO_NEIGH redirects without an MTU check.
+  for (bool neighbour : {false, true}) {
+    Scratch s(kFixture);
+    s.EditJson("nodes/node-a/ip-link.json", [](Value* v) {
+      for (auto& l : *v->mutable_list_value()->mutable_values()) {
+        auto& f = *l.mutable_struct_value()->mutable_fields();
+        if (f["ifname"].string_value() == "eth0") f["mtu"] = Num(1400);
+      }
+    });
+    if (neighbour) {
+      s.Write("nodes/node-a/ip-neigh.json",
+              R"([{"dst": "10.0.9.12", "dev": "eth0", "lladdr": "52:54:00:09:00:12",)"
+              R"( "state": ["REACHABLE"]}])");
+    }
+    auto t = TraceLib(s.dir(), "pod:default/pod-a", "pod:default/pod-c:8080/tcp");
+    ASSERT_TRACED(t);
+    bool host_stack = t.text.find("FRAG_NEEDED, passed to the host stack") != std::string::npos;
+    EXPECT_EQ(host_stack, neighbour) << t.text;
+    EXPECT_NE(FindSuspicion(t.report, "mtu_mismatch"), nullptr) << t.text;
+    EXPECT_NE(t.report.verdict(), "unreachable") << t.text;
+  }
+}
+
 // ---- tunnel_port_blocked ----
 
 TEST(DiagSarenaCluster, VxlanPortBlockedOnTheReceiversInput) {
