@@ -559,7 +559,7 @@ propagation_summary() {
 # --- main -----------------------------------------------------------------------------------------
 if [ -n "${REPORT_ONLY_RUN:-}" ]; then
   markdown
-  propagation_summary "$(wc -l <"$OUT/rss.txt" 2>/dev/null || echo 0)" >/dev/null
+  [ -s "$OUT/rss.txt" ] && propagation_summary "$(wc -l <"$OUT/rss.txt")" >/dev/null
   cat "$OUT/table.md"
   exit 0
 fi
@@ -568,6 +568,7 @@ fi
   echo "date: $(date -Is)"
   echo "run_id: $MN_ID"
   echo "git: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) ($(git -C "$ROOT" status --porcelain -- bpf libsarena tools 2>/dev/null | wc -l) local changes in bpf/ libsarena/ tools/)"
+  echo "build: $SARENA_BUILD_DIR (sarenad built $(date -r "$SARENA_BUILD_DIR/tools/sarenad" -Is 2>/dev/null || echo -))"
   echo "kernel: $(uname -r); cpus: $(nproc) ($(awk -F: '/model name/{print $2; exit}' /proc/cpuinfo | sed 's/^ *//'))"
   echo "iperf3: $(iperf3 --version | head -1); etcd: $(etcd --version | head -1)"
   echo "load at start: $(uptime)"
