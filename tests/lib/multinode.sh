@@ -454,18 +454,24 @@ mn_serve() {
   local ns; ns=$(mn_ns "$1")
   ip netns exec "$ns" socat "TCP4-LISTEN:$2,reuseaddr,fork" "SYSTEM:echo $3" >/dev/null 2>&1 &
   disown
-  # UDP: a python loop (socat's UDP4-RECVFROM,fork misses datagrams that arrive while it forks).
+  # UDP: a python loop (socat's UDP4-RECVFROM,fork misses datagrams that arrive while it forks);
+  # every datagram's source address is logged to $MN_DIR/udp-NAME-PORT.log (mn_udp_sources).
   ip netns exec "$ns" "$MN_PY" -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("0.0.0.0", int(sys.argv[1])))
+log = open(sys.argv[3], "a")
 while True:
     d, a = s.recvfrom(2048)
+    log.write(a[0] + "\n"); log.flush()
     s.sendto(sys.argv[2].encode() + b"\n", a)
-' "$2" "$3" >/dev/null 2>&1 &
+' "$2" "$3" "$MN_DIR/udp-$1-$2.log" >/dev/null 2>&1 &
   disown
   mn_wait_listen "$ns" "$2" tcp && mn_wait_listen "$ns" "$2" udp
 }
+
+# mn_udp_sources NAME PORT: the source addresses of the datagrams mn_serve's UDP server received.
+mn_udp_sources() { cat "$MN_DIR/udp-$1-$2.log" 2>/dev/null; }
 
 # mn_rr_serve NAME PORT: bench/rr_tool echo server in netns NAME.
 mn_rr_serve() {

@@ -22,8 +22,9 @@
 #   d.    external client -> NodePort (eTP Cluster) on a node without the backend: served;
 #         eTP Local on that node: dropped; eTP Local on the backend's node: served
 #   g.    VXLAN from a non-member address and with a wrong VNI (crafted by kernel vxlan devices in
-#         the external client) is dropped and counted (sarena_drops unknown_peer=9, wrong_vni=10);
-#         needs sarena_vxlan on the node (tunnel, hybrid)
+#         the external client) is dropped and counted (sarena_drops unknown_peer=9, wrong_vni=10)
+#         and its inner datagrams never reach the pod (tunnel, hybrid); native mode has no VXLAN
+#         device: crafted VXLAN is not decapsulated to the pod
 #   f.    etcd stopped 20 s and restarted: no peer withdrawn (tunnel maps unchanged during and
 #         after), a UDP sequence stream between existing pods loses nothing; then sarenad
 #         restarted on a node during a cross-node UDP sequence stream (nothing lost) and a TCP
@@ -170,6 +171,25 @@ cni_status_ok() { # NODE: CNI STATUS (spec 1.1) exits 0
     { echo "STATUS on $1 failed: $out"; return 1; }
 }
 
+not_received() { # POD SRC: POD's UDP server on 8080 got nothing from SRC (it did log case a's peers)
+  [ -n "$(mn_udp_sources "$1" 8080)" ] || { echo "$1's UDP server logged nothing (not running?)"; return 1; }
+  ! mn_udp_sources "$1" 8080 | grep -qx "$2" || { echo "$1 received datagrams from $2"; return 1; }
+}
+
+# native_vxlan_case NODE POD: native mode has no VXLAN device; crafted VXLAN (non-member, right
+# VNI) sent to NODE's tunnel port must not reach the pod either (nothing decapsulates it).
+native_vxlan_case() {
+  local node=$1 pod=$2 ext pip
+  ext=$(mn_ns ext); pip=$(mn_pod_ip "$pod")
+  ip -n "$ext" link add vxnm type vxlan id 1 dstport "$MN_TUNNEL_PORT" remote "$(mn_ul "$node")" local "$EXT_IP" dev eth0 || return 1
+  ip -n "$ext" link set vxnm up && ip -n "$ext" addr add "10.$MN_CX.254.3/32" dev vxnm || return 1
+  ip -n "$ext" neigh add "$pip" lladdr 02:00:5e:00:00:01 dev vxnm nud permanent && ip -n "$ext" route add "$pip/32" dev vxnm || return 1
+  for _ in 1 2 3 4 5; do echo x | ip netns exec "$ext" socat -u - "UDP4-SENDTO:$pip:8080" 2>/dev/null; done
+  sleep 0.3
+  mn_check "$MODE g: VXLAN to $node (native: no sarena_vxlan) is not decapsulated to $pod" not_received "$pod" "10.$MN_CX.254.3"
+  ip -n "$ext" link del vxnm
+}
+
 # vxlan_drop_case NODE MEMBER_NODE POD: crafted VXLAN from the external client to NODE.
 vxlan_drop_case() {
   local node=$1 member=$2 pod=$3 ns ext vni before after pip
@@ -185,6 +205,7 @@ vxlan_drop_case() {
   after=$(mn_drops "$node" 9)
   mn_check "$MODE g: VXLAN from a non-member ($EXT_IP) to $node dropped and counted (unknown_peer $before -> $after)" \
     test "$((after - before))" -ge 5
+  mn_check "$MODE g: ... and its inner datagrams never reached $pod" not_received "$pod" "10.$MN_CX.254.1"
   ip -n "$ext" link del vxnm
   # Wrong VNI from a member's address: the member's underlay address on the client's lo (arp_ignore
   # keeps the client from answering ARP for it), a vxlan device with VNI+1 sourced from it.
@@ -199,6 +220,7 @@ vxlan_drop_case() {
   after=$(mn_drops "$node" 10)
   mn_check "$MODE g: VXLAN with VNI $((vni + 1)) from member $member's address to $node dropped and counted (wrong_vni $before -> $after)" \
     test "$((after - before))" -ge 5
+  mn_check "$MODE g: ... and its inner datagrams never reached $pod" not_received "$pod" "10.$MN_CX.254.2"
   ip -n "$ext" link del vxwv
   ip -n "$ext" addr del "$(mn_ul "$member")/32" dev lo
 }
@@ -264,7 +286,7 @@ run_mode() {
   if ip -n "$(mn_ns "${m}n1")" link show sarena_vxlan >/dev/null 2>&1; then
     vxlan_drop_case "${m}n1" "${m}n2" "${m}p1" || mn_check "$MODE g: crafting VXLAN in the external client" false
   elif [ "$MODE" = native ]; then
-    echo "  [n/a]  $MODE g: no sarena_vxlan in native mode (nothing decapsulates VXLAN)"
+    native_vxlan_case "${m}n1" "${m}p1" || mn_check "$MODE g: crafting VXLAN in the external client" false
   else
     mn_check "$MODE g: sarena_vxlan exists on ${m}n1" false
   fi
