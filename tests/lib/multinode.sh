@@ -67,7 +67,6 @@ mn_init() {
   MN_SUB_B=$((MN_SUB_A + 1))
   MN_CX=$((100 + $$ % 100))                # cluster CIDR 10.MN_CX.0.0/16
   MN_CLUSTER_CIDR=${MN_CLUSTER_CIDR:-10.$MN_CX.0.0/16}
-  MN_NETNS=()
   trap mn_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -86,6 +85,10 @@ mn_pod_ip() { cat "$MN_DIR/pods/$1/ip"; }
 mn_pod_node() { cat "$MN_DIR/pods/$1/node"; }
 mn_node_pid() { cat "$MN_DIR/nodes/$1/pid" 2>/dev/null; }
 mn_nodes() { ls "$MN_DIR/nodes"; }
+
+# mn_sleep SECONDS: a sleep that a SIGINT/SIGTERM interrupts at once (bash runs a trap only after
+# its foreground child exits; a waited-for background child does not delay it).
+mn_sleep() { sleep "$1" & wait $!; }
 
 mn_netns_add() {
   ip netns add "$1" || return 1
@@ -412,8 +415,8 @@ mn_kube_proxy() {
     svc=$(kp_hash KUBE-SVC- "${spn}tcp"); sep=$(kp_hash KUBE-SEP- "${spn}tcp$be")
     ext=$(kp_hash KUBE-EXT- "${spn}tcp"); svl=$(kp_hash KUBE-SVL- "${spn}tcp")
     local_be=0
-    for p in $(ls "$MN_DIR/pods"); do
-      [ "$(cat "$MN_DIR/pods/$p/ip")" = "${be%:*}" ] && [ "$(cat "$MN_DIR/pods/$p/node")" = "$node" ] && local_be=1
+    for p in "$MN_DIR"/pods/*/; do
+      [ "$(cat "$p/ip" 2>/dev/null)" = "${be%:*}" ] && [ "$(cat "$p/node")" = "$node" ] && local_be=1
     done
     extra_chains+=":$ext - [0:0]"$'\n'
     extra_nat+="-A KUBE-NODEPORTS -p tcp -m comment --comment \"$spn\" -m tcp --dport $np -j $ext"$'\n'
@@ -563,6 +566,7 @@ for i in range(1, n + 1):
     d = t - time.monotonic()
     if d > 0: time.sleep(d)
 ' "$2" "$3" "$4" "$5" &
+  # shellcheck disable=SC2034  # read by the caller
   MN_LAST_PID=$!
 }
 
@@ -597,6 +601,7 @@ mn_tun_has() { mn_tun_cidrs "$1" | awk -v c="$2" '$1 == c {f = 1} END {exit !f}'
 # mn_drops NODE REASON_VALUE: packets counted for one drop reason (sarena_drops, per-CPU, summed).
 mn_drops() {
   local pin; pin=$(mn_bpffs "$1")/sarena_drops
+  # shellcheck disable=SC2046  # four key bytes, one word each
   bpftool map lookup pinned "$pin" key $(printf '0x%02x 0x%02x 0x%02x 0x%02x' $(($2 & 255)) $(($2 >> 8 & 255)) 0 0) -j 2>/dev/null | jq -r '
     def h: ascii_downcase | ltrimstr("0x") | explode | reduce .[] as $c (0; . * 16 + (if $c >= 97 then $c - 87 else $c - 48 end));
     [.values[]? | .value | map(h) | .[0:8] | to_entries | map(.value * pow(256; .key)) | add] | add // 0'

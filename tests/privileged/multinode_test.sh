@@ -254,7 +254,8 @@ run_mode() {
     mn_serve "${m}p$i" 8080 "${m}p$i" || return
   done
   mn_rr_serve "${m}p4" 5001
-  local p4=$(mn_pod_ip "${m}p4") svcs=()
+  local p4 svcs=()
+  p4=$(mn_pod_ip "${m}p4")
   svcs=("default/web:rr 10.96.0.10 80 $p4:5001" "default/np:http 10.96.0.11 80 $p4:8080 30080 cluster"
         "default/npl:http 10.96.0.12 80 $p4:8080 30081 local")
   for n in "${nodes[@]}"; do mn_kube_proxy "$n" "${svcs[@]}" || mn_check "$MODE: kube-proxy chains on $n" false; done
@@ -300,14 +301,14 @@ run_mode() {
   before=$(snapshot_tun "${nodes[@]}")
   sleep 1
   mn_etcd_stop "$etcd"
-  sleep $((MN_ETCD_OUTAGE / 2))
+  mn_sleep $((MN_ETCD_OUTAGE / 2))
   during=$(snapshot_tun "${nodes[@]}")
   mn_check "$MODE f: etcd down $((MN_ETCD_OUTAGE / 2)) s: no peer withdrawn" mn_eq "$during" "$before"
-  sleep $((MN_ETCD_OUTAGE - MN_ETCD_OUTAGE / 2))
+  mn_sleep $((MN_ETCD_OUTAGE - MN_ETCD_OUTAGE / 2))
   during=$(snapshot_tun "${nodes[@]}")
   mn_check "$MODE f: etcd down $MN_ETCD_OUTAGE s (> grace $MN_PEER_GRACE): no peer withdrawn" mn_eq "$during" "$before"
   mn_etcd_start "$etcd" || mn_check "$MODE f: etcd restarts" false
-  sleep 3
+  mn_sleep 3
   after=$(snapshot_tun "${nodes[@]}")
   mn_check "$MODE f: etcd back: no peer withdrawn" mn_eq "$after" "$before"
   mn_check "$MODE f: etcd back: every node's record is in etcd again within 10 s" wait_for 10 registered "${nodes[@]}"
@@ -357,7 +358,7 @@ run_mode() {
     wait_for $((LEASE_S + 3)) record_gone "${m}n5" "$etcd"
   echo "         (lease expiry: kill -> record gone in $((($(date +%s%N) - t0) / 1000000)) ms)"
   t0=$(date +%s%N)
-  sleep "$(awk -v g="$GRACE_S" 'BEGIN{print g / 2}')"
+  mn_sleep "$(awk -v g="$GRACE_S" 'BEGIN{print g / 2}')"
   mn_check "$MODE e: at half the grace period every peer still has ${m}n5's CIDR (not withdrawn early)" all_have "$cidr5" "${nodes[@]}"
   mn_check "$MODE e: within grace + 4 s every peer withdrew ${m}n5's CIDR" wait_for $((GRACE_S / 2 + 4)) none_has "$cidr5" "${nodes[@]}"
   t1=$(date +%s%N)
