@@ -97,6 +97,7 @@ absl::Status ClusterNode::StartDatapath(datapath::Datapath& dp) {
   oo.cluster_cidr = options_.cluster_cidr;
   oo.node_ip = node_ip();
   oo.node_id = reg.node_id;
+  oo.pod_cidr = reg.pod_cidr;
   SARENA_ASSIGN_OR_RETURN(overlay_, datapath::Overlay::Setup(oo, dp));
   agent_->Start();
   return absl::OkStatus();

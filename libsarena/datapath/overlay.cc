@@ -204,6 +204,13 @@ absl::StatusOr<SyncStats> Overlay::Sync(const std::vector<PeerRoute>& peers) {
                                       SARENA_MAX_PEERS));
       continue;
     }
+    if (p.underlay == uplink_.address.address()) {
+      // A record claiming this node's own underlay address: a peer entry for it would accept
+      // our own packets as a peer's, a /32 tunnel entry would encapsulate pod -> this node.
+      problems.push_back(absl::StrCat("peer '", p.name, "': underlay address ",
+                                      p.underlay.to_string(), " is this node's own"));
+      continue;
+    }
     const uint8_t mode = PeerMode(options_.mode, uplink_.address, p.underlay);
     if (mode == SARENA_MODE_TUNNEL && vxlan_ifindex_ == 0) {
       problems.push_back(absl::StrCat("peer '", p.name, "': needs a tunnel in native mode"));
@@ -223,6 +230,14 @@ absl::StatusOr<SyncStats> Overlay::Sync(const std::vector<PeerRoute>& peers) {
                                         " is outside the cluster CIDR ",
                                         options_.cluster_cidr.to_string()));
         continue;
+      }
+      if (options_.pod_cidr) {
+        const net::Ipv4Prefix mine = options_.pod_cidr->canonical();
+        if (net::Contains(mine, cidr.network()) || net::Contains(cidr, mine.network())) {
+          problems.push_back(absl::StrCat("peer '", p.name, "': pod CIDR ", cidr.to_string(),
+                                          " overlaps this node's pod CIDR ", mine.to_string()));
+          continue;
+        }
       }
       want_tunnels[cidr] = MakeTunnel(p.underlay, p.node_id, mode);
       want_routes[cidr] = PeerCidrRoute(cidr, mode, p.underlay);

@@ -22,6 +22,7 @@
 #include <map>
 #include <utility>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,10 @@ struct OverlayOptions {
   /// How often Sync re-reads the maps and routes from the kernel instead of trusting what it
   /// applied last (repairs entries someone else changed or removed).
   absl::Duration resync_interval = absl::Seconds(60);
+  /// This node's own pod CIDR (from the registry). Sync refuses a peer pod CIDR that overlaps
+  /// it: a route or tunnel entry for it would send this node's own pods' traffic (and the
+  /// replies to its node IP) into the tunnel. Unset: no such check (tests of Sync alone).
+  std::optional<net::Ipv4Prefix> pod_cidr;
 };
 
 /// One peer as the sync needs it (built from the cluster's desired peer table).
@@ -133,8 +138,10 @@ class Overlay {
   /// kernel state is read back on the first Sync, after a failed write and every
   /// OverlayOptions::resync_interval. Safe to
   /// call from another thread than the endpoint life cycle's (own netlink socket and map fds).
-  /// A peer that cannot be applied (a pod CIDR outside the cluster CIDR, a node id out of range,
-  /// a refused write) is skipped and named in SyncStats::problems; the others are applied, so
+  /// A peer that cannot be applied (a pod CIDR outside the cluster CIDR or overlapping this
+  /// node's OverlayOptions::pod_cidr, an underlay address that is this node's own, a node id out
+  /// of range, a refused write) is skipped (only that pod CIDR, or the whole peer) and named in
+  /// SyncStats::problems; the others are applied, so
   /// one bad record never withdraws the rest. Errors: only when the maps or routes cannot be
   /// read (BPF/netlink errors).
   absl::StatusOr<SyncStats> Sync(const std::vector<PeerRoute>& peers);

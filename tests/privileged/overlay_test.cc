@@ -64,7 +64,8 @@ class OverlayTest : public ::testing::Test {
                         .cluster_cidr = Cidr("10.99.0.0/16"),
                         .node_ip = Ip("10.99.1.1"),
                         .node_id = 3,
-                        .resync_interval = resync},
+                        .resync_interval = resync,
+                        .pod_cidr = Cidr("10.99.1.0/24")},
                        node_dp_->datapath());
     if (!o.ok()) return o.status();
     overlay_ = *std::move(o);
@@ -209,6 +210,41 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   EXPECT_FALSE(maps.peers.Lookup(MakePeerKey(Ip("192.168.77.3"))).ok());
   // The unreachable cluster route is never withdrawn by a sync.
   EXPECT_THAT(Routes(), HasSubstr("unreachable 10.99.0.0/16"));
+}
+
+// A hostile or stale record in etcd: a peer claiming this node's own pod CIDR (or a part of
+// it, or a CIDR containing it), or claiming this node's own underlay address, must not hijack
+// this node's traffic: the node's own pod-CIDR route (dev sarena_host) stays, nothing of it
+// enters the tunnel map, and the good peer is still applied.
+TEST_F(OverlayTest, SyncRefusesPeersClaimingThisNodesPodCidrOrUnderlay) {
+  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  const std::string own_route_before = RunOk(node_->Exec("ip route show 10.99.1.0/24"));
+  ASSERT_THAT(own_route_before, HasSubstr("sarena_host"));
+  std::vector<PeerRoute> peers = {
+      {.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"), .pod_cidrs = {Cidr("10.99.2.0/24")}},
+      {.name = "same", .node_id = 5, .underlay = Ip("192.168.77.4"), .pod_cidrs = {Cidr("10.99.1.0/24")}},
+      {.name = "part", .node_id = 6, .underlay = Ip("192.168.77.5"), .pod_cidrs = {Cidr("10.99.1.128/25")}},
+      {.name = "wide", .node_id = 7, .underlay = Ip("192.168.77.6"), .pod_cidrs = {Cidr("10.99.0.0/23")}},
+      {.name = "me", .node_id = 8, .underlay = Ip("192.168.77.2"), .pod_cidrs = {Cidr("10.99.8.0/24")}},
+  };
+  absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->problems.size(), 4u) << ::testing::PrintToString(s->problems);
+  EXPECT_THAT(s->problems[0], HasSubstr("'same': pod CIDR 10.99.1.0/24 overlaps this node's"));
+  EXPECT_THAT(s->problems[1], HasSubstr("'part'"));
+  EXPECT_THAT(s->problems[2], HasSubstr("'wide'"));
+  EXPECT_THAT(s->problems[3], HasSubstr("'me': underlay address 192.168.77.2 is this node's own"));
+  EXPECT_EQ(RunOk(node_->Exec("ip route show 10.99.1.0/24")), own_route_before);
+  EXPECT_THAT(RunOk(node_->Exec("ip route get 10.99.1.200")), HasSubstr("dev sarena_host"));
+  const Maps& maps = node_dp_->datapath().maps();
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.1.1"))).ok());
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.1.200"))).ok());
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.77.2"))).ok());
+  EXPECT_FALSE(maps.peers.Lookup(MakePeerKey(Ip("192.168.77.2"))).ok());
+  EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("10.99.8.0/24")));
+  // The good peer is applied all the same.
+  EXPECT_THAT(Routes(), HasSubstr("10.99.2.0/24 dev sarena_vxlan"));
+  EXPECT_TRUE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.9"))).ok());
 }
 
 TEST_F(OverlayTest, SyncDiffsAgainstWhatItAppliedAndRereadsTheKernelOnResync) {
