@@ -82,4 +82,17 @@ wait $pid 2>/dev/null
 mn_check "its log names the exhausted cluster CIDR" grep -q "$MN_CLUSTER_CIDR" "$MN_DIR/nodes/n4/sarenad.log"
 grep -E "ERROR|exhaust" "$MN_DIR/nodes/n4/sarenad.log" | tail -2
 
+# 5. A bad flag value is refused before anything exists: no claim, no record, no device.
+nsenter --net="/var/run/netns/$(mn_ns n2)" "$MN_BIN/sarenad" --etcd-endpoints "$(mn_etcd_ep)" \
+  --node-name n2 --cluster-cidr "$MN_CLUSTER_CIDR" --uplink eth0 --vni 0 \
+  --socket "$MN_DIR/nodes/n2/sarenad.sock" --state-dir "$MN_DIR/nodes/n2/state" \
+  --bpffs "$(mn_bpffs n2)" >"$MN_DIR/nodes/n2/vni.log" 2>&1 &
+pid=$!
+for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+wait $pid 2>/dev/null; rc=$?
+mn_check "--vni 0 exits 2 (a bad flag value)" mn_eq "$rc" 2
+mn_check "its log names --vni" grep -q -- "--vni '0'" "$MN_DIR/nodes/n2/vni.log"
+mn_check "n2 left no record in etcd" test -z "$(mn_node_record n2 etcd)"
+mn_check "n2 set nothing up on its node (no sarena_host)" bash -c "! ip netns exec $(mn_ns n2) ip link show sarena_host >/dev/null 2>&1"
+
 mn_summary

@@ -120,6 +120,12 @@ absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> MakeCluster() {
   }
   c.tunnel_port = static_cast<uint16_t>(port);
   c.vni = absl::GetFlag(FLAGS_vni);
+  // Checked here, before anything is registered in etcd or set up on the node (Overlay::Setup
+  // checks it too, but only after the claim, the record and the node datapath exist).
+  if (c.vni == 0 || c.vni >= (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid --vni '", c.vni, "': 1..16777215 (24 bits, RFC 7348)"));
+  }
   c.peer_grace = absl::GetFlag(FLAGS_peer_grace);
   c.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   if (c.lease_ttl < absl::Seconds(2)) {
