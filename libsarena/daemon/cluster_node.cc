@@ -99,6 +99,8 @@ absl::Status ClusterNode::StartDatapath(datapath::Datapath& dp) {
   oo.node_id = reg.node_id;
   oo.pod_cidr = reg.pod_cidr;
   SARENA_ASSIGN_OR_RETURN(overlay_, datapath::Overlay::Setup(oo, dp));
+  std::lock_guard<std::mutex> lock(start_mu_);
+  if (stopping_) return absl::CancelledError("sarenad is stopping: the cluster agent is not started");
   agent_->Start();
   return absl::OkStatus();
 }
@@ -184,6 +186,8 @@ rpc::v1::Response ClusterNode::Handle(const rpc::v1::Request& req, const PeerCre
 }
 
 void ClusterNode::Stop() {
+  std::lock_guard<std::mutex> lock(start_mu_);
+  stopping_ = true;
   if (agent_) agent_->Stop();
 }
 

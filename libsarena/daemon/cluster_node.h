@@ -70,8 +70,12 @@ class ClusterNode {
   absl::Status StartDatapath(datapath::Datapath& dp);
 
   /// Stops the agent (the record expires with its lease; peers keep this node through their
-  /// grace period, so a restart within it withdraws nothing).
+  /// grace period, so a restart within it withdraws nothing). Safe to call from another thread
+  /// while BringUp runs: a Register waiting for etcd returns kCancelled at once, and a
+  /// StartDatapath after Stop starts no agent (kCancelled). Idempotent.
   void Stop();
+  /// Stop()s first, so the agent thread never applies peers to a destroyed overlay.
+  ~ClusterNode() { Stop(); }
 
   /// Steps 1-3 for sarenad, on a bring-up thread while the server already answers: Register
   /// (retrying until it succeeds; STATUS reports each failure meanwhile), then the
@@ -103,6 +107,8 @@ class ClusterNode {
   std::unique_ptr<EndpointManager> manager_;
   std::atomic<EndpointManager*> ready_manager_{nullptr};
   std::atomic<bool> applied_{false};
+  std::mutex start_mu_;    // orders agent_->Start() (bring-up thread) against Stop() (main)
+  bool stopping_ = false;  // guarded by start_mu_
   mutable std::mutex mu_;  // guards last_sync_*
   std::string last_sync_error_;
   absl::Time last_sync_;

@@ -37,6 +37,17 @@ mn_check "ADD before the node joined fails with code 11 (try again later)" mn_eq
 mn_check "sarenad says it retries" grep -q -i "retry" "$MN_DIR/nodes/n1/sarenad.log"
 mn_check "nothing was set up on the node yet (no sarena_host)" bash -c "! ip netns exec $(mn_ns n1) ip link show sarena_host >/dev/null 2>&1"
 
+# SIGTERM while sarenad still waits for etcd: it stops at once (exit 0), not after the stop
+# grace period (io_timeout + 5 s) with "a request is stuck".
+mn_node_start n2 tunnel || exit 1
+sleep 1
+t0=$(date +%s%N)
+kill -TERM "$(mn_node_pid n2)"; wait "$(mn_node_pid n2)"; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+mn_check "SIGTERM while waiting for etcd exits 0 (exit $rc)" mn_eq "$rc" 0
+mn_check "and within 3 s (took $ms ms)" test "$ms" -lt 3000
+mn_check "without 'exiting anyway'" bash -c "! grep -q 'exiting anyway' '$MN_DIR/nodes/n2/sarenad.log'"
+
 mn_etcd_start || exit 1
 ready() { out=$(cni_status "$1") && [ -z "$out" ]; }
 mn_check "once etcd is up n1 registers and STATUS succeeds" \

@@ -242,6 +242,10 @@ int main(int argc, char** argv) {
         SARENA_LOG(Info, "node is up and joined the cluster");
         return;
       }
+      if (absl::IsCancelled(st)) {  // a signal stopped the daemon during bring-up
+        SARENA_LOG(Info, "bring-up stopped: ", st.message());
+        return;
+      }
       bring_up_rc = Fail(st);
       s->Stop();
     });
@@ -269,8 +273,10 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   SARENA_LOG(Info, "listening on ", absl::GetFlag(FLAGS_socket));
   (*server)->Run();
-  if (bring_up.joinable()) bring_up.join();
+  // Stop the agent before joining the bring-up thread: a Register still waiting for etcd
+  // returns at once instead of holding the stop until the grace period's _Exit.
   if (cluster) cluster->Stop();
+  if (bring_up.joinable()) bring_up.join();
   SARENA_LOG(Info, "sarenad stopped");
   return bring_up_rc;
 }
