@@ -51,12 +51,16 @@ struct ClusterOptions {
 
 class ClusterNode {
  public:
-  /// Step 1 (see the header). Blocks until registered (retrying with backoff, logging each
-  /// failure) or `timeout` passes. Errors: kNotFound/kFailedPrecondition for the uplink;
-  /// kInvalidArgument for a --pod-cidr outside --cluster-cidr or an --mtu too big for the
-  /// uplink (naming both); kResourceExhausted when the cluster CIDR has no free pod CIDR;
-  /// kDeadlineExceeded when etcd did not answer within `timeout`.
+  /// Checks the options, finds the uplink and creates the agent; claims nothing yet.
+  /// Errors: kInvalidArgument for an empty node name, a --pod-cidr outside --cluster-cidr or an
+  /// --mtu too big for the uplink (naming both); kNotFound / kFailedPrecondition for an uplink
+  /// that does not exist, is down or has no IPv4 address (naming --uplink); the agent's errors.
   static absl::StatusOr<std::unique_ptr<ClusterNode>> Create(const ClusterOptions& options);
+  /// Step 1 (see the header): blocks until registered (retrying with backoff while etcd is
+  /// unreachable, logging each failure) or `timeout` passes. Errors: kResourceExhausted when the
+  /// cluster CIDR has no free pod CIDR; kAlreadyExists when --pod-cidr is another node's;
+  /// kFailedPrecondition for a cluster CIDR that differs from etcd's /sarena/v1/config;
+  /// kDeadlineExceeded when etcd did not answer within `timeout`; kCancelled after Stop().
   absl::Status Register(absl::Duration timeout);
 
   /// After Register: the claimed pod CIDR, this node's IP in it (its first address: the pods'

@@ -194,7 +194,36 @@ nl::Route Overlay::PeerCidrRoute(const net::Ipv4Prefix& cidr, uint8_t mode,
 absl::StatusOr<SyncStats> Overlay::Sync(const std::vector<PeerRoute>& peers) {
   SyncStats stats;
   std::vector<std::string>& problems = stats.problems;
+  // What the kernel holds: read back on the first Sync (a restarted daemon adopts its pins),
+  // after a Sync whose kernel writes failed, and every resync_interval (repairs out-of-band
+  // edits); otherwise what the last Sync applied, so a change costs O(changes) syscalls, not a
+  // re-read of every entry (30,000 bpf(2) calls per change at 5,000 peers, docs/benchmarks.md).
+  const bool full = !applied_.valid || absl::Now() - applied_.read_at >= options_.resync_interval;
+  stats.full_read = full;
+  if (full) {
+    Applied fresh;
+    SARENA_ASSIGN_OR_RETURN(auto have_peers, maps_.peers.Entries());
+    for (const auto& [ip, peer] : have_peers) fresh.peers[ip] = peer.node_id;
+    SARENA_ASSIGN_OR_RETURN(auto have_tunnels, maps_.tunnels.Entries());
+    fresh.tunnels.insert(have_tunnels.begin(), have_tunnels.end());
+    // Routes: ours are protocol kSarena in the main table; the unreachable cluster route stays.
+    SARENA_ASSIGN_OR_RETURN(std::vector<nl::Route> routes, sock_.ListRoutes());
+    for (const nl::Route& r : routes) {
+      if (r.protocol != nl::RouteProtocol::kSarena) continue;
+      if (r.type == nl::RouteType::kUnreachable && r.dst == options_.cluster_cidr) continue;
+      fresh.routes[r.dst] = r;
+    }
+    fresh.read_at = absl::Now();
+    applied_ = std::move(fresh);
+  }
   // Desired state.
+  struct Candidate {
+    net::Ipv4Prefix cidr;
+    const PeerRoute* peer;
+    uint8_t mode;
+    const PeerRoute* rival = nullptr;  // another peer claiming an overlapping CIDR
+  };
+  std::vector<Candidate> candidates;
   PrefixMap<Tunnel> want_tunnels;
   std::map<net::Ipv4, uint32_t> want_peers;
   PrefixMap<nl::Route> want_routes;
@@ -239,31 +268,43 @@ absl::StatusOr<SyncStats> Overlay::Sync(const std::vector<PeerRoute>& peers) {
           continue;
         }
       }
-      want_tunnels[cidr] = MakeTunnel(p.underlay, p.node_id, mode);
-      want_routes[cidr] = PeerCidrRoute(cidr, mode, p.underlay);
+      candidates.push_back({cidr, &p, mode});
     }
   }
-  // What the kernel holds: read back on the first Sync (a restarted daemon adopts its pins),
-  // after a Sync whose kernel writes failed, and every resync_interval (repairs out-of-band
-  // edits); otherwise what the last Sync applied, so a change costs O(changes) syscalls, not a
-  // re-read of every entry (30,000 bpf(2) calls per change at 5,000 peers, docs/benchmarks.md).
-  const bool full = !applied_.valid || absl::Now() - applied_.read_at >= options_.resync_interval;
-  stats.full_read = full;
-  if (full) {
-    Applied fresh;
-    SARENA_ASSIGN_OR_RETURN(auto have_peers, maps_.peers.Entries());
-    for (const auto& [ip, peer] : have_peers) fresh.peers[ip] = peer.node_id;
-    SARENA_ASSIGN_OR_RETURN(auto have_tunnels, maps_.tunnels.Entries());
-    fresh.tunnels.insert(have_tunnels.begin(), have_tunnels.end());
-    // Routes: ours are protocol kSarena in the main table; the unreachable cluster route stays.
-    SARENA_ASSIGN_OR_RETURN(std::vector<nl::Route> routes, sock_.ListRoutes());
-    for (const nl::Route& r : routes) {
-      if (r.protocol != nl::RouteProtocol::kSarena) continue;
-      if (r.type == nl::RouteType::kUnreachable && r.dst == options_.cluster_cidr) continue;
-      fresh.routes[r.dst] = r;
+  // Two peers claiming one pod CIDR (or nested ones) is a corrupt or hostile registry: the
+  // claim transaction lets only one node own a CIDR. Whoever this node already routes the CIDR
+  // to keeps it; a contested CIDR nobody holds yet goes to no one until the dispute ends, so a
+  // record can never take over another node's pods (it could only deny a new CIDR).
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return Ipv4PrefixLess()(a.cidr, b.cidr);
+  });
+  std::vector<Candidate*> open;  // candidates whose range covers the current network
+  for (Candidate& c : candidates) {
+    while (!open.empty() &&
+           open.back()->cidr.broadcast().to_uint() < c.cidr.network().to_uint()) {
+      open.pop_back();
     }
-    fresh.read_at = absl::Now();
-    applied_ = std::move(fresh);
+    for (Candidate* o : open) {
+      if (o->peer == c.peer) continue;
+      o->rival = c.peer;
+      c.rival = o->peer;
+    }
+    open.push_back(&c);
+  }
+  for (const Candidate& c : candidates) {
+    if (c.rival != nullptr) {
+      auto held = applied_.tunnels.find(c.cidr);
+      const bool incumbent = held != applied_.tunnels.end() && held->second.flags == 0 &&
+                             held->second.node_id == c.peer->node_id;
+      if (!incumbent) {
+        problems.push_back(absl::StrCat("peer '", c.peer->name, "': pod CIDR ", c.cidr.to_string(),
+                                        " is also claimed by peer '", c.rival->name,
+                                        "'; not routed to '", c.peer->name, "'"));
+        continue;
+      }
+    }
+    want_tunnels[c.cidr] = MakeTunnel(c.peer->underlay, c.peer->node_id, c.mode);
+    want_routes[c.cidr] = PeerCidrRoute(c.cidr, c.mode, c.peer->underlay);
   }
   applied_.valid = false;  // until this Sync's kernel writes all succeed
   bool write_failed = false;

@@ -105,5 +105,13 @@ mn_check "--vni 0 exits 2 (a bad flag value)" mn_eq "$rc" 2
 mn_check "its log names --vni" grep -q -- "--vni '0'" "$MN_DIR/nodes/n2/vni.log"
 mn_check "n2 left no record in etcd" test -z "$(mn_node_record n2 etcd)"
 mn_check "n2 set nothing up on its node (no sarena_host)" bash -c "! ip netns exec $(mn_ns n2) ip link show sarena_host >/dev/null 2>&1"
+# An --uplink that does not exist is a bad flag value too.
+nsenter --net="/var/run/netns/$(mn_ns n2)" "$MN_BIN/sarenad" --etcd-endpoints "$(mn_etcd_ep)" \
+  --node-name n2 --cluster-cidr "$MN_CLUSTER_CIDR" --uplink nosuch0 \
+  --socket "$MN_DIR/nodes/n2/sarenad.sock" --state-dir "$MN_DIR/nodes/n2/state" \
+  --bpffs "$(mn_bpffs n2)" >"$MN_DIR/nodes/n2/uplink.log" 2>&1
+rc=$?
+mn_check "--uplink nosuch0 exits 2 naming it" bash -c "[ $rc = 2 ] && grep -q -- \"--uplink 'nosuch0'\" '$MN_DIR/nodes/n2/uplink.log'"
+mn_check "n2 still left no record in etcd" test -z "$(mn_node_record n2 etcd)"
 
 mn_summary

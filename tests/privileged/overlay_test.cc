@@ -278,6 +278,47 @@ TEST_F(OverlayTest, SyncDiffsAgainstWhatItAppliedAndRereadsTheKernelOnResync) {
   }
 }
 
+TEST_F(OverlayTest, APodCidrClaimedByTwoPeersStaysWithItsHolderOrGoesToNoOne) {
+  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  const PeerRoute n2 = {.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"),
+                        .pod_cidrs = {Cidr("10.99.2.0/24")}};
+  ASSERT_TRUE(overlay_->Sync({n2}).ok());
+  // A record named to sort after n2 claims n2's CIDR (before the fix the last name won and
+  // n2's pods were tunnelled to 192.168.77.66).
+  const PeerRoute zzz = {.name = "zzz", .node_id = 9, .underlay = Ip("192.168.77.66"),
+                         .pod_cidrs = {Cidr("10.99.2.0/24")}};
+  absl::StatusOr<SyncStats> s = overlay_->Sync({n2, zzz});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->problems.size(), 1u);
+  EXPECT_THAT(s->problems[0], HasSubstr("also claimed by peer 'n2'"));
+  const Maps& maps = node_dp_->datapath().maps();
+  absl::StatusOr<Tunnel> t = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.9")));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->node_id, 4u);
+  EXPECT_EQ(net::FromBe32(*reinterpret_cast<const uint32_t*>(t->underlay)), Ip("192.168.77.3"));
+  // Contested CIDRs nobody holds yet (equal or nested) go to no one.
+  const PeerRoute a = {.name = "a", .node_id = 5, .underlay = Ip("192.168.77.5"),
+                       .pod_cidrs = {Cidr("10.99.5.0/24")}};
+  const PeerRoute b = {.name = "b", .node_id = 6, .underlay = Ip("192.168.77.6"),
+                       .pod_cidrs = {Cidr("10.99.5.0/24")}};
+  const PeerRoute wide = {.name = "wide", .node_id = 7, .underlay = Ip("192.168.77.7"),
+                          .pod_cidrs = {Cidr("10.99.128.0/17")}};
+  const PeerRoute narrow = {.name = "narrow", .node_id = 8, .underlay = Ip("192.168.77.8"),
+                            .pod_cidrs = {Cidr("10.99.130.0/24")}};
+  s = overlay_->Sync({n2, a, b, wide, narrow});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->problems.size(), 4u);
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.5.1"))).ok());
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.130.1"))).ok());
+  EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.200.1"))).ok());
+  EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("10.99.5.0/24")));
+  // The dispute ends (b withdrawn): a gets its CIDR.
+  s = overlay_->Sync({n2, a});
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->problems.empty());
+  EXPECT_EQ(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.5.1")))->node_id, 5u);
+}
+
 TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel) {
   ASSERT_TRUE(Bring(RoutingMode::kHybrid).ok());
   absl::StatusOr<SyncStats> s = overlay_->Sync({

@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -133,7 +134,13 @@ absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> MakeCluster() {
         "invalid --lease-ttl '", absl::FormatDuration(c.lease_ttl), "': at least 2s"));
   }
   if (absl::GetFlag(FLAGS_mtu) != 0) c.mtu = absl::GetFlag(FLAGS_mtu);
-  return sarena::daemon::ClusterNode::Create(c);
+  auto node = sarena::daemon::ClusterNode::Create(c);
+  // A missing or address-less --uplink is a bad flag value (exit 2), not a node failure.
+  if (!node.ok() && (absl::IsNotFound(node.status()) || absl::IsFailedPrecondition(node.status())) &&
+      absl::StrContains(node.status().message(), "--uplink")) {
+    return absl::InvalidArgumentError(node.status().message());
+  }
+  return node;
 }
 
 }  // namespace
