@@ -1,5 +1,6 @@
 #include "libsarena/model/json.h"
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -51,7 +52,10 @@ std::optional<int64_t> JsonValue::AsInt(bool allow_string) const {
   if (absl::SimpleAtoi(s, &v)) return v;
   // Integral values written with a fraction/exponent ("8080.0", "1e3").
   double d = 0;
-  if (absl::SimpleAtod(s, &d) && d == static_cast<double>(static_cast<int64_t>(d))) {
+  // Range-check before the cast: converting inf, NaN or anything outside int64 is undefined
+  // behaviour (found by fuzz_model_sarena_cluster: "1e999").
+  if (absl::SimpleAtod(s, &d) && std::isfinite(d) && d >= -9223372036854775808.0 &&
+      d < 9223372036854775808.0 && d == std::trunc(d)) {
     return static_cast<int64_t>(d);
   }
   return std::nullopt;

@@ -14,6 +14,18 @@ using ::testing::HasSubstr;
 
 std::string Msg(const absl::Status& st) { return std::string(st.message()); }
 
+TEST(Json, NumbersOutsideInt64AreNotIntegers) {
+  // Casting inf or 1e20 to int64 is undefined behaviour (UBSan found "1e999" through
+  // fuzz_model_sarena_cluster); they are not integers.
+  auto doc = JsonDoc::Parse(R"({"inf":1e999,"big":1e20,"neg":-1e20,"edge":-9.223372036854775808e18})",
+                            "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(doc->root().Find("inf")->AsInt(), std::nullopt);
+  EXPECT_EQ(doc->root().Find("big")->AsInt(), std::nullopt);
+  EXPECT_EQ(doc->root().Find("neg")->AsInt(), std::nullopt);
+  EXPECT_EQ(doc->root().Find("edge")->AsInt(), INT64_MIN);
+}
+
 TEST(Json, ValuesEscapesAndNumbers) {
   auto doc = JsonDoc::Parse(
       R"( {"s":"a\"b\\c\/\n\u00e9\ud83d\ude00","n":-1.5e3,"i":9007199254740993,"z":0,
