@@ -25,9 +25,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterOp
   std::unique_ptr<ClusterNode> c(new ClusterNode(o));
   SARENA_ASSIGN_OR_RETURN(nl::Socket sock, nl::Socket::Open());
   SARENA_ASSIGN_OR_RETURN(c->uplink_, datapath::FindUplink(sock, o.uplink));
-  const uint32_t max_mtu = o.mode == datapath::RoutingMode::kNative
-                               ? c->uplink_.link.mtu
-                               : c->uplink_.link.mtu - datapath::kVxlanOverhead;
+  const uint32_t max_mtu = datapath::MaxPodMtu(o.mode, c->uplink_.link.mtu);
   if (o.mtu && *o.mtu > max_mtu) {
     return absl::InvalidArgumentError(
         absl::StrCat("--mtu ", *o.mtu, " does not fit --uplink '", o.uplink, "' (MTU ",
@@ -76,9 +74,7 @@ net::Ipv4 ClusterNode::node_ip() const {
 }
 
 uint32_t ClusterNode::pod_mtu() const {
-  const uint32_t max_mtu = options_.mode == datapath::RoutingMode::kNative
-                               ? uplink_.link.mtu
-                               : uplink_.link.mtu - datapath::kVxlanOverhead;
+  const uint32_t max_mtu = datapath::MaxPodMtu(options_.mode, uplink_.link.mtu);
   return options_.mtu ? std::min(*options_.mtu, max_mtu) : max_mtu;
 }
 
@@ -141,9 +137,7 @@ absl::Status ClusterNode::BringUp(DaemonOptions o) {
   o.pod_cidr = pod_cidr();
   o.node_ip = node_ip();
   o.mtu = pod_mtu();
-  o.max_mtu = options_.mode == datapath::RoutingMode::kNative
-                  ? uplink_.link.mtu
-                  : uplink_.link.mtu - datapath::kVxlanOverhead;
+  o.max_mtu = datapath::MaxPodMtu(options_.mode, uplink_.link.mtu);
   SARENA_LOG(Info, "node datapath: pod CIDR ", o.pod_cidr.to_string(), ", node IP ",
              o.node_ip.to_string(), ", pod MTU ", o.mtu);
   SARENA_ASSIGN_OR_RETURN(

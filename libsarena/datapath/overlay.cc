@@ -170,10 +170,7 @@ absl::StatusOr<std::unique_ptr<Overlay>> Overlay::Setup(const OverlayOptions& o,
       new Overlay(o, std::move(sock), std::move(uplink), vxlan_ifindex, std::move(maps)));
 }
 
-uint32_t Overlay::pod_mtu() const {
-  return options_.mode == RoutingMode::kNative ? uplink_.link.mtu
-                                               : uplink_.link.mtu - kVxlanOverhead;
-}
+uint32_t Overlay::pod_mtu() const { return MaxPodMtu(options_.mode, uplink_.link.mtu); }
 
 nl::Route Overlay::PeerCidrRoute(const net::Ipv4Prefix& cidr, uint8_t mode,
                                  const net::Ipv4& underlay) const {

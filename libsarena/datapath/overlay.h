@@ -65,6 +65,13 @@ absl::string_view ToString(RoutingMode mode);
 absl::StatusOr<RoutingMode> ParseRoutingMode(absl::string_view text,
                                              absl::string_view field = "--routing-mode");
 
+/// The largest pod MTU `mode` allows over an uplink of `uplink_mtu` bytes: the uplink MTU in
+/// native mode, minus kVxlanOverhead when any peer may be reached through the tunnel (tunnel,
+/// hybrid). `uplink_mtu` must be > kVxlanOverhead (Overlay::Setup checks it).
+inline uint32_t MaxPodMtu(RoutingMode mode, uint32_t uplink_mtu) {
+  return mode == RoutingMode::kNative ? uplink_mtu : uplink_mtu - kVxlanOverhead;
+}
+
 /// The node's uplink as the overlay needs it.
 struct Uplink {
   nl::Link link;              // the device (--uplink)
