@@ -423,15 +423,22 @@ absl::StatusOr<bool> EtcdClient::PutIfAbsent(absl::string_view key, absl::string
   return resp->succeeded();
 }
 
-absl::StatusOr<bool> EtcdClient::PutIfModRevision(absl::string_view key, absl::string_view value,
-                                                  int64_t mod_revision, int64_t lease,
-                                                  absl::Duration timeout) {
-  etcd::TxnRequest txn;
+namespace {
+// The compare "mod_revision(key) == mod_revision" (etcd API: Compare, target MOD).
+void AddModRevisionEquals(etcd::TxnRequest& txn, absl::string_view key, int64_t mod_revision) {
   auto* cmp = txn.add_compare();
   cmp->set_key(std::string(key));
   cmp->set_target(etcd::Compare::MOD);
   cmp->set_result(etcd::Compare::EQUAL);
   cmp->set_mod_revision(mod_revision);
+}
+}  // namespace
+
+absl::StatusOr<bool> EtcdClient::PutIfModRevision(absl::string_view key, absl::string_view value,
+                                                  int64_t mod_revision, int64_t lease,
+                                                  absl::Duration timeout) {
+  etcd::TxnRequest txn;
+  AddModRevisionEquals(txn, key, mod_revision);
   auto* put = txn.add_success()->mutable_request_put();
   put->set_key(std::string(key));
   put->set_value(std::string(value));
@@ -444,11 +451,7 @@ absl::StatusOr<bool> EtcdClient::PutIfModRevision(absl::string_view key, absl::s
 absl::StatusOr<bool> EtcdClient::DeleteIfModRevision(absl::string_view key, int64_t mod_revision,
                                                      absl::Duration timeout) {
   etcd::TxnRequest txn;
-  auto* cmp = txn.add_compare();
-  cmp->set_key(std::string(key));
-  cmp->set_target(etcd::Compare::MOD);
-  cmp->set_result(etcd::Compare::EQUAL);
-  cmp->set_mod_revision(mod_revision);
+  AddModRevisionEquals(txn, key, mod_revision);
   txn.add_success()->mutable_request_delete_range()->set_key(std::string(key));
   auto resp = Txn(txn, timeout);
   if (!resp.ok()) return resp.status();
