@@ -1104,6 +1104,17 @@ void Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch
 bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f,
                                 Branch& br, std::string* iif) {
   if (a.record_host_flow) br.host_flows.push_back(*a.record_host_flow);
+  // A forwarding action (decrement_ttl) drops the packet when its TTL would reach 0.
+  auto ttl_expires = [&]() {
+    if (!a.decrement_ttl) return false;
+    if (f.pkt.ttl <= 1) {
+      Drop(v, "ttl_exceeded",
+           absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name, " (", a.label, ")"));
+      return true;
+    }
+    --f.pkt.ttl;
+    return false;
+  };
   switch (a.kind) {
     case PluginAction::Kind::kContinue:
       return true;
@@ -1116,14 +1127,7 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
       return true;
     case PluginAction::Kind::kEncapsulate:
     case PluginAction::Kind::kRedirect: {
-      if (a.decrement_ttl) {
-        if (f.pkt.ttl <= 1) {
-          Drop(v, "ttl_exceeded",
-               absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name, " (", a.label, ")"));
-          return false;
-        }
-        --f.pkt.ttl;
-      }
+      if (ttl_expires()) return false;
       graph_.hop(v).packet = f.pkt;
       if (a.kind == PluginAction::Kind::kEncapsulate) {
         EncapsulateWithKey(w, v, a, std::move(f), std::move(br));
@@ -1133,14 +1137,7 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
       return false;
     }
     case PluginAction::Kind::kDeliverToPod: {
-      if (a.decrement_ttl) {
-        if (f.pkt.ttl <= 1) {
-          Drop(v, "ttl_exceeded",
-               absl::StrCat("TTL ", f.pkt.ttl, " expires at ", w.node_name, " (", a.label, ")"));
-          return false;
-        }
-        --f.pkt.ttl;
-      }
+      if (ttl_expires()) return false;
       graph_.hop(v).packet = f.pkt;
       if (a.pod) {
         auto pw = PodWhere(*a.pod);
