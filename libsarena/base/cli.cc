@@ -1,8 +1,109 @@
 #include "libsarena/base/cli.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+
+#ifndef SARENA_PROJECT_VERSION
+#error "SARENA_PROJECT_VERSION must be defined by the build (libsarena/base/CMakeLists.txt)"
+#endif
 
 namespace sarena {
+namespace {
+
+constexpr size_t kWidth = 80;
+constexpr size_t kHelpIndent = 6;
+
+// The Abseil flag type's name as --help prints it.
+std::string TypeName(const absl::CommandLineFlag& f) {
+  if (f.IsOfType<bool>()) return "bool";
+  if (f.IsOfType<std::string>()) return "string";
+  if (f.IsOfType<int32_t>()) return "int32";
+  if (f.IsOfType<uint32_t>()) return "uint32";
+  if (f.IsOfType<int64_t>()) return "int64";
+  if (f.IsOfType<uint64_t>()) return "uint64";
+  if (f.IsOfType<int16_t>()) return "int16";
+  if (f.IsOfType<uint16_t>()) return "uint16";
+  if (f.IsOfType<double>()) return "double";
+  if (f.IsOfType<float>()) return "float";
+  if (f.IsOfType<absl::Duration>()) return "duration";
+  if (f.IsOfType<std::vector<std::string>>()) return "list";
+  return "value";
+}
+
+bool IsProgramFlagFile(const std::string& file, const std::vector<std::string>& sources) {
+  if (absl::StrContains(file, "libsarena/")) return true;
+  for (const std::string& s : sources) {
+    if (!s.empty() && absl::StrContains(file, s)) return true;
+  }
+  return false;
+}
+
+// The program's Abseil flags by identifier ("pod_cidr").
+std::map<std::string, absl::CommandLineFlag*> ProgramAbseilFlags(
+    const std::vector<std::string>& sources) {
+  std::map<std::string, absl::CommandLineFlag*> out;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (flag->IsRetired() || !IsProgramFlagFile(flag->Filename(), sources)) continue;
+    out[std::string(name)] = flag;
+  }
+  return out;
+}
+
+// `text` wrapped at kWidth with every line indented by `indent` spaces; "\n" in `text` starts a
+// new line (paragraphs are kept).
+std::string Wrap(absl::string_view text, size_t indent) {
+  std::string out;
+  const std::string pad(indent, ' ');
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    std::string cur;
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      if (!cur.empty() && indent + cur.size() + 1 + word.size() > kWidth) {
+        absl::StrAppend(&out, pad, cur, "\n");
+        cur.clear();
+      }
+      absl::StrAppend(&cur, cur.empty() ? "" : " ", word);
+    }
+    absl::StrAppend(&out, cur.empty() ? "" : pad, cur, "\n");
+  }
+  return out;
+}
+
+std::string FlagLine(const FlagDoc& f) {
+  std::string line = f.name.size() == 1 ? absl::StrCat("  -", f.name)
+                     : f.type == "bool" ? absl::StrCat("  --[no-]", f.name)
+                                        : absl::StrCat("  --", f.name);
+  if (!f.type.empty() && f.type != "bool") {
+    absl::StrAppend(&line, f.name.size() == 1 ? " " : "=", absl::AsciiStrToUpper(f.type));
+  }
+  if (!f.default_value.empty()) {
+    absl::StrAppend(&line, "  (default: ",
+                    f.type == "string" ? absl::StrCat("\"", f.default_value, "\"") : f.default_value,
+                    ")");
+  } else if (f.type == "string" || f.type == "list") {
+    absl::StrAppend(&line, "  (default: none)");
+  }
+  return line + "\n";
+}
+
+bool IsHelpArg(absl::string_view a) {
+  return a == "-h" || a == "--help" || a == "-help" || a == "--helpfull" || a == "-helpfull" ||
+         a == "--helpshort" || a == "-helpshort";
+}
+
+}  // namespace
 
 std::vector<std::string> NormalizeFlagDashes(int argc, char** argv) {
   std::vector<std::string> out;
@@ -28,6 +129,212 @@ std::vector<char*> ArgvOf(std::vector<std::string>& args) {
   for (std::string& s : args) v.push_back(s.data());
   v.push_back(nullptr);
   return v;
+}
+
+std::string ProjectVersion() { return SARENA_PROJECT_VERSION; }
+
+std::string DashedFlagName(absl::string_view identifier) {
+  return absl::StrReplaceAll(identifier, {{"_", "-"}});
+}
+
+std::vector<FlagDoc> AbseilFlagDocs(const std::vector<std::string>& flag_sources) {
+  std::vector<FlagDoc> out;
+  for (const auto& [name, flag] : ProgramAbseilFlags(flag_sources)) {
+    out.push_back(FlagDoc{DashedFlagName(name), TypeName(*flag), flag->DefaultValue(),
+                          flag->Help()});
+  }
+  return out;
+}
+
+std::vector<FlagDoc> ProgramFlags(const ProgramDoc& doc) {
+  std::vector<FlagDoc> out = AbseilFlagDocs(doc.flag_sources);
+  out.insert(out.end(), doc.extra_flags.begin(), doc.extra_flags.end());
+  out.push_back(FlagDoc{"help", "", "", "Print this help and exit (also -h, --helpfull)."});
+  out.push_back(FlagDoc{"version", "", "", "Print the program name and version and exit."});
+  std::sort(out.begin(), out.end(),
+            [](const FlagDoc& a, const FlagDoc& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string HelpText(const ProgramDoc& doc) {
+  std::string out;
+  for (size_t i = 0; i < doc.usage.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "Usage: " : "       ", doc.usage[i], "\n");
+  }
+  if (!doc.summary.empty()) absl::StrAppend(&out, "\n", Wrap(doc.summary, 0));
+  if (!doc.description.empty()) absl::StrAppend(&out, "\n", Wrap(doc.description, 0));
+  if (!doc.subcommands.empty()) {
+    absl::StrAppend(&out, "\nCommands:\n");
+    for (const SubcommandDoc& s : doc.subcommands) {
+      absl::StrAppend(&out, "  ", s.synopsis, "\n", Wrap(s.help, kHelpIndent));
+    }
+  }
+  std::vector<FlagDoc> flags = ProgramFlags(doc);
+  std::set<std::string> printed;
+  auto print_group = [&](const std::string& title, const std::vector<std::string>& names) {
+    std::string body;
+    for (const std::string& n : names) {
+      auto it = std::find_if(flags.begin(), flags.end(),
+                             [&](const FlagDoc& f) { return f.name == n; });
+      if (it == flags.end() || !printed.insert(n).second) continue;
+      absl::StrAppend(&body, FlagLine(*it), Wrap(it->help, kHelpIndent));
+    }
+    if (!body.empty()) absl::StrAppend(&out, "\n", title, ":\n", body);
+  };
+  for (const FlagGroup& g : doc.groups) print_group(g.title, g.flags);
+  std::vector<std::string> rest;
+  for (const FlagDoc& f : flags) {
+    if (f.name != "help" && f.name != "version" && !printed.count(f.name)) rest.push_back(f.name);
+  }
+  print_group(doc.groups.empty() ? "Flags" : "Other flags", rest);
+  print_group("General", {"help", "version"});
+  absl::StrAppend(&out, "\n",
+                  Wrap("Flag names take '-' or '_' alike; a value follows '=' or the next "
+                       "argument; booleans take --name, --no-name or --name=false.",
+                       0));
+  if (!doc.epilog.empty()) absl::StrAppend(&out, "\n", Wrap(doc.epilog, 0));
+  if (!absl::EndsWith(out, "\n")) out += "\n";
+  return out;
+}
+
+std::string VersionText(const ProgramDoc& doc) {
+  return absl::StrCat(doc.name, " ", ProjectVersion(), "\n");
+}
+
+HelpRequest FindHelpRequest(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (IsHelpArg(a)) return HelpRequest::kHelp;
+    if (a == "--version" || a == "-version") return HelpRequest::kVersion;
+  }
+  return HelpRequest::kNone;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
+                                                           const ProgramDoc& doc) {
+  const std::map<std::string, absl::CommandLineFlag*> flags =
+      ProgramAbseilFlags(doc.flag_sources);
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      positional.insert(positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') {
+      positional.push_back(a);
+      continue;
+    }
+    std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    std::string value;
+    const bool has_value = body.find('=') != std::string::npos;
+    if (has_value) {
+      value = body.substr(body.find('=') + 1);
+      body = body.substr(0, body.find('='));
+    }
+    std::string key = absl::StrReplaceAll(body, {{"-", "_"}});
+    const std::string typed = absl::StrCat(body.size() == 1 ? "-" : "--", DashedFlagName(key));
+    auto it = flags.find(key);
+    if (it == flags.end() && !has_value) {
+      // --no-NAME / --noNAME of a boolean.
+      for (absl::string_view prefix : {"no_", "no"}) {
+        if (!absl::StartsWith(key, prefix)) continue;
+        auto b = flags.find(key.substr(prefix.size()));
+        if (b != flags.end() && b->second->IsOfType<bool>()) {
+          it = b;
+          value = "false";
+          break;
+        }
+      }
+      if (it != flags.end()) {
+        std::string err;
+        if (!it->second->ParseFrom(value, &err)) {
+          return absl::InvalidArgumentError(absl::StrCat("invalid ", typed, ": ", err));
+        }
+        continue;
+      }
+    }
+    if (it == flags.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", typed));
+    }
+    absl::CommandLineFlag* f = it->second;
+    if (!has_value) {
+      if (f->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("flag ", typed, " needs a value"));
+      }
+    }
+    std::string err;
+    if (!f->ParseFrom(value, &err)) {
+      // Abseil's own wording names the identifier ('node_mask_len'): keep only its detail.
+      if (absl::StrContains(err, "specified for flag")) err.clear();
+      return absl::InvalidArgumentError(absl::StrCat("invalid value '", value, "' for ", typed,
+                                                     " (", TypeName(*f), ")",
+                                                     err.empty() ? "" : ": ", err));
+    }
+  }
+  return positional;
+}
+
+std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  switch (FindHelpRequest(args)) {
+    case HelpRequest::kHelp:
+      std::fputs(HelpText(doc).c_str(), stdout);
+      std::exit(0);
+    case HelpRequest::kVersion:
+      std::fputs(VersionText(doc).c_str(), stdout);
+      std::exit(0);
+    case HelpRequest::kNone:
+      break;
+  }
+  absl::StatusOr<std::vector<std::string>> positional = ParseProgramFlags(args, doc);
+  if (!positional.ok()) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", doc.name.c_str(),
+                 std::string(positional.status().message()).c_str());
+    std::exit(2);
+  }
+  return *std::move(positional);
+}
+
+TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_aligned)
+    : header_(std::move(header)), right_(std::move(right_aligned)) {
+  right_.resize(header_.size(), false);
+}
+
+void TextTable::AddRow(std::vector<std::string> cells) {
+  cells.resize(header_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string TextTable::Render() const {
+  std::vector<size_t> width(header_.size(), 0);
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& r : rows_) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const bool last = c + 1 == cells.size();
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      if (c > 0) l += "  ";
+      if (right_[c]) {
+        absl::StrAppend(&l, pad, cells[c]);
+      } else {
+        absl::StrAppend(&l, cells[c], last ? "" : pad);
+      }
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    absl::StrAppend(&out, l, "\n");
+  };
+  line(header_);
+  for (const auto& r : rows_) line(r);
+  return out;
 }
 
 }  // namespace sarena

@@ -1,9 +1,20 @@
-// Command-line helpers shared by the executables.
+// Command-line helpers shared by the executables (sarenad, sarena, sarena-diag, sarena-cni):
+// flag parsing with dashed flag names, one --help/--version printer, and text tables.
+//
+// Flags are Abseil flags (ABSL_FLAG(type, pod_cidr, ...)) but are typed and documented with
+// dashes (--pod-cidr): the identifier's '_' is '-' on the command line and in --help. A
+// program's flags are the ABSL_FLAGs defined in its own sources (ProgramDoc::flag_sources) and
+// in libsarena/, never Abseil's own (--flagfile, --helpfull, ...), plus any documented in
+// ProgramDoc::extra_flags (for a program with its own parser, e.g. sarena-diag).
 #ifndef LIBSARENA_BASE_CLI_H_
 #define LIBSARENA_BASE_CLI_H_
 
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sarena {
 
@@ -14,6 +25,99 @@ std::vector<std::string> NormalizeFlagDashes(int argc, char** argv);
 
 /// argv-style pointers into `args` (valid while `args` lives).
 std::vector<char*> ArgvOf(std::vector<std::string>& args);
+
+/// The project version (CMake's PROJECT_VERSION, e.g. "0.1.0").
+std::string ProjectVersion();
+
+/// The flag as typed, without dashes: "pod_cidr" -> "pod-cidr".
+std::string DashedFlagName(absl::string_view identifier);
+
+/// One flag as --help documents it.
+struct FlagDoc {
+  std::string name;           // as typed, without leading dashes: "pod-cidr", "o"
+  std::string type;           // "string", "bool", "uint32", "duration", ... ("" = no value)
+  std::string default_value;  // as the flag parses it; "" when empty
+  std::string help;           // one or more sentences; wrapped by HelpText
+};
+
+/// A titled group of flags in --help, by name as typed ("pod-cidr").
+struct FlagGroup {
+  std::string title;
+  std::vector<std::string> flags;
+};
+
+/// A subcommand in --help: "endpoint get ID" and what it does.
+struct SubcommandDoc {
+  std::string synopsis;
+  std::string help;
+};
+
+/// What --help and --version say about one program.
+struct ProgramDoc {
+  std::string name;                   // "sarenad" (also the first word of --version)
+  std::string summary;                // one line: what the program is
+  std::vector<std::string> usage;     // synopsis lines, each starting with the program name
+  std::string description;            // paragraphs ("\n\n"-separated), wrapped
+  std::vector<SubcommandDoc> subcommands;
+  /// Path fragments of the files whose ABSL_FLAGs belong to the program, matched against
+  /// absl::CommandLineFlag::Filename(), e.g. "tools/sarenad/". "libsarena/" is always included.
+  std::vector<std::string> flag_sources;
+  std::vector<FlagDoc> extra_flags;   // flags of the program not defined with ABSL_FLAG
+  /// Groups in print order; flags of no group are printed last under "Other flags" (so a new
+  /// flag is always listed). --help and --version are always listed, under "General".
+  std::vector<FlagGroup> groups;
+  std::string epilog;                 // exit status, environment, files (wrapped)
+};
+
+/// The ABSL_FLAGs of the program (see ProgramDoc::flag_sources), sorted by name.
+std::vector<FlagDoc> AbseilFlagDocs(const std::vector<std::string>& flag_sources);
+
+/// Every flag of the program: its Abseil flags, extra_flags, and --help/--version; by name.
+std::vector<FlagDoc> ProgramFlags(const ProgramDoc& doc);
+
+/// The --help text: "Usage:" lines, summary, description, subcommands, then every flag of
+/// ProgramFlags(doc) by group as "  --name=TYPE  (default: V)" with the help wrapped beneath
+/// (the layout help2man reads). Lines are at most ~80 columns except long synopses.
+std::string HelpText(const ProgramDoc& doc);
+
+/// The --version text: "<name> <ProjectVersion()>\n".
+std::string VersionText(const ProgramDoc& doc);
+
+/// What the arguments ask for besides running: --help/-h/--helpfull/--helpshort, or --version
+/// (first one wins; nothing after a bare "--" counts).
+enum class HelpRequest { kNone, kHelp, kVersion };
+HelpRequest FindHelpRequest(const std::vector<std::string>& args);
+
+/// Parses `args` (argv without argv[0]) into the program's Abseil flags and returns the
+/// positional arguments in order. Flags may come before, between or after positionals:
+/// "--name=V", "--name V", "-o V" (one dash works too), booleans as "--name", "--name=false",
+/// "--no-name"/"--noname"; '-' and '_' are the same in names; everything after "--" is
+/// positional. Errors (kInvalidArgument, naming the flag as typed and the value): a flag that is
+/// not the program's, a missing value, a value its type does not parse.
+absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
+                                                           const ProgramDoc& doc);
+
+/// The executables' entry: --help / --version print HelpText / VersionText on stdout and exit 0;
+/// a flag error prints "<name>: <message> (see --help)" on stderr and exits 2; otherwise returns
+/// the positional arguments (ParseProgramFlags).
+std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc);
+
+/// A text table whose columns are as wide as their widest cell (nothing is ever truncated),
+/// separated by two spaces; the last column is not padded.
+class TextTable {
+ public:
+  /// `header` names the columns; `right_aligned[i]` right-aligns column i (numbers).
+  explicit TextTable(std::vector<std::string> header, std::vector<bool> right_aligned = {});
+  /// A row; missing cells are empty, extra cells are dropped.
+  void AddRow(std::vector<std::string> cells);
+  /// The header and rows, one line each, each ending in '\n'.
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
 
 }  // namespace sarena
 

@@ -2,31 +2,36 @@
 // and reads the pinned BPF maps directly (drop counters). Thin: flags -> libsarena -> print.
 //   sarena [--socket PATH] status
 //   sarena [--socket PATH] endpoint list [-o table|json]
+//   sarena [--socket PATH] endpoint get ID [-o table|json]
 //   sarena [--bpffs DIR] drops [-o table|json]
 //   sarena [--etcd-endpoints E] node list [-o table|json]
-//   sarena --etcd-endpoints E node delete NAME
+//   sarena --etcd-endpoints E node delete NAME [-o table|json]
+// -o json prints one protobuf message in protobuf's JSON mapping (see Doc() below), or on failure
+// one sarena.rpc.v1.CliError object {"code", "message"} on stdout; `sarena --help` lists all.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/util/json_util.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/cluster/agent.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
+#include "libsarena/rpc/cli_output.h"
 #include "libsarena/rpc/client.h"
 
-ABSL_FLAG(std::string, socket, "/run/sarena/sarenad.sock", "sarenad's unix socket");
-ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena", "bpffs directory of the datapath's pins");
-ABSL_FLAG(std::string, o, "table", "Output: table | json");
+ABSL_FLAG(std::string, socket, "/run/sarena/sarenad.sock",
+          "sarenad's unix socket (sarenad --socket), for status and endpoint");
+ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena",
+          "bpffs directory of the datapath's pinned maps (sarenad --bpffs), for drops");
+ABSL_FLAG(std::string, o, "table",
+          "Output: table (text for people) | json (one protobuf message in protobuf's JSON "
+          "mapping; on failure one {\"code\", \"message\"} object, also on stdout)");
 ABSL_FLAG(std::string, etcd_endpoints, "",
           "etcd endpoints for `node list|delete`: unix:///path/etcd.sock:2379 or http://host:port, "
           "comma-separated (default: $SARENA_ETCD_ENDPOINTS)");
@@ -36,28 +41,43 @@ namespace {
 using sarena::rpc::v1::Request;
 using sarena::rpc::v1::Response;
 
-int Fail(const absl::Status& st) {
-  std::fprintf(stderr, "sarena: %s\n", std::string(st.message()).c_str());
-  return 1;
+constexpr int kExitUsage = 2;
+
+bool JsonOutput() { return absl::GetFlag(FLAGS_o) == "json"; }
+
+// A failed command: with -o json one CliError object on stdout (so `sarena -o json ... | jq`
+// always reads JSON), else "sarena: <message>" on stderr. Returns the exit status `code`.
+int Fail(const absl::Status& st, int code = 1) {
+  if (JsonOutput()) {
+    std::fputs(sarena::rpc::MessageToJson(sarena::rpc::CliErrorOf(st)).c_str(), stdout);
+  } else {
+    std::fprintf(stderr, "sarena: %s\n", std::string(st.message()).c_str());
+  }
+  return code;
+}
+
+// Prints `m` as JSON (-o json) or the text `text` renders.
+int Print(const google::protobuf::Message& m, const std::string& text) {
+  std::fputs(JsonOutput() ? sarena::rpc::MessageToJson(m).c_str() : text.c_str(), stdout);
+  return 0;
 }
 
 absl::StatusOr<Response> Call(const Request& req) {
-  auto client = sarena::rpc::Client::Connect(absl::GetFlag(FLAGS_socket));
-  if (!client.ok()) return client.status();
+  const std::string socket = absl::GetFlag(FLAGS_socket);
+  auto client = sarena::rpc::Client::Connect(socket);
+  if (!client.ok()) {
+    return sarena::rpc::WithHint(client.status(),
+                                 "is sarenad running, and is this its socket? (sarena --socket "
+                                 "PATH, as sarenad --socket)");
+  }
   auto resp = client->Call(req);
-  if (!resp.ok()) return resp.status();
+  if (!resp.ok()) return sarena::rpc::WithHint(resp.status(), absl::StrCat("sarenad at ", socket));
   if (resp->has_error()) return sarena::rpc::StatusFromError(resp->error());
   return resp;
 }
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = true;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
-  return out;
+std::string Time(int64_t unix_seconds) {
+  return absl::FormatTime("%H:%M:%S", absl::FromUnixSeconds(unix_seconds), absl::LocalTimeZone());
 }
 
 int Status() {
@@ -65,10 +85,7 @@ int Status() {
   req.mutable_status();
   auto resp = Call(req);
   if (!resp.ok()) return Fail(resp.status());
-  if (absl::GetFlag(FLAGS_o) == "json") {
-    std::printf("%s", ToJson(resp->status()).c_str());
-    return 0;
-  }
+  if (JsonOutput()) return Print(resp->status(), "");
   const auto& s = resp->status();
   std::printf("ready: %s\npod CIDR: %s\nnode IP: %s\nendpoints: %u\nfree IPs: %u\n"
               "attach mode: %s\nversion: %s\n",
@@ -89,74 +106,72 @@ int Status() {
                                           .c_str()
                                     : "never");
   if (!c.last_error().empty()) std::printf("last error: %s\n", c.last_error().c_str());
-  std::printf("%-20s %6s %-15s %-20s %-7s %-9s %10s %10s %s\n", "PEER", "ID", "UNDERLAY",
-              "POD-CIDRS", "MODE", "UPDATED", "TX-PKTS", "RX-PKTS", "STATE");
+  sarena::TextTable peers({"PEER", "ID", "UNDERLAY", "POD-CIDRS", "MODE", "UPDATED", "TX-PKTS",
+                           "RX-PKTS", "STATE"},
+                          {false, true, false, false, false, false, true, true, false});
   for (const auto& p : c.peers()) {
-    const std::string updated = absl::FormatTime(
-        "%H:%M:%S", absl::FromUnixSeconds(p.last_update_unix()), absl::LocalTimeZone());
-    std::printf("%-20s %6u %-15s %-20s %-7s %-9s %10llu %10llu %s\n", p.name().c_str(),
-                p.node_id(), p.underlay().c_str(), absl::StrJoin(p.pod_cidrs(), ",").c_str(),
-                p.mode().c_str(), updated.c_str(), (unsigned long long)p.tx_packets(),
-                (unsigned long long)p.rx_packets(),
-                p.lost() ? absl::StrCat("lost since ",
-                                        absl::FormatTime("%H:%M:%S",
-                                                         absl::FromUnixSeconds(p.lost_since_unix()),
-                                                         absl::LocalTimeZone()))
-                               .c_str()
-                         : "alive");
+    peers.AddRow({p.name(), absl::StrCat(p.node_id()), p.underlay(),
+                  absl::StrJoin(p.pod_cidrs(), ","), p.mode(), Time(p.last_update_unix()),
+                  absl::StrCat(p.tx_packets()), absl::StrCat(p.rx_packets()),
+                  p.lost() ? absl::StrCat("lost since ", Time(p.lost_since_unix())) : "alive"});
   }
+  std::fputs(peers.Render().c_str(), stdout);
   return 0;
+}
+
+absl::StatusOr<Response> ListEndpoints() {
+  Request req;
+  req.mutable_endpoint_list();
+  return Call(req);
 }
 
 int EndpointList() {
-  Request req;
-  req.mutable_endpoint_list();
-  auto resp = Call(req);
+  auto resp = ListEndpoints();
   if (!resp.ok()) return Fail(resp.status());
-  if (absl::GetFlag(FLAGS_o) == "json") {
-    std::printf("%s", ToJson(resp->endpoint_list()).c_str());
-    return 0;
-  }
-  std::printf("%-24s %-6s %-15s %-15s %-17s %10s %12s %10s %12s\n", "CONTAINER", "IF", "IP",
-              "HOST-IF", "POD-MAC", "RX-PKTS", "RX-BYTES", "TX-PKTS", "TX-BYTES");
+  sarena::TextTable t({"ID", "CONTAINER", "IF", "POD", "IP", "HOST-IF", "POD-MAC", "RX-PKTS",
+                       "RX-BYTES", "TX-PKTS", "TX-BYTES"},
+                      {true, false, false, false, false, false, false, true, true, true, true});
   for (const auto& e : resp->endpoint_list().endpoints()) {
-    std::string pod = e.pod_name().empty() ? e.ref().container_id()
-                                           : absl::StrCat(e.pod_namespace(), "/", e.pod_name());
-    if (pod.size() > 24) pod = pod.substr(0, 24);
-    std::printf("%-24s %-6s %-15s %-15s %-17s %10llu %12llu %10llu %12llu\n", pod.c_str(),
-                e.ref().ifname().c_str(), e.ip().c_str(), e.host_ifname().c_str(),
-                e.pod_mac().c_str(), (unsigned long long)e.counters().rx_packets(),
-                (unsigned long long)e.counters().rx_bytes(),
-                (unsigned long long)e.counters().tx_packets(),
-                (unsigned long long)e.counters().tx_bytes());
+    t.AddRow({absl::StrCat(e.endpoint_id()), e.ref().container_id(), e.ref().ifname(),
+              e.pod_name().empty() ? "-" : absl::StrCat(e.pod_namespace(), "/", e.pod_name()),
+              e.ip(), e.host_ifname(), e.pod_mac(), absl::StrCat(e.counters().rx_packets()),
+              absl::StrCat(e.counters().rx_bytes()), absl::StrCat(e.counters().tx_packets()),
+              absl::StrCat(e.counters().tx_bytes())});
   }
-  return 0;
+  return Print(resp->endpoint_list(), t.Render());
+}
+
+// `endpoint get ID`: ID is an endpoint id, a container id or a unique prefix of one, or the pod's
+// namespace/name (rpc::FindEndpoint).
+int EndpointGet(const std::string& id) {
+  auto resp = ListEndpoints();
+  if (!resp.ok()) return Fail(resp.status());
+  auto e = sarena::rpc::FindEndpoint(resp->endpoint_list(), id);
+  if (!e.ok()) return Fail(e.status());
+  return Print(*e, sarena::rpc::MessageToText(*e));
 }
 
 int Drops() {
-  auto maps = sarena::datapath::Maps::FromPinRoot(absl::GetFlag(FLAGS_bpffs));
-  if (!maps.ok()) return Fail(maps.status());
+  const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
+  const std::string hint = absl::StrCat(
+      "is the sarena datapath loaded with its pins under ", bpffs,
+      "? (sarena --bpffs DIR, as sarenad --bpffs)");
+  auto maps = sarena::datapath::Maps::FromPinRoot(bpffs);
+  if (!maps.ok()) return Fail(sarena::rpc::WithHint(maps.status(), hint));
   auto drops = maps->ReadDrops();
-  if (!drops.ok()) return Fail(drops.status());
-  const bool json = absl::GetFlag(FLAGS_o) == "json";
-  if (json) std::printf("{\"drops\": [");
-  else std::printf("%-18s %12s %14s\n", "REASON", "PACKETS", "BYTES");
-  bool first = true;
+  if (!drops.ok()) return Fail(sarena::rpc::WithHint(drops.status(), hint));
+  sarena::rpc::v1::DropList list;
+  sarena::TextTable t({"REASON", "PACKETS", "BYTES"}, {false, true, true});
   for (size_t i = 1; i < drops->size(); ++i) {
     const auto& d = (*drops)[i];
-    std::string name = sarena::datapath::DropReasonName(static_cast<uint32_t>(i));
-    if (json) {
-      std::printf("%s\n  {\"reason\": \"%s\", \"packets\": %llu, \"bytes\": %llu}",
-                  first ? "" : ",", name.c_str(), (unsigned long long)d.packets,
-                  (unsigned long long)d.bytes);
-      first = false;
-    } else {
-      std::printf("%-18s %12llu %14llu\n", name.c_str(), (unsigned long long)d.packets,
-                  (unsigned long long)d.bytes);
-    }
+    sarena::rpc::v1::DropCount* c = list.add_drops();
+    c->set_reason(sarena::datapath::DropReasonName(static_cast<uint32_t>(i)));
+    c->set_code(static_cast<uint32_t>(i));
+    c->set_packets(d.packets);
+    c->set_bytes(d.bytes);
+    t.AddRow({c->reason(), absl::StrCat(d.packets), absl::StrCat(d.bytes)});
   }
-  if (json) std::printf("\n]}\n");
-  return 0;
+  return Print(list, t.Render());
 }
 
 absl::StatusOr<std::string> EtcdEndpoints() {
@@ -172,41 +187,26 @@ absl::StatusOr<std::string> EtcdEndpoints() {
   return e;
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') absl::StrAppend(&out, "\\", std::string(1, c));
-    else if (static_cast<unsigned char>(c) < 0x20) absl::StrAppendFormat(&out, "\\u%04x", c);
-    else out.push_back(c);
-  }
-  return out + "\"";
-}
-
 int NodeList() {
   auto eps = EtcdEndpoints();
   if (!eps.ok()) return Fail(eps.status());
   auto nodes = sarena::cluster::ListNodes(*eps);
-  if (!nodes.ok()) return Fail(nodes.status());
-  if (absl::GetFlag(FLAGS_o) == "json") {
-    std::printf("{\"nodes\": [");
-    for (size_t i = 0; i < nodes->size(); ++i) {
-      const auto& n = (*nodes)[i];
-      std::string cidrs, ids;
-      for (const auto& c : n.claimed_pod_cidrs) absl::StrAppend(&cidrs, cidrs.empty() ? "" : ", ", JsonString(c));
-      for (uint32_t id : n.claimed_node_ids) absl::StrAppend(&ids, ids.empty() ? "" : ", ", id);
-      std::printf("%s\n  {\"name\": %s, \"live\": %s, \"lease_ttl_seconds\": %lld, \"record\": %s, "
-                  "\"error\": %s, \"claimed_pod_cidrs\": [%s], \"claimed_node_ids\": [%s]}",
-                  i ? "," : "", JsonString(n.name).c_str(), n.live ? "true" : "false",
-                  (long long)absl::ToInt64Seconds(n.lease_ttl_left),
-                  n.has_record ? sarena::cluster::RecordToJson(n.record).c_str() : "null",
-                  JsonString(n.error).c_str(), cidrs.c_str(), ids.c_str());
-    }
-    std::printf("\n]}\n");
-    return 0;
+  if (!nodes.ok()) {
+    return Fail(sarena::rpc::WithHint(
+        nodes.status(), absl::StrCat("is etcd reachable at ", *eps, "? (--etcd-endpoints)")));
   }
-  std::printf("%-24s %-7s %-15s %-20s %-7s %-6s %-9s %s\n", "NAME", "NODE-ID", "UNDERLAY",
-              "POD-CIDRS", "MODE", "MTU", "LEASE", "NOTE");
+  sarena::cluster::v1::NodeList list;
+  sarena::TextTable t({"NAME", "NODE-ID", "UNDERLAY", "POD-CIDRS", "MODE", "MTU", "LEASE", "NOTE"},
+                      {false, true, false, false, false, true, false, false});
   for (const auto& n : *nodes) {
+    sarena::cluster::v1::NodeListEntry* entry = list.add_nodes();
+    entry->set_name(n.name);
+    entry->set_live(n.live);
+    entry->set_lease_ttl_seconds(n.live ? static_cast<int32_t>(absl::ToInt64Seconds(n.lease_ttl_left)) : 0);
+    if (n.has_record) *entry->mutable_record() = n.record;
+    entry->set_error(n.error);
+    for (const auto& c : n.claimed_pod_cidrs) entry->add_claimed_pod_cidrs(c);
+    for (uint32_t id : n.claimed_node_ids) entry->add_claimed_node_ids(id);
     std::string addr, cidrs;
     for (const auto& a : n.record.addresses()) absl::StrAppend(&addr, addr.empty() ? "" : ",", a.address());
     for (const auto& c : n.record.pod_cidrs()) absl::StrAppend(&cidrs, cidrs.empty() ? "" : ",", c.cidr());
@@ -220,45 +220,97 @@ int NodeList() {
     std::string note = !n.error.empty() ? n.error
                        : n.has_record   ? ""
                                         : "no record: claims kept (sarena node delete releases them)";
-    std::printf("%-24s %-7s %-15s %-20s %-7s %-6s %-9s %s\n", n.name.c_str(), id.c_str(),
-                addr.empty() ? "-" : addr.c_str(), cidrs.empty() ? "-" : cidrs.c_str(),
-                n.record.routing_mode().empty() ? "-" : n.record.routing_mode().c_str(),
-                n.has_record ? absl::StrCat(n.record.mtu()).c_str() : "-", lease.c_str(),
-                note.c_str());
+    t.AddRow({n.name, id, addr.empty() ? "-" : addr, cidrs.empty() ? "-" : cidrs,
+              n.record.routing_mode().empty() ? "-" : n.record.routing_mode(),
+              n.has_record ? absl::StrCat(n.record.mtu()) : "-", lease, note});
   }
-  return 0;
+  return Print(list, t.Render());
 }
 
 int NodeDelete(const std::string& name) {
-  if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
-    return Fail(absl::InvalidArgumentError("node delete needs --etcd-endpoints"));
+  const std::string eps = absl::GetFlag(FLAGS_etcd_endpoints);
+  if (eps.empty()) {
+    return Fail(absl::InvalidArgumentError("node delete needs --etcd-endpoints"), kExitUsage);
   }
-  auto res = sarena::cluster::DeleteNode(absl::GetFlag(FLAGS_etcd_endpoints), name);
-  if (!res.ok()) return Fail(res.status());
-  std::string ids;
-  for (uint32_t id : res->released_node_ids) absl::StrAppend(&ids, ids.empty() ? "" : ",", id);
-  std::printf("deleted node %s: record %s%s, released pod CIDRs [%s], node ids [%s]\n",
-              name.c_str(), res->record_deleted ? "deleted" : "absent",
-              res->lease_revoked ? " (lease revoked)" : "",
-              absl::StrJoin(res->released_pod_cidrs, ",").c_str(), ids.c_str());
-  return 0;
+  auto res = sarena::cluster::DeleteNode(eps, name);
+  if (!res.ok()) {
+    return Fail(absl::IsNotFound(res.status()) || absl::IsInvalidArgument(res.status())
+                    ? res.status()
+                    : sarena::rpc::WithHint(res.status(), absl::StrCat("is etcd reachable at ",
+                                                                       eps, "? (--etcd-endpoints)")));
+  }
+  sarena::cluster::v1::NodeDeleteResult out;
+  out.set_name(name);
+  out.set_record_deleted(res->record_deleted);
+  out.set_lease_revoked(res->lease_revoked);
+  for (const auto& c : res->released_pod_cidrs) out.add_released_pod_cidrs(c);
+  for (uint32_t id : res->released_node_ids) out.add_released_node_ids(id);
+  return Print(out, absl::StrCat("deleted node ", name, ": record ",
+                                 res->record_deleted ? "deleted" : "absent",
+                                 res->lease_revoked ? " (lease revoked)" : "",
+                                 ", released pod CIDRs [", absl::StrJoin(res->released_pod_cidrs, ","),
+                                 "], node ids [", absl::StrJoin(res->released_node_ids, ","), "]\n"));
+}
+
+// What `sarena --help` says.
+const sarena::ProgramDoc& Doc() {
+  static const sarena::ProgramDoc* doc = new sarena::ProgramDoc{
+      .name = "sarena",
+      .summary = "The sarena operator CLI: asks sarenad (over its unix socket) for its status and "
+                 "endpoints, reads the datapath's pinned BPF maps for drop counters, and lists or "
+                 "deletes the nodes of a cluster in etcd.",
+      .usage = {"sarena [flags] COMMAND [ARGS]"},
+      .description =
+          "Flags may come before or after the command. -o json prints one protobuf message in "
+          "protobuf's JSON mapping (proto field names; 64-bit integers as strings): status: "
+          "sarena.rpc.v1.StatusResponse, endpoint list: sarena.rpc.v1.EndpointListResponse, "
+          "endpoint get: sarena.rpc.v1.Endpoint, drops: sarena.rpc.v1.DropList, node list: "
+          "sarena.cluster.v1.NodeList, node delete: sarena.cluster.v1.NodeDeleteResult "
+          "(libsarena/rpc/proto/sarenad.proto, libsarena/cluster/proto/cluster.proto).",
+      .subcommands =
+          {
+              {"status", "Is sarenad ready; pod CIDR, node IP, endpoints, free IPs, attach mode; "
+                         "in a cluster the node, etcd and every peer (--socket)."},
+              {"endpoint list", "Every endpoint with its BPF packet/byte counters (--socket)."},
+              {"endpoint get ID",
+               "One endpoint, every field and counter. ID: the endpoint id, the container id or a "
+               "unique prefix of it, or the pod's NAMESPACE/NAME (--socket)."},
+              {"drops", "The datapath's drop counters by reason (--bpffs)."},
+              {"node list", "Every node of the cluster in etcd: record, lease, claims "
+                            "(--etcd-endpoints or $SARENA_ETCD_ENDPOINTS)."},
+              {"node delete NAME", "Deletes a node's record and releases its pod CIDR and node "
+                                   "id claims (--etcd-endpoints)."},
+          },
+      .flag_sources = {"tools/sarena/"},
+      .groups = {{"Output", {"o"}},
+                 {"Where to look", {"socket", "bpffs", "etcd-endpoints"}}},
+      .epilog = "Exit status: 0 success, 1 failure (the message names the socket, pin or etcd "
+                "endpoint that failed and what to do), 2 bad usage. With -o json a failure prints "
+                "{\"code\": \"<absl status code, e.g. NOT_FOUND>\", \"message\": \"...\"} "
+                "(sarena.rpc.v1.CliError) on stdout.\n",
+  };
+  return *doc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "sarena [--socket PATH] [--bpffs DIR] [--etcd-endpoints E] [-o table|json] status | "
-      "endpoint list | drops | node list | node delete NAME");
-  std::vector<std::string> raw = sarena::NormalizeFlagDashes(argc, argv);
-  std::vector<char*> av = sarena::ArgvOf(raw);
-  std::vector<char*> args = absl::ParseCommandLine(static_cast<int>(raw.size()), av.data());
-  std::vector<std::string> cmd(args.begin() + 1, args.end());
+  std::vector<std::string> cmd = sarena::ParseCommandLineOrExit(argc, argv, Doc());
+  if (!JsonOutput() && absl::GetFlag(FLAGS_o) != "table") {
+    const std::string o = absl::GetFlag(FLAGS_o);
+    absl::SetFlag(&FLAGS_o, "table");
+    return Fail(absl::InvalidArgumentError(absl::StrCat("invalid -o '", o, "': table or json")),
+                kExitUsage);
+  }
   if (cmd.size() == 1 && cmd[0] == "status") return Status();
   if (cmd.size() == 2 && cmd[0] == "endpoint" && cmd[1] == "list") return EndpointList();
+  if (cmd.size() == 3 && cmd[0] == "endpoint" && cmd[1] == "get") return EndpointGet(cmd[2]);
   if (cmd.size() == 1 && cmd[0] == "drops") return Drops();
   if (cmd.size() == 2 && cmd[0] == "node" && cmd[1] == "list") return NodeList();
   if (cmd.size() == 3 && cmd[0] == "node" && cmd[1] == "delete") return NodeDelete(cmd[2]);
-  std::fprintf(stderr, "usage: %s\n", absl::ProgramUsageMessage().data());
-  return 2;
+  return Fail(absl::InvalidArgumentError(absl::StrCat(
+                  cmd.empty() ? "missing command" : absl::StrCat("unknown command '", absl::StrJoin(cmd, " "), "'"),
+                  ": status | endpoint list | endpoint get ID | drops | node list | node delete NAME "
+                  "(see sarena --help)")),
+              kExitUsage);
 }

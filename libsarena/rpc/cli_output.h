@@ -1,0 +1,45 @@
+// What the `sarena` CLI prints from sarenad's answers: the -o json rendering of its messages
+// (protobuf's JSON mapping), the one JSON error object of -o json mode, and the lookup of one
+// endpoint for `sarena endpoint get ID`.
+#ifndef LIBSARENA_RPC_CLI_OUTPUT_H_
+#define LIBSARENA_RPC_CLI_OUTPUT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "libsarena/rpc/sarenad.pb.h"
+
+namespace sarena::rpc {
+
+/// `message` in protobuf's JSON mapping (https://protobuf.dev/programming-guides/proto3/#json)
+/// as -o json prints it: indented, proto field names (snake_case), fields at their default
+/// value printed too (so every field of the schema is present; 64-bit integers are strings,
+/// enums names), ending in '\n'.
+std::string MessageToJson(const google::protobuf::Message& message);
+
+/// `message` as "field: value" lines, every field of the schema in declaration order (defaults
+/// included), nested messages flattened as "parent.field", repeated fields comma-separated,
+/// names aligned: the text of `sarena endpoint get`.
+std::string MessageToText(const google::protobuf::Message& message);
+
+/// The -o json error object of a failed command: {"code": "<absl::StatusCode name, e.g.
+/// NOT_FOUND>", "message": "<status message>"} (v1::CliError).
+v1::CliError CliErrorOf(const absl::Status& status);
+
+/// `status` with " — <what_to_do>" appended to its message; same code. OK stays OK.
+absl::Status WithHint(const absl::Status& status, absl::string_view what_to_do);
+
+/// The one endpoint of `list` that `id` names, tried in this order: its endpoint id (decimal),
+/// its container id, its pod "namespace/name", a prefix of its container id.
+/// Errors: kNotFound "no endpoint matches '<id>' ..." when nothing matches; kInvalidArgument
+/// "'<id>' is ambiguous: ..." naming the candidates when a step matches more than one endpoint
+/// (a container attached twice, a short prefix); kInvalidArgument when `id` is empty.
+absl::StatusOr<v1::Endpoint> FindEndpoint(const v1::EndpointListResponse& list,
+                                          absl::string_view id);
+
+}  // namespace sarena::rpc
+
+#endif  // LIBSARENA_RPC_CLI_OUTPUT_H_
