@@ -112,9 +112,11 @@ absl::Status ClusterNode::Apply(const cluster::PeerTable& table) {
                      .underlay = p.underlay,
                      .pod_cidrs = p.pod_cidrs});
   }
+  const absl::Time started = absl::Now();
   absl::StatusOr<datapath::SyncStats> st = overlay_->Sync(peers);
   std::lock_guard<std::mutex> lock(mu_);
   last_sync_ = absl::Now();
+  last_sync_duration_ = last_sync_ - started;
   if (!st.ok()) {
     last_sync_error_ = std::string(st.status().message());
     return st.status();
@@ -206,6 +208,10 @@ void ClusterNode::FillStatus(rpc::v1::StatusResponse* out) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     sync_error = last_sync_error_;
+    if (last_sync_ != absl::Time()) {
+      c->set_last_apply_unix(absl::ToUnixSeconds(last_sync_));
+      c->set_last_apply_duration_seconds(absl::ToDoubleSeconds(last_sync_duration_));
+    }
   }
   c->set_last_error(!as.last_error.empty() ? as.last_error : sync_error);
   for (const auto& [name, p] : as.peers.peers) {

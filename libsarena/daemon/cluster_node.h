@@ -116,6 +116,7 @@ class ClusterNode {
   mutable std::mutex mu_;  // guards last_sync_*
   std::string last_sync_error_;
   absl::Time last_sync_;
+  absl::Duration last_sync_duration_;  // how long the Overlay::Sync of last_sync_ took
 };
 
 }  // namespace sarena::daemon

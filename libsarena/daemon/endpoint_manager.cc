@@ -373,6 +373,7 @@ v1::StatusResponse EndpointManager::Status() {
   s.set_node_ip(options_.node_ip.to_string());
   s.set_endpoints(static_cast<uint32_t>(store_->size()));
   s.set_ips_free(ipam_->FreeCount());
+  s.set_ips_used(ipam_->InUse());
   s.set_attach_mode(std::string(bpf::ToString(node_->attach_mode())));
   s.set_version(kVersion);
   return s;

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
@@ -595,9 +596,12 @@ void Server::Impl::Execute(std::shared_ptr<Connection> conn, v1::Request request
   Count([](ServerStats& s) { ++s.requests; });
   // The work guard keeps io_.run() alive until the response is back on the I/O thread.
   asio::post(worker_io_, [this, conn = std::move(conn), request = std::move(request),
-                          guard = asio::make_work_guard(io_)]() mutable {
+                          received = absl::Now(), guard = asio::make_work_guard(io_)]() mutable {
     std::optional<v1::Response> response;
-    if (!stop_requested_.load()) response = handler_(request, conn->cred());
+    if (!stop_requested_.load()) {
+      response = handler_(request, conn->cred());
+      if (options_.observe) options_.observe(request, *response, absl::Now() - received);
+    }
     asio::post(io_, [conn = std::move(conn), response = std::move(response)]() mutable {
       conn->OnExecuted(std::move(response));
     });

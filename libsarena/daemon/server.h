@@ -66,6 +66,13 @@ struct PeerCred {
 /// go into Response.error (see ErrorResponse), never into an exception.
 using Handler = std::function<v1::Response(const v1::Request& request, const PeerCred& peer)>;
 
+/// Told about every request the Handler executed, on the worker thread right after the
+/// Handler returned: the request, its response and `elapsed` = the time from the request being
+/// received whole (decoded, queued for the worker) to its response being ready — queueing
+/// behind earlier requests included, as the client sees it. For metrics (metrics_node.h).
+using RequestObserver = std::function<void(const v1::Request& request,
+                                           const v1::Response& response, absl::Duration elapsed)>;
+
 struct ServerOptions {
   /// Path of the unix socket (--socket). Its parent directory is created (mode 0755) if missing.
   std::string socket_path = "/run/sarena/sarenad.sock";
@@ -91,6 +98,8 @@ struct ServerOptions {
   /// max_connections - reserved_root_connections connections are open, so no non-root client
   /// can lock the CNI plugin out. Clamped to max_connections.
   uint32_t reserved_root_connections = 128;
+  /// Called after each executed request (see RequestObserver). Empty = none.
+  RequestObserver observe;
 };
 
 /// Counters for logs, `sarenad` status output and tests. All monotonic except active_connections.

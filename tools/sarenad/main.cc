@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "libsarena/base/log.h"
 #include "libsarena/daemon/cluster_node.h"
 #include "libsarena/daemon/endpoint_manager.h"
+#include "libsarena/daemon/metrics_node.h"
+#include "libsarena/daemon/metrics_server.h"
 #include "libsarena/daemon/server.h"
 
 ABSL_FLAG(std::string, pod_cidr, "", "This node's pod CIDR, e.g. 10.244.1.0/24 (required)");
@@ -65,6 +68,9 @@ ABSL_FLAG(absl::Duration, idle_timeout, absl::Minutes(2),
 ABSL_FLAG(absl::Duration, io_timeout, absl::Seconds(30),
           "Close a connection whose request or response frame takes longer than this; also the "
           "grace period of a stop before sarenad exits even with a request still stuck");
+ABSL_FLAG(std::string, metrics_address, "",
+          "Serve Prometheus metrics (GET /metrics) on this TCP address: 127.0.0.1:9964, "
+          "[::1]:9964 or :9964 (every address); empty = off (docs/metrics.md)");
 
 namespace {
 
@@ -204,6 +210,12 @@ int main(int argc, char** argv) {
     o.pod_cidr = *cidr;
     o.node_ip = *node_ip;
   }
+  std::optional<boost::asio::ip::tcp::endpoint> metrics_at;
+  if (const std::string m = absl::GetFlag(FLAGS_metrics_address); !m.empty()) {
+    auto at = sarena::daemon::ParseListenAddress(m, "--metrics-address");
+    if (!at.ok()) return Fail(at.status());
+    metrics_at = *at;
+  }
   const std::string mode = absl::GetFlag(FLAGS_attach_mode);
   if (mode == "auto") {
     o.attach_mode = sarena::bpf::AttachMode::kAuto;
@@ -249,6 +261,13 @@ int main(int argc, char** argv) {
     ::setrlimit(RLIMIT_NOFILE, &rl);
   }
   sarena::daemon::ServerOptions so;
+  // Metrics read the figures through the same handler (STATUS, EndpointList) and count every
+  // CNI request the server executes.
+  std::unique_ptr<sarena::daemon::NodeMetrics> node_metrics;
+  if (metrics_at) {
+    node_metrics = std::make_unique<sarena::daemon::NodeMetrics>(handler, o.bpffs);
+    so.observe = node_metrics->observer();
+  }
   so.socket_path = absl::GetFlag(FLAGS_socket);
   so.max_connections = absl::GetFlag(FLAGS_max_connections);
   so.max_connections_per_uid = absl::GetFlag(FLAGS_max_connections_per_uid);
@@ -260,6 +279,14 @@ int main(int argc, char** argv) {
       absl::Seconds(5);
   auto server = sarena::daemon::Server::Create(std::move(so), std::move(handler));
   if (!server.ok()) return Fail(server.status());
+  std::unique_ptr<sarena::daemon::MetricsServer> metrics_server;
+  if (metrics_at) {
+    sarena::daemon::NodeMetrics* nm = node_metrics.get();
+    auto ms = sarena::daemon::MetricsServer::Create(**server, {.address = *metrics_at},
+                                                    [nm] { return nm->Render(); });
+    if (!ms.ok()) return Fail(ms.status());
+    metrics_server = *std::move(ms);
+  }
   // In a cluster the socket answers STATUS (not ready, and why) while the node registers and
   // its datapath comes up on this thread; a failure there stops the daemon with its status.
   int bring_up_rc = 0;
