@@ -89,9 +89,9 @@ std::string FlagLine(const FlagDoc& f) {
     absl::StrAppend(&line, f.name.size() == 1 ? " " : "=", absl::AsciiStrToUpper(f.type));
   }
   if (!f.default_value.empty()) {
-    absl::StrAppend(&line, "  (default: ",
-                    f.type == "string" ? absl::StrCat("\"", f.default_value, "\"") : f.default_value,
-                    ")");
+    absl::StrAppend(
+        &line, "  (default: ",
+        f.type == "string" ? absl::StrCat("\"", f.default_value, "\"") : f.default_value, ")");
   } else if (f.type == "string" || f.type == "list") {
     absl::StrAppend(&line, "  (default: none)");
   }
@@ -115,8 +115,8 @@ std::vector<std::string> NormalizeFlagDashes(int argc, char** argv) {
       size_t start = a.find_first_not_of('-');
       size_t end = std::min(a.find('='), a.size());
       if (start != std::string::npos && start < end) {
-        std::replace(a.begin() + static_cast<long>(start), a.begin() + static_cast<long>(end),
-                     '-', '_');
+        std::replace(a.begin() + static_cast<long>(start), a.begin() + static_cast<long>(end), '-',
+                     '_');
       }
     }
     out.push_back(std::move(a));
@@ -140,8 +140,8 @@ std::string DashedFlagName(absl::string_view identifier) {
 std::vector<FlagDoc> AbseilFlagDocs(const std::vector<std::string>& flag_sources) {
   std::vector<FlagDoc> out;
   for (const auto& [name, flag] : ProgramAbseilFlags(flag_sources)) {
-    out.push_back(FlagDoc{DashedFlagName(name), TypeName(*flag), flag->DefaultValue(),
-                          flag->Help()});
+    out.push_back(
+        FlagDoc{DashedFlagName(name), TypeName(*flag), flag->DefaultValue(), flag->Help()});
   }
   return out;
 }
@@ -174,8 +174,8 @@ std::string HelpText(const ProgramDoc& doc) {
   auto print_group = [&](const std::string& title, const std::vector<std::string>& names) {
     std::string body;
     for (const std::string& n : names) {
-      auto it = std::find_if(flags.begin(), flags.end(),
-                             [&](const FlagDoc& f) { return f.name == n; });
+      auto it =
+          std::find_if(flags.begin(), flags.end(), [&](const FlagDoc& f) { return f.name == n; });
       if (it == flags.end() || !printed.insert(n).second) continue;
       absl::StrAppend(&body, FlagLine(*it), Wrap(it->help, kHelpIndent));
     }
@@ -188,10 +188,12 @@ std::string HelpText(const ProgramDoc& doc) {
   }
   print_group(doc.groups.empty() ? "Flags" : "Other flags", rest);
   print_group("General", {"help", "version"});
-  absl::StrAppend(&out, "\n",
-                  Wrap("Flag names take '-' or '_' alike; a value follows '=' or the next "
-                       "argument; booleans take --name, --no-name or --name=false.",
-                       0));
+  if (!AbseilFlagDocs(doc.flag_sources).empty()) {
+    absl::StrAppend(&out, "\n",
+                    Wrap("Flag names take '-' or '_' alike; a value follows '=' or the next "
+                         "argument; booleans take --name, --no-name or --name=false.",
+                         0));
+  }
   if (!doc.epilog.empty()) absl::StrAppend(&out, "\n", Wrap(doc.epilog, 0));
   if (!absl::EndsWith(out, "\n")) out += "\n";
   return out;
@@ -212,8 +214,7 @@ HelpRequest FindHelpRequest(const std::vector<std::string>& args) {
 
 absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
                                                            const ProgramDoc& doc) {
-  const std::map<std::string, absl::CommandLineFlag*> flags =
-      ProgramAbseilFlags(doc.flag_sources);
+  const std::map<std::string, absl::CommandLineFlag*> flags = ProgramAbseilFlags(doc.flag_sources);
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -54,19 +54,19 @@ struct SubcommandDoc {
 
 /// What --help and --version say about one program.
 struct ProgramDoc {
-  std::string name;                   // "sarenad" (also the first word of --version)
-  std::string summary;                // one line: what the program is
-  std::vector<std::string> usage;     // synopsis lines, each starting with the program name
-  std::string description;            // paragraphs ("\n\n"-separated), wrapped
+  std::string name;                // "sarenad" (also the first word of --version)
+  std::string summary;             // one line: what the program is
+  std::vector<std::string> usage;  // synopsis lines, each starting with the program name
+  std::string description;         // paragraphs ("\n\n"-separated), wrapped
   std::vector<SubcommandDoc> subcommands;
   /// Path fragments of the files whose ABSL_FLAGs belong to the program, matched against
   /// absl::CommandLineFlag::Filename(), e.g. "tools/sarenad/". "libsarena/" is always included.
   std::vector<std::string> flag_sources;
-  std::vector<FlagDoc> extra_flags;   // flags of the program not defined with ABSL_FLAG
+  std::vector<FlagDoc> extra_flags;  // flags of the program not defined with ABSL_FLAG
   /// Groups in print order; flags of no group are printed last under "Other flags" (so a new
   /// flag is always listed). --help and --version are always listed, under "General".
   std::vector<FlagGroup> groups;
-  std::string epilog;                 // exit status, environment, files (wrapped)
+  std::string epilog;  // exit status, environment, files (wrapped)
 };
 
 /// The ABSL_FLAGs of the program (see ProgramDoc::flag_sources), sorted by name.

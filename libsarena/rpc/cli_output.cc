@@ -115,7 +115,8 @@ absl::StatusOr<v1::Endpoint> FindEndpoint(const v1::EndpointListResponse& list,
   const std::vector<std::pair<const char*, std::function<bool(const v1::Endpoint&)>>> steps = {
       {"endpoint id", [&](const v1::Endpoint& e) { return numeric && e.endpoint_id() == num; }},
       {"container id", [&](const v1::Endpoint& e) { return e.ref().container_id() == id; }},
-      {"pod", [&](const v1::Endpoint& e) {
+      {"pod",
+       [&](const v1::Endpoint& e) {
          return !e.pod_name().empty() && absl::StrCat(e.pod_namespace(), "/", e.pod_name()) == id;
        }},
       {"container id prefix",
@@ -130,15 +131,17 @@ absl::StatusOr<v1::Endpoint> FindEndpoint(const v1::EndpointListResponse& list,
     if (hits.size() > 1) {
       std::vector<std::string> names;
       for (const v1::Endpoint* e : hits) names.push_back(describe(*e));
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", id, "' is ambiguous: it matches the ", what, " of ", hits.size(), " endpoints: ",
-          absl::StrJoin(names, "; "), " — give the endpoint id"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", id, "' is ambiguous: it matches the ", what, " of ", hits.size(),
+                       " endpoints: ", absl::StrJoin(names, "; "), " — give the endpoint id"));
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no endpoint matches '", id, "' (by endpoint id, container id or its prefix, or pod "
-      "namespace/name) among ", list.endpoints_size(), " endpoints — `sarena endpoint list` "
-      "shows them"));
+  return absl::NotFoundError(absl::StrCat("no endpoint matches '", id,
+                                          "' (by endpoint id, container id or its prefix, or pod "
+                                          "namespace/name) among ",
+                                          list.endpoints_size(),
+                                          " endpoints — `sarena endpoint list` "
+                                          "shows them"));
 }
 
 }  // namespace sarena::rpc

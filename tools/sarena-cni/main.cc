@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "libsarena/base/cli.h"
 #include "libsarena/base/log.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/plugin/plugin.h"
@@ -51,10 +54,51 @@ absl::StatusOr<std::string> ReadAllStdin() {
   }
 }
 
+// What `sarena-cni --help` says (to a human: a runtime never passes arguments).
+const sarena::ProgramDoc& Doc() {
+  static const sarena::ProgramDoc* doc = new sarena::ProgramDoc{
+      .name = "sarena-cni",
+      .summary = "The sarena CNI plugin: the container runtime executes it with the CNI_* "
+                 "environment and the network configuration on stdin; it asks sarenad (over "
+                 "the configuration's daemonSocket) to do the work and prints the CNI result.",
+      .usage = {"CNI_COMMAND=ADD|DEL|CHECK|STATUS|GC|VERSION CNI_CONTAINERID=ID CNI_NETNS=PATH "
+                "CNI_IFNAME=eth0 CNI_PATH=DIRS sarena-cni < NETWORK-CONFIG.json",
+                "sarena-cni --help | --version"},
+      .description =
+          "CNI spec 1.0.0 / 1.1.0 (also the 0.3.x and 0.4.0 result shapes). Install it in the "
+          "runtime's CNI plugin directory (/usr/lib/cni on Debian, /opt/cni/bin) and reference it "
+          "as \"type\": \"sarena-cni\" in a conflist. With CNI_COMMAND set, arguments are "
+          "ignored and stdout carries only the spec's JSON.",
+      .flag_sources = {"tools/sarena-cni/"},
+      .epilog =
+          "Environment: CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS (e.g. "
+          "K8S_POD_NAMESPACE=NS;K8S_POD_NAME=NAME), CNI_PATH.\n\n"
+          "Network configuration keys of the plugin: daemonSocket (default "
+          "/run/sarena/sarenad.sock), mtu, logFile.\n\n"
+          "Exit status: 0 success, 1 error (a CNI error object on stdout; codes in "
+          "libsarena/plugin/plugin.h).\n",
+  };
+  return *doc;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
+  // A human asking for --help / --version: only when no runtime invoked the plugin (a runtime
+  // sets CNI_COMMAND and passes no arguments, and then nothing here changes the protocol).
+  if (const char* c = ::getenv("CNI_COMMAND"); (c == nullptr || *c == '\0') && argc > 1) {
+    switch (sarena::FindHelpRequest(std::vector<std::string>(argv + 1, argv + argc))) {
+      case sarena::HelpRequest::kHelp:
+        std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
+        return 0;
+      case sarena::HelpRequest::kVersion:
+        std::fputs(sarena::VersionText(Doc()).c_str(), stdout);
+        return 0;
+      case sarena::HelpRequest::kNone:
+        break;
+    }
+  }
   sarena::plugin::PluginIo io{
       .getenv = [](absl::string_view name) -> std::optional<std::string> {
         const char* v = ::getenv(std::string(name).c_str());

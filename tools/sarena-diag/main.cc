@@ -23,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libsarena/base/cli.h"
 #include "libsarena/collect/collect.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
@@ -34,16 +35,82 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 
-constexpr char kUsage[] =
-    "usage:\n"
-    "  sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO\n"
-    "                    [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]\n"
-    "                    [--sport N] [--ttl N] [--size BYTES] [--no-reply]\n"
-    "  sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...\n"
-    "                      [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]\n"
-    "\n"
-    "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4 address.\n"
-    "Exit status: 0 the walk ran, 2 bad input, 1 other failure.\n";
+// Every flag of each command (sarena-diag parses its own flags: --pod repeats). Args accepts
+// exactly these, and --help lists exactly these.
+const std::vector<sarena::FlagDoc> kTraceFlags = {
+    {"snapshot", "string", "", "Snapshot directory to trace in (required)."},
+    {"src", "string", "", "Source: pod:NS/NAME, node:NAME or an IPv4 address (required)."},
+    {"dst", "string", "",
+     "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp "
+     "(required)."},
+    {"cni", "string", "auto", "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
+    {"o", "string", "text", "Output: text | json (sarena.diag report) | dot (Graphviz)."},
+    {"output", "string", "text", "Same as -o."},
+    {"svg", "string", "", "Also render the path graph to this SVG file (Graphviz dot)."},
+    {"sport", "uint32", "0", "Source port (0 = an ephemeral port, unknown)."},
+    {"ttl", "uint32", "64", "Initial IP TTL, 1..255."},
+    {"size", "uint32", "0", "Packet size in bytes, 28..65535 (0 = the source device's MTU)."},
+    {"no-reply", "", "", "Do not walk the reply path."},
+};
+const std::vector<sarena::FlagDoc> kCollectFlags = {
+    {"out", "string", "", "Snapshot directory to write into (required; node files replaced)."},
+    {"node", "string", "", "Node name (directory nodes/NAME; default: the hostname)."},
+    {"netns", "string", "",
+     "Network namespace of the node: a name under /var/run/netns or a path (default: this "
+     "process's)."},
+    {"pod", "string", "",
+     "NS/NAME=NETNS: a pod to collect besides those of the sarena endpoint list; repeatable."},
+    {"sarena", "string", "", "The sarena CLI (default: next to sarena-diag, else $PATH)."},
+    {"socket", "string", "/run/sarena/sarenad.sock",
+     "sarenad's socket, for the endpoint list (skipped when absent)."},
+    {"bpffs", "string", "/sys/fs/bpf/sarena",
+     "bpffs directory of the datapath's pinned maps (the endpoint map is read from there)."},
+    {"no-programs", "", "", "Do not collect the attached BPF programs."},
+    {"no-endpoint-pods", "", "", "Do not collect the pods the endpoint list names."},
+};
+
+// The flags' names; with `switches_only` those that take no value (type "").
+std::vector<std::string> NamesOf(const std::vector<sarena::FlagDoc>& flags, bool switches_only) {
+  std::vector<std::string> out;
+  for (const sarena::FlagDoc& f : flags) {
+    if (!switches_only || f.type.empty()) out.push_back(f.name);
+  }
+  return out;
+}
+
+// What `sarena-diag --help` says.
+const sarena::ProgramDoc& Doc() {
+  static const sarena::ProgramDoc* doc = [] {
+    auto* d = new sarena::ProgramDoc{
+        .name = "sarena-diag",
+        .summary = "Explains a pod / node / Service path from a snapshot of the cluster's "
+                   "network state, and collects a node's part of a snapshot on a live node.",
+        .usage = {"sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO [flags]",
+                  "sarena-diag collect --out DIR [flags]"},
+        .description = "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | "
+                       "IPv4 address.",
+        .subcommands = {{"trace", "Walks the packet (and its reply) through the snapshot and "
+                                  "prints the verdict, the hops and what is suspicious."},
+                        {"collect", "Writes this node's part of a snapshot (netns state, sarena "
+                                    "endpoints and maps, BPF programs)."}},
+        .groups = {{"trace flags", NamesOf(kTraceFlags, false)},
+                   {"collect flags", NamesOf(kCollectFlags, false)}},
+        .epilog = "Exit status: 0 the walk ran (whatever it found), 2 bad input (unknown pod / "
+                  "Service / node, malformed snapshot file, unanswerable query, bad flags), 1 "
+                  "other failure.\n",
+    };
+    d->extra_flags = kTraceFlags;
+    d->extra_flags.insert(d->extra_flags.end(), kCollectFlags.begin(), kCollectFlags.end());
+    return d;
+  }();
+  return *doc;
+}
+
+std::string Usage() {
+  std::string u;
+  for (const std::string& line : Doc().usage) absl::StrAppend(&u, "  ", line, "\n");
+  return absl::StrCat("usage:\n", u, "(see sarena-diag --help)\n");
+}
 
 int Fail(int code, absl::string_view msg) {
   std::fprintf(stderr, "sarena-diag: %s\n", std::string(msg).c_str());
@@ -115,18 +182,12 @@ bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
 }
 
 int Trace(const Args& args) {
-  if (std::string u = args.Unknown({"snapshot", "src", "dst", "cni", "o", "output", "svg", "sport",
-                                    "ttl", "size", "no-reply", "help", "h"});
-      !u.empty()) {
-    return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
-  }
-  if (args.Has("help") || args.Has("h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  if (std::string u = args.Unknown(NamesOf(kTraceFlags, false)); !u.empty()) {
+    return Fail(kExitBadInput, absl::StrCat("trace: unknown flag --", u, "\n", Usage()));
   }
   for (const char* req : {"snapshot", "src", "dst"}) {
     if (!args.Has(req)) {
-      return Fail(kExitBadInput, absl::StrCat("trace: --", req, " is required\n", kUsage));
+      return Fail(kExitBadInput, absl::StrCat("trace: --", req, " is required\n", Usage()));
     }
   }
   std::string format = args.Get("o", args.Get("output", "text"));
@@ -202,14 +263,8 @@ int Trace(const Args& args) {
 }
 
 int Collect(const Args& args) {
-  if (std::string u = args.Unknown({"out", "node", "netns", "pod", "sarena", "socket", "bpffs",
-                                    "no-programs", "no-endpoint-pods", "help", "h"});
-      !u.empty()) {
-    return Fail(kExitBadInput, absl::StrCat("unknown flag --", u, "\n", kUsage));
-  }
-  if (args.Has("help") || args.Has("h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  if (std::string u = args.Unknown(NamesOf(kCollectFlags, false)); !u.empty()) {
+    return Fail(kExitBadInput, absl::StrCat("collect: unknown flag --", u, "\n", Usage()));
   }
   sarena::collect::CollectOptions opts;
   opts.out_dir = args.Get("out");
@@ -257,21 +312,31 @@ int Collect(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", kUsage));
+  switch (sarena::FindHelpRequest(std::vector<std::string>(argv + 1, argv + argc))) {
+    case sarena::HelpRequest::kHelp:
+      std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
+      return 0;
+    case sarena::HelpRequest::kVersion:
+      std::fputs(sarena::VersionText(Doc()).c_str(), stdout);
+      return 0;
+    case sarena::HelpRequest::kNone:
+      break;
+  }
+  if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", Usage()));
   std::string cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::fputs(kUsage, stdout);
+  if (cmd == "help") {
+    std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
     return 0;
   }
   if (cmd == "trace") {
-    Args args(argc, argv, 2, {"no-reply", "help", "h"});
+    Args args(argc, argv, 2, NamesOf(kTraceFlags, true));
     if (!args.error().empty()) return Fail(kExitBadInput, args.error());
     return Trace(args);
   }
   if (cmd == "collect") {
-    Args args(argc, argv, 2, {"no-programs", "no-endpoint-pods", "help", "h"});
+    Args args(argc, argv, 2, NamesOf(kCollectFlags, true));
     if (!args.error().empty()) return Fail(kExitBadInput, args.error());
     return Collect(args);
   }
-  return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", kUsage));
+  return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", Usage()));
 }
