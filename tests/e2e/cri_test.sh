@@ -24,15 +24,6 @@ for b in containerd ctr containerd-shim-runc-v2 runc busybox jq socat nsenter; d
   command -v "$b" >/dev/null || { echo "missing $b (.ci/install-deps installs it)"; exit 1; }
 done
 [ -x /usr/lib/cni/loopback ] || { echo "missing /usr/lib/cni/loopback (containernetworking-plugins)"; exit 1; }
-ID=ce$(printf '%x' $$)
-DIR=$(mktemp -d "/tmp/sarena-$ID.XXXX")
-BPFFS=/sys/fs/bpf/sarena-$ID
-CGROUP=sarena-$ID           # cgroup_parent of the sandboxes, under every hierarchy
-SOCK=$DIR/containerd.sock
-RUNC_ROOT=$DIR/runc
-SSOCK=$DIR/sarenad.sock
-# shellcheck source=tests/lib/sarena-node.sh
-source "$ROOT/tests/lib/sarena-node.sh"  # sn_check, sn_summary (its netns helpers are not used)
 
 # A cluster CIDR and pod CIDR that nothing on this machine uses.
 CLUSTER=""
@@ -44,6 +35,17 @@ done
 if ip link show sarena_host >/dev/null 2>&1; then
   echo "refusing to run: a sarena_host device already exists in the root namespace"; exit 1
 fi
+# Nothing is created before this point, so the early exits above leave nothing behind.
+ID=ce$(printf '%x' $$)
+DIR=$(mktemp -d "/tmp/sarena-$ID.XXXX")
+BPFFS=/sys/fs/bpf/sarena-$ID
+CGROUP=sarena-$ID           # cgroup_parent of the sandboxes, under every hierarchy
+SOCK=$DIR/containerd.sock
+RUNC_ROOT=$DIR/runc
+SSOCK=$DIR/sarenad.sock
+# shellcheck source=tests/lib/sarena-node.sh
+source "$ROOT/tests/lib/sarena-node.sh"  # sn_check, sn_summary (its netns helpers are not used)
+
 CIDR=$CLUSTER.7.0/24 NIP=$CLUSTER.7.1
 SARENAD_PID="" CONTAINERD_PID="" SANDBOXES=() SANDBOX_IDS=() VETHS=()
 RP_FILTER_WAS=$(cat /proc/sys/net/ipv4/conf/all/rp_filter)
