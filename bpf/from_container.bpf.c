@@ -108,6 +108,7 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   if (!src || src->ifindex != skb->ingress_ifindex)
     return sarena_drop(skb, SARENA_DROP_SPOOFED_SOURCE);
   sarena_count_tx(src, skb->len);
+  sarena_trace(skb, src, SARENA_TRACE_FROM_ENDPOINT);
 
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Small helpers shared by every sarena program: config access, counters, endpoint lookup. */
+/* Small helpers shared by every sarena program: config access, counters, endpoint lookup, the
+ * drop helper and the monitor's events. */
 #ifndef SARENA_BPF_LIB_COMMON_H_
 #define SARENA_BPF_LIB_COMMON_H_
 
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -36,20 +40,132 @@ static __always_inline const struct sarena_endpoint *sarena_lookup_ipv4(__u32 ad
   return bpf_map_lookup_elem(&sarena_lxc, &key);
 }
 
-/* Adds one packet of `bytes` to the drop counter of `reason`. */
-static __always_inline void sarena_count_drop(enum sarena_drop_reason reason, __u32 bytes) {
+/*
+ * Token bucket of event type `type` on this CPU (see sarena/abi.h, "Datapath events"): true when
+ * an event may be written now (one token taken), false when it is suppressed (counted).
+ */
+#define SARENA_NANO 1000000000ull
+#define SARENA_EVENTS_REFILL_CAP_NS (SARENA_EVENTS_BURST * SARENA_NANO / SARENA_EVENTS_RATE)
+static __always_inline int sarena_event_admit(struct sarena_event_limit *lim, __u64 now) {
+  __u64 elapsed = now - lim->last_ns;
+  lim->last_ns = now;
+  /* A bucket refills completely in REFILL_CAP ns; capping first keeps the product in range. */
+  if (elapsed > SARENA_EVENTS_REFILL_CAP_NS) elapsed = SARENA_EVENTS_REFILL_CAP_NS;
+  __u64 tokens = lim->tokens + elapsed * SARENA_EVENTS_RATE;
+  if (tokens > SARENA_EVENTS_BURST * SARENA_NANO) tokens = SARENA_EVENTS_BURST * SARENA_NANO;
+  if (tokens < SARENA_NANO) {
+    lim->tokens = tokens;
+    lim->suppressed++;
+    return 0;
+  }
+  lim->tokens = tokens - SARENA_NANO;
+  return 1;
+}
+
+/*
+ * The local endpoint a dropped packet belongs to (see struct sarena_event): its sender when the
+ * source address is an endpoint whose device is the ingress device, else its destination.
+ */
+static __always_inline __u32 sarena_event_endpoint(struct __sk_buff *skb, __u32 saddr_be,
+                                                   __u32 daddr_be) {
+  const struct sarena_endpoint *ep = sarena_lookup_ipv4(saddr_be);
+  if (ep && ep->ifindex == skb->ingress_ifindex) return ep->endpoint_id;
+  ep = sarena_lookup_ipv4(daddr_be);
+  return ep ? ep->endpoint_id : SARENA_EVENT_NO_ENDPOINT;
+}
+
+/*
+ * Writes one struct sarena_event for `skb` into SARENA_MAP_EVENTS, rate-limited per CPU and type.
+ * `endpoint_id` SARENA_EVENT_NO_ENDPOINT asks for the drop attribution (sarena_event_endpoint).
+ * The 5-tuple is read with bpf_skb_load_bytes (the packet may be malformed: best effort).
+ * A BPF-to-BPF call (noinline), so the many drop sites share one copy; returns 0.
+ */
+static inline __attribute__((noinline)) int sarena_emit_event(struct __sk_buff *skb, __u32 type,
+                                                               __u32 reason, __u32 ifindex,
+                                                               __u32 endpoint_id) {
+  __u32 idx = type;
+  struct sarena_event_limit *lim = bpf_map_lookup_elem(&sarena_evlim, &idx);
+  if (!lim) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  if (!sarena_event_admit(lim, now)) return 0;
+  struct sarena_event *ev = bpf_ringbuf_reserve(&sarena_events, sizeof(*ev), 0);
+  if (!ev) {
+    lim->lost++;
+    return 0;
+  }
+  lim->emitted++;
+  __builtin_memset(ev, 0, sizeof(*ev));
+  ev->ts_ns = now;
+  ev->type = type;
+  ev->reason = reason;
+  ev->ifindex = ifindex;
+  ev->endpoint_id = endpoint_id;
+  ev->len = skb->len;
+  ev->cpu = bpf_get_smp_processor_id();
+
+  __u16 eth_proto = 0;
+  struct iphdr iph;
+  if (bpf_skb_load_bytes(skb, 12, &eth_proto, sizeof(eth_proto)) == 0 &&
+      eth_proto == bpf_htons(ETH_P_IP) &&
+      bpf_skb_load_bytes(skb, ETH_HLEN, &iph, sizeof(iph)) == 0 && iph.version == 4) {
+    ev->family = SARENA_FAMILY_IPV4;
+    ev->proto = iph.protocol;
+    __builtin_memcpy(ev->src, &iph.saddr, 4);
+    __builtin_memcpy(ev->dst, &iph.daddr, 4);
+    __u32 l4 = ETH_HLEN + iph.ihl * 4;
+    int first_fragment = (bpf_ntohs(iph.frag_off) & 0x1fff) == 0;
+    if (iph.ihl >= 5 && first_fragment) {
+      if (iph.protocol == IPPROTO_TCP || iph.protocol == IPPROTO_UDP) {
+        __u16 ports[2];
+        if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) == 0) {
+          ev->sport = bpf_ntohs(ports[0]);
+          ev->dport = bpf_ntohs(ports[1]);
+        }
+      } else if (iph.protocol == IPPROTO_ICMP) {
+        __u8 type_code[2];
+        if (bpf_skb_load_bytes(skb, l4, type_code, sizeof(type_code)) == 0) {
+          ev->sport = type_code[0];
+          ev->dport = type_code[1];
+        }
+      }
+    }
+    if (endpoint_id == SARENA_EVENT_NO_ENDPOINT)
+      ev->endpoint_id = sarena_event_endpoint(skb, iph.saddr, iph.daddr);
+  }
+  bpf_ringbuf_submit(ev, 0);
+  return 0;
+}
+
+/*
+ * THE drop accounting: adds the packet to the drop counter of `reason` and reports it as a
+ * SARENA_EVENT_DROP (rate-limited). Every drop goes through here (sarena_drop,
+ * sarena_redirect_verdict), so every drop site is seen by `sarena monitor`.
+ */
+static __always_inline void sarena_count_drop(struct __sk_buff *skb, enum sarena_drop_reason reason) {
   __u32 idx = reason;
   struct sarena_drop_counter *c = bpf_map_lookup_elem(&sarena_drops, &idx);
   if (c) {
     c->packets++;
-    c->bytes += bytes;
+    c->bytes += skb->len;
   }
+  sarena_emit_event(skb, SARENA_EVENT_DROP, reason, skb->ifindex, SARENA_EVENT_NO_ENDPOINT);
 }
 
-/* Counts and drops: `return sarena_drop(skb, SARENA_DROP_...);` */
+/* Counts, reports and drops: `return sarena_drop(skb, SARENA_DROP_...);` */
 static __always_inline int sarena_drop(struct __sk_buff *skb, enum sarena_drop_reason reason) {
-  sarena_count_drop(reason, skb->len);
+  sarena_count_drop(skb, reason);
   return TC_ACT_SHOT;
+}
+
+/*
+ * Reports a packet of endpoint `ep` as a SARENA_EVENT_TRACE at `point` (SARENA_TRACE_*) when the
+ * endpoint is traced. Off (the usual case) it costs one test of a flags word the caller has
+ * already loaded with the endpoint.
+ */
+static __always_inline void sarena_trace(struct __sk_buff *skb, const struct sarena_endpoint *ep,
+                                         __u32 point) {
+  if (ep->flags & SARENA_EP_F_TRACE)
+    sarena_emit_event(skb, SARENA_EVENT_TRACE, point, ep->ifindex, ep->endpoint_id);
 }
 
 /*
@@ -58,7 +174,7 @@ static __always_inline int sarena_drop(struct __sk_buff *skb, enum sarena_drop_r
  * returns; a vanished device is dropped by the kernel later).
  */
 static __always_inline int sarena_redirect_verdict(struct __sk_buff *skb, long ret) {
-  if (ret == TC_ACT_SHOT) sarena_count_drop(SARENA_DROP_REDIRECT_FAILED, skb->len);
+  if (ret == TC_ACT_SHOT) sarena_count_drop(skb, SARENA_DROP_REDIRECT_FAILED);
   return (int)ret;
 }
 

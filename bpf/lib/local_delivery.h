@@ -7,7 +7,8 @@
  *      same MAC the BPF ARP responder in from_container hands out for the gateway);
  *   4. redirect to the pod: bpf_redirect_peer (straight into the pod netns' ingress, skipping
  *      the backlog queue) when the caller runs at tc ingress and the node enables it, otherwise
- *      bpf_redirect to the egress of the host-side veth.
+ *      bpf_redirect to the egress of the host-side veth;
+ *   5. a traced endpoint (SARENA_EP_F_TRACE) gets a SARENA_TRACE_TO_ENDPOINT event.
  */
 #ifndef SARENA_BPF_LIB_LOCAL_DELIVERY_H_
 #define SARENA_BPF_LIB_LOCAL_DELIVERY_H_
@@ -59,7 +60,10 @@ static __always_inline int sarena_local_delivery(struct __sk_buff *skb,
     ret = bpf_redirect_peer(ifindex, 0);
   else
     ret = bpf_redirect(ifindex, 0);
-  if (ret == TC_ACT_REDIRECT) sarena_count_rx(ep, len);
+  if (ret == TC_ACT_REDIRECT) {
+    sarena_count_rx(ep, len);
+    sarena_trace(skb, ep, SARENA_TRACE_TO_ENDPOINT);
+  }
   return sarena_redirect_verdict(skb, ret);
 }
 

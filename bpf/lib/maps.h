@@ -102,6 +102,22 @@ struct {
   __uint(pinning, LIBBPF_PIN_BY_NAME);
 } sarena_node_ctr SEC(".maps");
 
+/* SARENA_MAP_EVENTS: the monitor's ring buffer of struct sarena_event (see sarena/abi.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, SARENA_EVENTS_RINGBUF_BYTES);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_events SEC(".maps");
+
+/* SARENA_MAP_EVENT_LIMITS: per-CPU token bucket of each event type, index = SARENA_EVENT_*. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, SARENA_EVENT_TYPE_MAX);
+  __type(key, __u32);
+  __type(value, struct sarena_event_limit);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_evlim SEC(".maps");
+
 /* The identifiers above must spell the ABI names (what LIBBPF_PIN_BY_NAME pins). */
 #define SARENA_STR_(x) #x
 #define SARENA_STR(x) SARENA_STR_(x)
@@ -117,5 +133,7 @@ SARENA_ASSERT_MAP_NAME(sarena_tun, SARENA_MAP_TUNNELS);
 SARENA_ASSERT_MAP_NAME(sarena_peers, SARENA_MAP_PEERS);
 SARENA_ASSERT_MAP_NAME(sarena_ovl, SARENA_MAP_OVERLAY_CONFIG);
 SARENA_ASSERT_MAP_NAME(sarena_node_ctr, SARENA_MAP_NODE_COUNTERS);
+SARENA_ASSERT_MAP_NAME(sarena_events, SARENA_MAP_EVENTS);
+SARENA_ASSERT_MAP_NAME(sarena_evlim, SARENA_MAP_EVENT_LIMITS);
 
 #endif /* SARENA_BPF_LIB_MAPS_H_ */

@@ -4,16 +4,20 @@
 //   sarena [--socket PATH] endpoint list [-o table|json]
 //   sarena [--socket PATH] endpoint get ID [-o table|json]
 //   sarena [--bpffs DIR] drops [-o table|json]
+//   sarena [--bpffs DIR] monitor [--type drop|trace] [--endpoint ID] [-o json] [--count N] [--duration D]
 //   sarena [--etcd-endpoints E] node list [-o table|json]
 //   sarena --etcd-endpoints E node delete NAME [-o table|json]
 // -o json prints one protobuf message in protobuf's JSON mapping (see Doc() below), or on failure
 // one sarena.rpc.v1.CliError object {"code", "message"} on stdout; `sarena --help` lists all.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +25,7 @@
 #include "libsarena/base/cli.h"
 #include "libsarena/cluster/agent.h"
 #include "libsarena/datapath/objects.h"
+#include "libsarena/datapath/monitor.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/rpc/cli_output.h"
 #include "libsarena/rpc/client.h"
@@ -32,6 +37,12 @@ ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena",
 ABSL_FLAG(std::string, o, "table",
           "Output: table (text for people) | json (one protobuf message in protobuf's JSON "
           "mapping; on failure one {\"code\", \"message\"} object, also on stdout)");
+ABSL_FLAG(std::string, type, "drop", "monitor: event type, drop (every drop) or trace (--endpoint's packets)");
+ABSL_FLAG(std::string, endpoint, "",
+          "monitor: only this endpoint id's events (required with --type trace)");
+ABSL_FLAG(uint64_t, count, 0, "monitor: stop after this many events (0 = no limit)");
+ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
+          "monitor: stop after this long, e.g. 30s (0 = until interrupted)");
 ABSL_FLAG(std::string, etcd_endpoints, "",
           "etcd endpoints for `node list|delete`: unix:///path/etcd.sock:2379 or http://host:port, "
           "comma-separated (default: $SARENA_ETCD_ENDPOINTS)");
@@ -252,6 +263,42 @@ int NodeDelete(const std::string& name) {
                                  "], node ids [", absl::StrJoin(res->released_node_ids, ","), "]\n"));
 }
 
+// `monitor`: live datapath events (libsarena/datapath/monitor.h; schema in docs/monitor.md).
+volatile int g_monitor_stop = 0;
+int Monitor() {
+  sarena::datapath::MonitorOptions opts{.pin_root = absl::GetFlag(FLAGS_bpffs)};
+  auto type = sarena::datapath::ParseEventType(absl::GetFlag(FLAGS_type));
+  if (!type.ok()) return Fail(type.status(), kExitUsage);
+  opts.type = *type;
+  if (const std::string ep = absl::GetFlag(FLAGS_endpoint); !ep.empty()) {
+    uint32_t id = 0;
+    if (!absl::SimpleAtoi(ep, &id)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--endpoint '", ep, "': an endpoint id")),
+                  kExitUsage);
+    }
+    opts.endpoint = id;
+  }
+  auto mon = sarena::datapath::Monitor::Open(opts);
+  if (!mon.ok()) {
+    return Fail(sarena::rpc::WithHint(mon.status(), absl::StrCat(
+        "is the sarena datapath loaded with its pins under ", opts.pin_root,
+        "? (sarena --bpffs DIR, as sarenad --bpffs)")), absl::IsInvalidArgument(mon.status()) ? kExitUsage : 1);
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = [](int) { g_monitor_stop = 1; };  // no SA_RESTART: the poll returns at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  absl::Status st = sarena::datapath::RunMonitor(
+      **mon, {.json = JsonOutput(), .count = absl::GetFlag(FLAGS_count),
+              .duration = absl::GetFlag(FLAGS_duration), .stop = &g_monitor_stop},
+      [](absl::string_view line) {
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+      });
+  return st.ok() ? 0 : Fail(st);
+}
+
 // What `sarena --help` says.
 const sarena::ProgramDoc& Doc() {
   static const sarena::ProgramDoc* doc = new sarena::ProgramDoc{
@@ -276,6 +323,10 @@ const sarena::ProgramDoc& Doc() {
                "One endpoint, every field and counter. ID: the endpoint id, the container id or a "
                "unique prefix of it, or the pod's NAMESPACE/NAME (--socket)."},
               {"drops", "The datapath's drop counters by reason (--bpffs)."},
+              {"monitor", "Live datapath events, one line each (-o json: one JSON object per "
+                          "line, docs/monitor.md): every drop with reason, ifindex, endpoint and "
+                          "5-tuple (--type drop), or one endpoint's packets (--type trace "
+                          "--endpoint ID); --count N, --duration D (--bpffs)."},
               {"node list", "Every node of the cluster in etcd: record, lease, claims "
                             "(--etcd-endpoints or $SARENA_ETCD_ENDPOINTS)."},
               {"node delete NAME", "Deletes a node's record and releases its pod CIDR and node "
@@ -283,7 +334,8 @@ const sarena::ProgramDoc& Doc() {
           },
       .flag_sources = {"tools/sarena/"},
       .groups = {{"Output", {"o"}},
-                 {"Where to look", {"socket", "bpffs", "etcd-endpoints"}}},
+                 {"Where to look", {"socket", "bpffs", "etcd-endpoints"}},
+                 {"monitor", {"type", "endpoint", "count", "duration"}}},
       .epilog = "Exit status: 0 success, 1 failure (the message names the socket, pin or etcd "
                 "endpoint that failed and what to do), 2 bad usage. With -o json a failure prints "
                 "{\"code\": \"<absl status code, e.g. NOT_FOUND>\", \"message\": \"...\"} "
@@ -306,11 +358,12 @@ int main(int argc, char** argv) {
   if (cmd.size() == 2 && cmd[0] == "endpoint" && cmd[1] == "list") return EndpointList();
   if (cmd.size() == 3 && cmd[0] == "endpoint" && cmd[1] == "get") return EndpointGet(cmd[2]);
   if (cmd.size() == 1 && cmd[0] == "drops") return Drops();
+  if (cmd.size() == 1 && cmd[0] == "monitor") return Monitor();
   if (cmd.size() == 2 && cmd[0] == "node" && cmd[1] == "list") return NodeList();
   if (cmd.size() == 3 && cmd[0] == "node" && cmd[1] == "delete") return NodeDelete(cmd[2]);
   return Fail(absl::InvalidArgumentError(absl::StrCat(
                   cmd.empty() ? "missing command" : absl::StrCat("unknown command '", absl::StrJoin(cmd, " "), "'"),
-                  ": status | endpoint list | endpoint get ID | drops | node list | node delete NAME "
+                  ": status | endpoint list | endpoint get ID | drops | monitor | node list | node delete NAME "
                   "(see sarena --help)")),
               kExitUsage);
 }

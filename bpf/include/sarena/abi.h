@@ -22,6 +22,8 @@
 #define SARENA_MAP_PEERS "sarena_peers"        /* hash: peer underlay address -> node id */
 #define SARENA_MAP_OVERLAY_CONFIG "sarena_ovl" /* cluster datapath config, one entry at key 0 */
 #define SARENA_MAP_NODE_COUNTERS "sarena_node_ctr" /* per-peer-node per-CPU counters */
+#define SARENA_MAP_EVENTS "sarena_events"      /* ring buffer of struct sarena_event (monitor) */
+#define SARENA_MAP_EVENT_LIMITS "sarena_evlim" /* per-CPU event token buckets, by event type */
 
 /* ---- Limits. ---- */
 #define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
@@ -45,7 +47,9 @@ struct sarena_endpoint_key {
 };
 
 /* Endpoint flags. */
-#define SARENA_EP_F_HOST 0x1u /* reserved: the entry describes the host itself */
+#define SARENA_EP_F_HOST 0x1u  /* reserved: the entry describes the host itself */
+#define SARENA_EP_F_TRACE 0x2u /* emit SARENA_EVENT_TRACE events for this endpoint (set and
+                                * cleared by `sarena monitor --type trace`, see below) */
 
 /* Endpoint map value: where and how to deliver a packet for the pod. */
 struct sarena_endpoint {
@@ -120,6 +124,66 @@ enum sarena_drop_reason {
 struct sarena_drop_counter {
   __u64 packets;
   __u64 bytes;
+};
+
+/* ---- Datapath events (`sarena monitor`, docs/monitor.md). ---- */
+
+/*
+ * Every drop (the one helper sarena_drop / sarena_count_drop in bpf/lib/common.h) and, for
+ * endpoints whose entry carries SARENA_EP_F_TRACE, every packet delivered to or sent by that
+ * endpoint, is reported as one struct sarena_event in the SARENA_MAP_EVENTS ring buffer
+ * (BPF_MAP_TYPE_RINGBUF, kernel doc Documentation/bpf/ringbuf.rst), pinned with the other maps.
+ *
+ * Rate limit, in BPF: a token bucket per CPU and per event type (SARENA_MAP_EVENT_LIMITS, a
+ * PERCPU_ARRAY indexed by SARENA_EVENT_*): SARENA_EVENTS_RATE events per second refill it, it holds
+ * at most SARENA_EVENTS_BURST events. An event finding the bucket empty is not written and counted
+ * in `suppressed`; one finding the ring full (no reader, or a slow one) is counted in `lost`.
+ * A flood of drops therefore costs a few map accesses per packet beyond the burst, never a ring
+ * write, and cannot starve the node or the reader.
+ */
+#define SARENA_EVENT_DROP 1  /* a drop: reason = enum sarena_drop_reason */
+#define SARENA_EVENT_TRACE 2 /* a traced endpoint's packet: reason = SARENA_TRACE_* */
+#define SARENA_EVENT_TYPE_MAX 3
+
+#define SARENA_TRACE_TO_ENDPOINT 1   /* delivered to the endpoint by the datapath (local_delivery) */
+#define SARENA_TRACE_FROM_ENDPOINT 2 /* sent by the endpoint, accepted by from_container */
+
+#define SARENA_EVENTS_RINGBUF_BYTES (1u << 20) /* ring size: a power of 2, a multiple of pages */
+#define SARENA_EVENTS_RATE 1000u               /* events per second per CPU per event type */
+#define SARENA_EVENTS_BURST 256u               /* bucket size: events per CPU per type at once */
+#define SARENA_EVENT_NO_ENDPOINT 0xffffffffu   /* sarena_event.endpoint_id: none is known */
+
+/*
+ * One datapath event (64 bytes). Unlike the maps above its ports are in HOST byte order.
+ * endpoint_id: for TRACE the traced endpoint; for DROP the local endpoint that sent the packet
+ * (its source address is an endpoint whose ifindex is the packet's ingress device), else the
+ * local endpoint it was addressed to, else SARENA_EVENT_NO_ENDPOINT.
+ * The addresses/ports are parsed from the packet, best effort: family 0 when the frame is not
+ * IPv4 or too short for an IPv4 header; ports 0 for a non-first fragment or a truncated L4 header.
+ */
+struct sarena_event {
+  __u64 ts_ns;       /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, ns */
+  __u32 ifindex;     /* DROP: the device the program ran on; TRACE: the endpoint's lxc device */
+  __u32 endpoint_id; /* see above; SARENA_EVENT_NO_ENDPOINT when none */
+  __u32 len;         /* skb->len: frame bytes incl. the Ethernet header */
+  __u32 cpu;         /* bpf_get_smp_processor_id() */
+  __u8 type;         /* SARENA_EVENT_* */
+  __u8 reason;       /* DROP: enum sarena_drop_reason; TRACE: SARENA_TRACE_* */
+  __u8 family;       /* SARENA_FAMILY_IPV4, or 0 when the packet is not (readable) IPv4 */
+  __u8 proto;        /* IP protocol (IPPROTO_*) */
+  __u16 sport;       /* TCP/UDP source port, host order; ICMP: the ICMP type */
+  __u16 dport;       /* TCP/UDP destination port, host order; ICMP: the ICMP code */
+  __u8 src[16];      /* source address, network byte order; IPv4 in src[0..3] */
+  __u8 dst[16];      /* destination address, network byte order; IPv4 in dst[0..3] */
+};
+
+/* SARENA_MAP_EVENT_LIMITS value: one CPU's token bucket and counters for one event type. */
+struct sarena_event_limit {
+  __u64 tokens;     /* credit in nano-events (1 event = 1e9), refilled at RATE per second */
+  __u64 last_ns;    /* bpf_ktime_get_ns() of the last refill; 0 = never (the bucket starts full) */
+  __u64 emitted;    /* events written to the ring */
+  __u64 suppressed; /* events not written: the bucket was empty (the rate limit) */
+  __u64 lost;       /* events not written: the ring was full (no reader or a slow one) */
 };
 
 /*
@@ -237,6 +301,8 @@ static_assert(sizeof(struct sarena_peer_key) == 20, "abi: peer key");
 static_assert(sizeof(struct sarena_peer) == 8, "abi: peer value");
 static_assert(sizeof(struct sarena_overlay_config) == 60, "abi: overlay config");
 static_assert(sizeof(struct sarena_node_counters) == 32, "abi: node counters");
+static_assert(sizeof(struct sarena_event) == 64, "abi: event");
+static_assert(sizeof(struct sarena_event_limit) == 40, "abi: event limit");
 #else
 _Static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 _Static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
@@ -250,6 +316,8 @@ _Static_assert(sizeof(struct sarena_peer_key) == 20, "abi: peer key");
 _Static_assert(sizeof(struct sarena_peer) == 8, "abi: peer value");
 _Static_assert(sizeof(struct sarena_overlay_config) == 60, "abi: overlay config");
 _Static_assert(sizeof(struct sarena_node_counters) == 32, "abi: node counters");
+_Static_assert(sizeof(struct sarena_event) == 64, "abi: event");
+_Static_assert(sizeof(struct sarena_event_limit) == 40, "abi: event limit");
 #endif
 
 #endif /* SARENA_ABI_H_ */
