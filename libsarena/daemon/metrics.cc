@@ -94,14 +94,15 @@ absl::string_view ToString(MetricType type) {
   return "untyped";
 }
 
-std::string EscapeLabelValue(absl::string_view value) {
+namespace {
+// Backslash and line feed always; the double quote too inside a label value.
+std::string Escape(absl::string_view text, bool quote) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\' || (quote && c == '"')) {
+      out.push_back('\\');
+      out.push_back(c);
     } else if (c == '\n') {
       out += "\\n";
     } else {
@@ -110,21 +111,10 @@ std::string EscapeLabelValue(absl::string_view value) {
   }
   return out;
 }
+}  // namespace
 
-std::string EscapeHelp(absl::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string EscapeLabelValue(absl::string_view value) { return Escape(value, true); }
+std::string EscapeHelp(absl::string_view help) { return Escape(help, false); }
 
 std::string FormatSampleValue(double v) {
   if (std::isnan(v)) return "NaN";

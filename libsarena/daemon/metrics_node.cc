@@ -177,22 +177,16 @@ absl::StatusOr<std::string> NodeMetrics::Render() {
   // The daemon itself asks (uid 0, its own pid), as `sarena status` / `sarena endpoint list`
   // would: one computation of the status, not two.
   const PeerCred self{.pid = ::getpid(), .uid = 0, .gid = 0};
-  v1::Request status_req;
-  status_req.mutable_status();
-  v1::Response status = handler_(status_req, self);
-  if (status.has_status()) {
-    figures.status = status.status();
-  } else {
-    SARENA_LOG(Debug, "metrics: no status: ", status.error().message());
-  }
-  v1::Request list_req;
-  list_req.mutable_endpoint_list();
-  v1::Response list = handler_(list_req, self);
-  if (list.has_endpoint_list()) {
-    figures.endpoints = list.endpoint_list();
-  } else {
-    SARENA_LOG(Debug, "metrics: no endpoint list: ", list.error().message());
-  }
+  auto ask = [&](v1::Request request) {
+    v1::Response r = handler_(request, self);
+    if (r.has_error()) SARENA_LOG(Debug, "metrics: ", r.error().message());
+    return r;
+  };
+  v1::Request request;
+  request.mutable_status();
+  if (v1::Response r = ask(request); r.has_status()) figures.status = r.status();
+  request.mutable_endpoint_list();
+  if (v1::Response r = ask(request); r.has_endpoint_list()) figures.endpoints = r.endpoint_list();
   if (!maps_) {
     absl::StatusOr<datapath::Maps> maps = datapath::Maps::FromPinRoot(bpffs_);
     if (maps.ok()) {
