@@ -159,7 +159,7 @@ std::vector<FlagDoc> ProgramFlags(const ProgramDoc& doc) {
 std::string HelpText(const ProgramDoc& doc) {
   std::string out;
   for (size_t i = 0; i < doc.usage.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "Usage: " : "       ", doc.usage[i], "\n");
+    absl::StrAppend(&out, i == 0 ? "Usage: " : "  or:  ", doc.usage[i], "\n");
   }
   if (!doc.summary.empty()) absl::StrAppend(&out, "\n", Wrap(doc.summary, 0));
   if (!doc.description.empty()) absl::StrAppend(&out, "\n", Wrap(doc.description, 0));

@@ -30,7 +30,7 @@ ProgramDoc TestDoc() {
   return ProgramDoc{
       .name = "testprog",
       .summary = "A test program.",
-      .usage = {"testprog [flags] COMMAND"},
+      .usage = {"testprog [flags] COMMAND", "testprog --version"},
       .subcommands = {{"thing get ID", "Gets one thing."}},
       .flag_sources = {"tests/unit/cli_help_test.cc"},
       .extra_flags = {{"extra-one", "string", "", "A flag of another parser."}},
@@ -50,7 +50,7 @@ std::vector<std::string> FlagLines(const std::string& text) {
 
 TEST(CliHelp, ListsEveryFlagDashedWithTypeAndDefault) {
   const std::string h = HelpText(TestDoc());
-  EXPECT_THAT(h, HasSubstr("Usage: testprog [flags] COMMAND\n"));
+  EXPECT_THAT(h, HasSubstr("Usage: testprog [flags] COMMAND\n  or:  testprog --version\n"));
   EXPECT_THAT(h, HasSubstr("  thing get ID\n      Gets one thing.\n"));
   EXPECT_THAT(h, HasSubstr("  --test-pod-cidr=STRING  (default: none)\n"
                            "      This node's pod CIDR, e.g. 10.244.1.0/24\n"));

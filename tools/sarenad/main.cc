@@ -154,10 +154,11 @@ const sarena::ProgramDoc& Doc() {
       .name = "sarenad",
       .summary = "The sarena node daemon: owns the eBPF CNI datapath, the host device, IPAM and "
                  "the endpoint table, and serves sarena-cni and the sarena CLI on a unix socket.",
-      .usage = {"sarenad --pod-cidr CIDR --node-ip IP [flags]            (one node)",
-                "sarenad --etcd-endpoints E --cluster-cidr CIDR --uplink DEV [flags]  (a cluster)"},
-      .description = "Runs in the foreground and logs to stderr; SIGTERM or SIGINT stops it and "
-                     "the pinned datapath keeps forwarding.",
+      .usage = {"sarenad --pod-cidr CIDR --node-ip IP [flags]",
+                "sarenad --etcd-endpoints E --cluster-cidr CIDR --uplink DEV [flags]"},
+      .description = "The first form runs one node; the second joins a cluster on etcd. Runs in "
+                     "the foreground and logs to stderr; SIGTERM or SIGINT stops it and the "
+                     "pinned datapath keeps forwarding.",
       .flag_sources = {"tools/sarenad/"},
       .groups = {{"Node (one node, without --etcd-endpoints)", {"pod-cidr", "node-ip"}},
                  {"Cluster (with --etcd-endpoints)",
