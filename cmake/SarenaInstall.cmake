@@ -103,7 +103,7 @@ string(APPEND SARENA_PC_LIBS "${SARENA_PC_EXTRA_LIBS}")
 
 # The .pc file holds absolute paths, so it is written at install time for the prefix actually
 # installed to (`cmake --install --prefix P`, CPack's /usr), into a directory of its own per
-# prefix (concurrent installs from one build tree do not share a file).
+# prefix (concurrent installs from one build tree do not share a file), removed once installed.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
   message(FATAL_ERROR "libsarena.pc needs CMAKE_INSTALL_LIBDIR/INCLUDEDIR relative to the prefix")
 endif()
@@ -119,4 +119,5 @@ install(CODE "
   configure_file(\"${CMAKE_CURRENT_LIST_DIR}/libsarena.pc.in\" \"\${sarena_pc}\" @ONLY)
   file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\"
        TYPE FILE FILES \"\${sarena_pc}\")
+  file(REMOVE_RECURSE \"${CMAKE_BINARY_DIR}/libsarena-pc/\${sarena_pc_key}\")
 " COMPONENT dev)

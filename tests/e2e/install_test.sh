@@ -2,7 +2,7 @@
 # libsarena as an installed library (issue 13 item 1, docs/install.md): install the "dev"
 # component of $SARENA_BUILD_DIR into a temporary prefix, then use it only from there.
 #   1. `cmake --install --component dev`: headers, static libraries, CMake package, pkg-config
-#      file — no executables, no path into the source or build tree in the CMake/pkg-config files.
+#      file (and share/doc/libsarena-dev/) — no executables, no path into the source or build tree in the CMake/pkg-config files.
 #   2. The public header set is the rule of docs/install.md: every libsarena/<layer>/*.h but the
 #      internal ones (namespace sarena::<ns>::internal), plus the generated *.pb.h and
 #      sarena/abi.h; every installed header compiles alone against the prefix.
@@ -39,7 +39,8 @@ export PKG_CONFIG_PATH
 only_library_files() {
   local bad
   bad=$(cd "$PREFIX" && find . -type f ! -path './include/*' ! -name 'libsarena_*.a' \
-    ! -path '*/cmake/libsarena/*.cmake' ! -path '*/pkgconfig/libsarena.pc')
+    ! -path '*/cmake/libsarena/*.cmake' ! -path '*/pkgconfig/libsarena.pc' \
+    ! -path './share/doc/libsarena-dev/*')  # the Debian package's copyright (SarenaPackage.cmake)
   [ -z "$bad" ] || { echo "unexpected files installed:"; echo "$bad"; return 1; }
   bad=$(find "$PREFIX" -type f -perm /111)
   [ -z "$bad" ] || { echo "executables installed:"; echo "$bad"; return 1; }
@@ -151,12 +152,21 @@ NODE=n1
 sn_node_up $NODE 10.244.13.0/24 10.244.13.1 || exit 1
 sn_pod_add $NODE a || exit 1
 A=$(sn_ip a)
-list_endpoints() {  # list_endpoints BUILD: the pod's endpoint line and nothing else
-  local out
+MAC_A=$(ip netns exec "$(sn_pod_ns a)" ip -j link show eth0 | jq -r '.[0].address')
+# One TCP exchange pod a -> the node, so pod a's tx counter is not 0.
+sn_serve "$(sn_node_ns $NODE)" 8080 hello-node || exit 1
+sn_connect "$(sn_pod_ns a)" 10.244.13.1 8080 >/dev/null || exit 1
+# list_endpoints BUILD: exactly one endpoint line, pod a's address and MAC, and the rx/tx
+# packet counters `sarena endpoint list` reports for it (tx > 0).
+list_endpoints() {
+  local out line want
   out=$("$SN_DIR/$1/example_list_endpoints" "$(sn_bpffs $NODE)") || { echo "$out"; return 1; }
   echo "$out"
   [ "$(printf '%s\n' "$out" | grep -c ' rx=')" -eq 1 ] || { echo "want exactly one endpoint line"; return 1; }
-  printf '%s\n' "$out" | grep -qE "^${A}[ /].* rx=[0-9]+ tx=[0-9]+$" || { echo "no endpoint line for $A"; return 1; }
+  line=$(printf '%s\n' "$out" | grep -E "^${A}[ /].* pod_mac=$MAC_A .* rx=[0-9]+ tx=[1-9][0-9]*$") ||
+    { echo "no endpoint line for $A with pod_mac=$MAC_A and tx > 0"; return 1; }
+  want="rx=$(sn_counter $NODE "$A" rx_packets) tx=$(sn_counter $NODE "$A" tx_packets)"
+  [[ "$line" == *" $want" ]] || { echo "counters: want '$want' (sarena endpoint list)"; return 1; }
 }
 sn_check "CMake-built example_list_endpoints on the live node prints pod a ($A)" list_endpoints ex-cmake
 sn_check "pkg-config-built example_list_endpoints on the live node prints pod a ($A)" list_endpoints ex-pc
@@ -184,4 +194,5 @@ for b in ex-cmake ex-pc; do
   sn_check "$b/example_trace_snapshot sarena-node pod-a -> pod-b:8080: reachable, = sarena-diag" \
     trace_snapshot $b reachable sarena-node pod:default/pod-a pod:default/pod-b:8080/tcp
 done
+echo "took ${SECONDS} s"
 sn_summary
