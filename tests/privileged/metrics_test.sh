@@ -49,7 +49,7 @@ sn_check "without --metrics-address sarenad listens on no TCP port" \
 echo "b. drive the counters"
 ADDS=0
 for p in a b c; do sn_pod_add $NODE $p || exit 1; ADDS=$((ADDS + 1)); done
-A=$(sn_ip a) B=$(sn_ip b)
+B=$(sn_ip b)
 # One failing ADD (its netns does not exist): counted under its CNI error code, not "ok".
 sn_cni $NODE ADD "ctr-$SN_ID-gone" "/var/run/netns/$SN_ID-gone" eth0 >/dev/null 2>&1
 sn_check "an ADD into a missing netns fails" test $? -ne 0
