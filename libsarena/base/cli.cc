@@ -212,6 +212,20 @@ HelpRequest FindHelpRequest(const std::vector<std::string>& args) {
   return HelpRequest::kNone;
 }
 
+bool PrintHelpIfAsked(const std::vector<std::string>& args, const ProgramDoc& doc) {
+  switch (FindHelpRequest(args)) {
+    case HelpRequest::kHelp:
+      std::fputs(HelpText(doc).c_str(), stdout);
+      return true;
+    case HelpRequest::kVersion:
+      std::fputs(VersionText(doc).c_str(), stdout);
+      return true;
+    case HelpRequest::kNone:
+      break;
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
                                                            const ProgramDoc& doc) {
   const std::map<std::string, absl::CommandLineFlag*> flags = ProgramAbseilFlags(doc.flag_sources);
@@ -282,16 +296,7 @@ absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std
 
 std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-  switch (FindHelpRequest(args)) {
-    case HelpRequest::kHelp:
-      std::fputs(HelpText(doc).c_str(), stdout);
-      std::exit(0);
-    case HelpRequest::kVersion:
-      std::fputs(VersionText(doc).c_str(), stdout);
-      std::exit(0);
-    case HelpRequest::kNone:
-      break;
-  }
+  if (PrintHelpIfAsked(args, doc)) std::exit(0);
   absl::StatusOr<std::vector<std::string>> positional = ParseProgramFlags(args, doc);
   if (!positional.ok()) {
     std::fprintf(stderr, "%s: %s (see --help)\n", doc.name.c_str(),

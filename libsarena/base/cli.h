@@ -88,6 +88,10 @@ std::string VersionText(const ProgramDoc& doc);
 enum class HelpRequest { kNone, kHelp, kVersion };
 HelpRequest FindHelpRequest(const std::vector<std::string>& args);
 
+/// When `args` (argv without argv[0]) ask for --help or --version (FindHelpRequest), prints
+/// HelpText or VersionText of `doc` on stdout and returns true (the caller exits 0).
+bool PrintHelpIfAsked(const std::vector<std::string>& args, const ProgramDoc& doc);
+
 /// Parses `args` (argv without argv[0]) into the program's Abseil flags and returns the
 /// positional arguments in order. Flags may come before, between or after positionals:
 /// "--name=V", "--name V", "-o V" (one dash works too), booleans as "--name", "--name=false",

@@ -110,9 +110,9 @@ sn_check "-o json error: one {code, message} object on stdout" bash -c \
 
 drops=$(json drops)
 sn_check "drops -o json: DropList fields, every reason" bash -c \
-  "jq -e '(.drops | length) > 3 and all(.drops[]; (keys == [\"bytes\", \"code\", \"packets\", \"reason\"])) and all(.drops[]; .reason != \"\" and .code > 0)' <<<\"\$0\"" "$drops"
+  "jq -e '(.drops | length) > 3 and all(.drops[]; (keys == [\"bytes\", \"code\", \"description\", \"packets\", \"reason\"])) and all(.drops[]; .reason != \"\" and .code > 0 and .description != \"\")' <<<\"\$0\"" "$drops"
 sn_check "drops (text): a header and one line per reason" bash -c \
-  "[ \$(grep -c . <<<\"\$0\") -eq \$(( \$(jq '.drops | length' <<<\"\$1\") + 1 )) ] && head -1 <<<\"\$0\" | grep -Eq '^REASON +PACKETS +BYTES$'" "$(sarena drops)" "$drops"
+  "[ \$(grep -c . <<<\"\$0\") -eq \$(( \$(jq '.drops | length' <<<\"\$1\") + 1 )) ] && head -1 <<<\"\$0\" | grep -Eq '^REASON +PACKETS +BYTES +MEANING$'" "$(sarena drops)" "$drops"
 
 # --- node list / delete against a real etcd -------------------------------------------------------
 etcd_start || exit 1

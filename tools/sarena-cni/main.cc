@@ -87,17 +87,9 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   // A human asking for --help / --version: only when no runtime invoked the plugin (a runtime
   // sets CNI_COMMAND and passes no arguments, and then nothing here changes the protocol).
-  if (const char* c = ::getenv("CNI_COMMAND"); (c == nullptr || *c == '\0') && argc > 1) {
-    switch (sarena::FindHelpRequest(std::vector<std::string>(argv + 1, argv + argc))) {
-      case sarena::HelpRequest::kHelp:
-        std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
-        return 0;
-      case sarena::HelpRequest::kVersion:
-        std::fputs(sarena::VersionText(Doc()).c_str(), stdout);
-        return 0;
-      case sarena::HelpRequest::kNone:
-        break;
-    }
+  if (const char* c = ::getenv("CNI_COMMAND"); (c == nullptr || *c == '\0') && argc > 1 &&
+      sarena::PrintHelpIfAsked(std::vector<std::string>(argv + 1, argv + argc), Doc())) {
+    return 0;
   }
   sarena::plugin::PluginIo io{
       .getenv = [](absl::string_view name) -> std::optional<std::string> {

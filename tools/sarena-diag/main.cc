@@ -312,16 +312,7 @@ int Collect(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  switch (sarena::FindHelpRequest(std::vector<std::string>(argv + 1, argv + argc))) {
-    case sarena::HelpRequest::kHelp:
-      std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
-      return 0;
-    case sarena::HelpRequest::kVersion:
-      std::fputs(sarena::VersionText(Doc()).c_str(), stdout);
-      return 0;
-    case sarena::HelpRequest::kNone:
-      break;
-  }
+  if (sarena::PrintHelpIfAsked(std::vector<std::string>(argv + 1, argv + argc), Doc())) return 0;
   if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", Usage()));
   std::string cmd = argv[1];
   if (cmd == "help") {

@@ -172,7 +172,7 @@ int Drops() {
   auto drops = maps->ReadDrops();
   if (!drops.ok()) return Fail(sarena::rpc::WithHint(drops.status(), hint));
   sarena::rpc::v1::DropList list;
-  sarena::TextTable t({"REASON", "PACKETS", "BYTES"}, {false, true, true});
+  sarena::TextTable t({"REASON", "PACKETS", "BYTES", "MEANING"}, {false, true, true, false});
   for (size_t i = 1; i < drops->size(); ++i) {
     const auto& d = (*drops)[i];
     sarena::rpc::v1::DropCount* c = list.add_drops();
@@ -180,7 +180,8 @@ int Drops() {
     c->set_code(static_cast<uint32_t>(i));
     c->set_packets(d.packets);
     c->set_bytes(d.bytes);
-    t.AddRow({c->reason(), absl::StrCat(d.packets), absl::StrCat(d.bytes)});
+    c->set_description(sarena::datapath::DropReasonDescription(static_cast<uint32_t>(i)));
+    t.AddRow({c->reason(), absl::StrCat(d.packets), absl::StrCat(d.bytes), c->description()});
   }
   return Print(list, t.Render());
 }
