@@ -578,7 +578,7 @@ TEST_F(MetricsServerTest, OversizedRequestIsRefused) {
 
 TEST_F(MetricsServerTest, SilentConnectionsAreBoundedInNumberAndTime) {
   StartServers({.max_connections = 3,
-                .timeout = absl::Milliseconds(800),
+                .timeout = absl::Seconds(2),
                 .collect_timeout = absl::Milliseconds(300)});
   // Three silent peers hold every slot; a fourth is closed at once; all are gone after timeout.
   std::vector<std::thread> holders;
@@ -592,11 +592,12 @@ TEST_F(MetricsServerTest, SilentConnectionsAreBoundedInNumberAndTime) {
   }());
   const double refused = SecondsUntilClosed(port_, absl::Seconds(5));
   EXPECT_GE(refused, 0);
-  EXPECT_LT(refused, 0.3) << "the connection beyond max_connections is closed at once";
+  EXPECT_LT(refused, 1.0) << "the connection beyond max_connections is closed at once, not by "
+                             "the 2 s timeout";
   for (auto& t : holders) t.join();
   for (double h : held) {
-    EXPECT_GE(h, 0.6) << "closed by the timeout, not before";
-    EXPECT_LT(h, 3.0) << "closed by the timeout";
+    EXPECT_GE(h, 1.5) << "closed by the timeout, not before";
+    EXPECT_LT(h, 5.0) << "closed by the timeout";
   }
   EXPECT_EQ(metrics_->stats().refused, 1u);
   EXPECT_EQ(metrics_->stats().timed_out, 3u);
