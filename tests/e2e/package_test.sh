@@ -30,7 +30,7 @@ if [ -e /var/lib/sarena ]; then
   echo "package would delete it. Move it away first."
   exit 1
 fi
-for t in cpack dpkg-deb systemd-analyze jq nsenter; do
+for t in cpack dpkg-deb systemd-analyze jq nsenter setpriv; do
   command -v "$t" >/dev/null || { echo "missing tool: $t"; exit 1; }
 done
 
@@ -163,8 +163,16 @@ sn_check "with the shipped /etc/default/sarenad sarenad refuses to start (exit 2
 # The operator's step: set SARENAD_OPTS in the conffile (dpkg --purge must remove it modified too).
 sed -i "s|^SARENAD_OPTS=.*|SARENAD_OPTS=\"--pod-cidr=$CIDR --node-ip=$NIP --socket=$SOCK --state-dir=$STATE --bpffs=$BPFFS\"|" \
   /etc/default/sarenad
+# The unit's CapabilityBoundingSet= and NoNewPrivileges=yes, applied with setpriv (no systemd
+# runs here as PID 1): sarenad must set up the node and serve ADD/DEL with only those.
+CAPS=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT")
+SETPRIV_CAPS=$(tr ' ' '\n' <<<"$CAPS" | sed -n 's/^CAP_\(.*\)/+\L\1/p' | paste -sd, -)
+echo "  capability bounding set of the unit: $CAPS"
+sn_check "the unit restricts capabilities and sets NoNewPrivileges" bash -c \
+  "[ -n '$SETPRIV_CAPS' ] && grep -qx 'NoNewPrivileges=yes' '$UNIT'"
 # shellcheck disable=SC2046
-nsenter --net="/var/run/netns/$NS" $(unit_cmd) >>"$SN_DIR/$NODE/sarenad.log" 2>&1 &
+nsenter --net="/var/run/netns/$NS" setpriv --bounding-set="-all,$SETPRIV_CAPS" --no-new-privs \
+  $(unit_cmd) >>"$SN_DIR/$NODE/sarenad.log" 2>&1 &
 PID=$!
 SN_DAEMONS+=("$PID")
 up=0
@@ -173,7 +181,9 @@ for _ in $(seq 100); do
   kill -0 "$PID" 2>/dev/null || break
   sleep 0.1
 done
-sn_check "installed sarenad is up in $NS (installed /usr/bin/sarena status answers)" test "$up" = 1
+sn_check "installed sarenad is up in $NS with the unit's capabilities only (/usr/bin/sarena status answers)" test "$up" = 1
+sn_check "sarenad's bounding set is the unit's" bash -c \
+  "[ \"\$(awk '/^CapBnd/{print \$2}' /proc/$PID/status)\" = \"\$(setpriv --bounding-set='-all,$SETPRIV_CAPS' awk '/^CapBnd/{print \$2}' /proc/self/status)\" ]"
 [ "$up" = 1 ] || { tail -20 "$SN_DIR/$NODE/sarenad.log"; sn_summary; exit 1; }
 
 echo "5. a pod added with the installed /usr/lib/cni/sarena-cni and the sample conflist"
