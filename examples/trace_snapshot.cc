@@ -1,6 +1,7 @@
-// Example: the path model as a library — open a node snapshot (docs/diag-snapshot.md), trace one
-// query through it and print the verdict and the suspicions, without any kernel access (the
-// diag layer links no libbpf calls at run time; a snapshot taken elsewhere is enough).
+// Example: the path model as a library — open a snapshot (docs/diag-snapshot.md), trace one query
+// through it and print the verdict and the suspicions. No kernel access and no root: a snapshot
+// collected elsewhere (`sarena-diag collect`) is enough, and a program that only traces can link
+// sarena::diag alone (base, net, model: no libbpf, no libmnl).
 //   example_trace_snapshot SNAPSHOT_DIR SRC DST:PORT[/PROTO] [CNI]
 //     SRC / DST  pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4 address
 //     CNI        calico | sarena | generic | auto (default: auto, looking at any node)
