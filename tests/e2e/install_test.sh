@@ -89,6 +89,9 @@ headers_alone() {
   [ ! -s "$SN_DIR/headers.log" ] || { head -40 "$SN_DIR/headers.log"; return 1; }
 }
 sn_check "every installed header compiles alone (and twice) from the prefix" headers_alone
+# sarena/abi.h is shared with the BPF C programs: it must stay C too.
+sn_check "sarena/abi.h from the prefix compiles as C" \
+  sh -c "echo '#include <sarena/abi.h>' | cc -fsyntax-only -Wall -Werror -x c -I'$PREFIX/include' -"
 
 # --- 3. the CMake package ---------------------------------------------------------------------
 LAYERS=$(cd "$SRC/libsarena" && find . -mindepth 2 -name CMakeLists.txt | cut -d/ -f2 | sort | tr '\n' ' ')
