@@ -3,8 +3,9 @@
 # same name `find_package(libsarena)` exports). Sources are the folder's *.cc files; headers are
 # included as "libsarena/<layer>/x.h".
 #
-# The layer's public headers (docs/install.md) are the target's HEADERS file set, which
-# cmake/SarenaInstall.cmake installs to <includedir>/libsarena/<layer>/:
+# The layer's public headers (docs/install.md) are the target's file sets HEADERS (source tree)
+# and generated_headers (build tree), which cmake/SarenaInstall.cmake installs to
+# <includedir>/libsarena/<layer>/:
 #   - every <layer>/*.h except the internal ones: a header is internal when it declares the
 #     namespace sarena::<ns>::internal (netlink/internal.h, bpf/libbpf_log.h); no public header
 #     may include one (tests/e2e/install_test.sh compiles each installed header alone);
