@@ -87,6 +87,12 @@ absl::StatusOr<Response> Call(const Request& req) {
   return resp;
 }
 
+// What to do when the pinned maps under `bpffs` cannot be opened (drops, monitor).
+std::string BpffsHint(const std::string& bpffs) {
+  return absl::StrCat("is the sarena datapath loaded with its pins under ", bpffs,
+                      "? (sarena --bpffs DIR, as sarenad --bpffs)");
+}
+
 std::string Time(int64_t unix_seconds) {
   return absl::FormatTime("%H:%M:%S", absl::FromUnixSeconds(unix_seconds), absl::LocalTimeZone());
 }
@@ -164,9 +170,7 @@ int EndpointGet(const std::string& id) {
 
 int Drops() {
   const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
-  const std::string hint = absl::StrCat(
-      "is the sarena datapath loaded with its pins under ", bpffs,
-      "? (sarena --bpffs DIR, as sarenad --bpffs)");
+  const std::string hint = BpffsHint(bpffs);
   auto maps = sarena::datapath::Maps::FromPinRoot(bpffs);
   if (!maps.ok()) return Fail(sarena::rpc::WithHint(maps.status(), hint));
   auto drops = maps->ReadDrops();
@@ -281,9 +285,8 @@ int Monitor() {
   }
   auto mon = sarena::datapath::Monitor::Open(opts);
   if (!mon.ok()) {
-    return Fail(sarena::rpc::WithHint(mon.status(), absl::StrCat(
-        "is the sarena datapath loaded with its pins under ", opts.pin_root,
-        "? (sarena --bpffs DIR, as sarenad --bpffs)")), absl::IsInvalidArgument(mon.status()) ? kExitUsage : 1);
+    return Fail(sarena::rpc::WithHint(mon.status(), BpffsHint(opts.pin_root)),
+                absl::IsInvalidArgument(mon.status()) ? kExitUsage : 1);
   }
   struct sigaction sa = {};
   sa.sa_handler = [](int) { g_monitor_stop = 1; };  // no SA_RESTART: the poll returns at once
