@@ -135,6 +135,11 @@ This package contains sarenad (the node daemon, with a systemd unit that is
 installed neither enabled nor started: set its flags in /etc/default/sarenad),
 the CNI plugin sarena-cni in /usr/lib/cni, the operator CLI sarena, the path
 diagnoser sarena-diag, their man pages and a sample CNI network configuration.")
+# Beside the shared libraries (dpkg-shlibdeps): `sarena-diag collect` runs ip and bridge
+# (iproute2) and, on a node, iptables-save; `sarena-diag trace --svg` runs dot (graphviz).
+set(CPACK_DEBIAN_SARENA_PACKAGE_DEPENDS "iproute2")
+set(CPACK_DEBIAN_SARENA_PACKAGE_RECOMMENDS "iptables")
+set(CPACK_DEBIAN_SARENA_PACKAGE_SUGGESTS "graphviz")
 set(CPACK_DEBIAN_SARENA_PACKAGE_CONTROL_EXTRA
     ${SARENA_PACKAGING_DIR}/deb/conffiles ${SARENA_PACKAGING_DIR}/deb/postinst
     ${SARENA_PACKAGING_DIR}/deb/prerm ${SARENA_PACKAGING_DIR}/deb/postrm)

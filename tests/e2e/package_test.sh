@@ -221,7 +221,14 @@ sn_check "the pod's eth0 is gone" bash -c "! ip netns exec '$PODNS' ip link show
 kill -TERM "$PID"; wait "$PID"; rc=$?
 sn_check "sarenad stops on SIGTERM with exit 0" test "$rc" -eq 0
 
-echo "7. dpkg --purge: nothing the packages installed is left"
+echo "7. reinstall, remove, purge: nothing the packages installed is left"
+OPTS_LINE=$(grep '^SARENAD_OPTS=' /etc/default/sarenad)
+sn_check "dpkg -i again (an upgrade's maintainer-script path) succeeds" dpkg -i "$DEB_RT"
+sn_check "the operator's /etc/default/sarenad survives it" sn_eq "$(grep '^SARENAD_OPTS=' /etc/default/sarenad)" "$OPTS_LINE"
+sn_check "dpkg -r sarena succeeds" dpkg -r sarena
+sn_check "after remove: the executables are gone, the conffile is kept" bash -c \
+  "[ ! -e /usr/sbin/sarenad ] && [ ! -e /usr/lib/cni/sarena-cni ] && [ -f /etc/default/sarenad ] &&
+   [ \"\$(dpkg-query -W -f='\${db:Status-Status}' sarena)\" = config-files ]"
 if dpkg --purge "${PKGS[@]}" >"$SN_DIR/purge.log" 2>&1; then INSTALLED=0; fi
 sn_check "dpkg --purge ${PKGS[*]} succeeds" test "$INSTALLED" = 0
 sn_check "dpkg knows neither package any more" bash -c \
