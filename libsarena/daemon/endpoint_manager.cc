@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libsarena/base/cli.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/datapath/abi.h"
@@ -19,8 +20,6 @@ namespace sarena::daemon {
 namespace {
 
 using cni::ErrorCode;
-
-constexpr char kVersion[] = "0.1.0";
 
 datapath::EndpointSpec SpecOf(const v1::Endpoint& e) {
   datapath::EndpointSpec s;
@@ -375,7 +374,7 @@ v1::StatusResponse EndpointManager::Status() {
   s.set_ips_free(ipam_->FreeCount());
   s.set_ips_used(ipam_->InUse());
   s.set_attach_mode(std::string(bpf::ToString(node_->attach_mode())));
-  s.set_version(kVersion);
+  s.set_version(ProjectVersion());
   return s;
 }
 

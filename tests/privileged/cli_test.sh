@@ -88,7 +88,7 @@ sn_check "status (text) says ready" grep -q '^ready: yes' <<<"$(sarena status)"
 
 json() { local out; out=$(sarena -o json "$@") || { echo "sarena -o json $*: exit $?: $out"; return 1; }; printf '%s' "$out"; }
 sn_check "status -o json: StatusResponse fields" bash -c \
-  "jq -e --arg c $CIDR --arg n $NIP '.ready == true and .pod_cidr == \$c and .node_ip == \$n and .endpoints == 3 and (.ips_free | type) == \"number\" and has(\"attach_mode\") and has(\"version\") and has(\"not_ready_reason\")' <<<\"\$0\"" "$(json status)"
+  "jq -e --arg c $CIDR --arg n $NIP --arg v $VERSION '.ready == true and .pod_cidr == \$c and .node_ip == \$n and .endpoints == 3 and (.ips_free | type) == \"number\" and has(\"attach_mode\") and .version == \$v and has(\"not_ready_reason\")' <<<\"\$0\"" "$(json status)"
 sn_check "endpoint list -o json: EndpointListResponse fields" bash -c \
   "jq -e --arg l $LONG '(.endpoints | length) == 3 and all(.endpoints[]; has(\"endpoint_id\") and has(\"ip\") and has(\"host_ifname\") and (.ref | has(\"container_id\") and has(\"ifname\")) and (.counters | has(\"rx_packets\") and has(\"tx_bytes\"))) and any(.endpoints[]; .ref.container_id == \$l)' <<<\"\$0\"" "$(json endpoint list)"
 EP_ID=$(json endpoint list | jq -r --arg l "$LONG" '.endpoints[] | select(.ref.container_id == $l) | .endpoint_id')
