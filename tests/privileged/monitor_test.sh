@@ -44,10 +44,20 @@ echo "endpoint ids: a=$ID_A b=$ID_B c=$ID_C; ifindex: lxc a=$LXC_A lxc b=$LXC_B 
 mon_start() {
   local out=$1; shift
   "$SARENA" --bpffs "$BPFFS" -o json monitor "$@" >"$out" 2>"$out.err" &
-  MON_PIDS+=($!)
+  MON_PIDS+=("$!")
   MON_PID=$!
-  sleep 0.3  # Open() skips events older than itself
-  kill -0 "$MON_PID" 2>/dev/null || { echo "sarena monitor exited: $(cat "$out.err")"; return 1; }
+  mon_wait_open "$MON_PID" "$out.err"
+}
+# mon_wait_open PID ERRFILE: waits until the monitor has mapped the ring buffer (Monitor::Open
+# maps it after taking its start time, and skips events older than that).
+mon_wait_open() {
+  local i
+  for i in $(seq 200); do
+    grep -q 'anon_inode:bpf-map' "/proc/$1/maps" 2>/dev/null && return 0
+    kill -0 "$1" 2>/dev/null || { echo "sarena monitor exited: $(cat "$2")"; return 1; }
+    sleep 0.05
+  done
+  echo "sarena monitor did not open the ring buffer in 10 s"; return 1
 }
 # mon_stop: SIGTERM the last monitor; it prints its stats line and exits 0.
 mon_stop() { kill -TERM "$MON_PID"; wait "$MON_PID"; }
@@ -104,8 +114,8 @@ sn_check "the datapath's drop counters agree (sarena drops: ttl_exceeded >= 3)" 
 echo "c. text output, --count and --duration"
 TEXT=$SN_DIR/text.out
 "$SARENA" --bpffs "$BPFFS" monitor --count 1 --duration 10s >"$TEXT" 2>&1 &
-TPID=$!; MON_PIDS+=($TPID)
-sleep 0.3
+TPID=$!; MON_PIDS+=("$TPID")
+mon_wait_open "$TPID" "$TEXT" || exit 1
 udp_send "$PA" "$B" 9994 "sourceport=40006,ttl=1"
 wait "$TPID"; rc=$?
 sn_check "--count 1 exits 0 after one event" test "$rc" -eq 0
@@ -125,7 +135,9 @@ trace_bit() {  # SARENA_EP_F_TRACE (0x2) of pod $1's endpoint entry
   bpftool map dump pinned "$BPFFS/sarena_lxc" -j |
     jq -r --argjson id "$1" '.[] | .formatted.value | select(.endpoint_id == $id) | (.flags / 2 | floor) % 2'
 }
-sn_check "monitoring sets pod b's trace bit" sn_eq "$(trace_bit "$ID_B")" 1
+# Open() sets the bit right after mapping the ring: wait for it.
+bit_is() { local i; for i in $(seq 100); do [ "$(trace_bit "$1")" = "$2" ] && return 0; sleep 0.05; done; return 1; }
+sn_check "monitoring sets pod b's trace bit" bit_is "$ID_B" 1
 sn_check "pod a -> pod b TCP answers" sn_answers "$PA" "$B" 8080 hello-from-b
 sn_check "pod a -> pod c TCP answers" sn_answers "$PA" "$C" 8080 hello-from-c
 sleep 0.5

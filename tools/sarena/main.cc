@@ -339,7 +339,7 @@ const sarena::ProgramDoc& Doc() {
       .flag_sources = {"tools/sarena/"},
       .groups = {{"Output", {"o"}},
                  {"Where to look", {"socket", "bpffs", "etcd-endpoints"}},
-                 {"monitor", {"type", "endpoint", "count", "duration"}}},
+                 {"Monitor", {"type", "endpoint", "count", "duration"}}},
       .epilog = "Exit status: 0 success, 1 failure (the message names the socket, pin or etcd "
                 "endpoint that failed and what to do), 2 bad usage. With -o json a failure prints "
                 "{\"code\": \"<absl status code, e.g. NOT_FOUND>\", \"message\": \"...\"} "
