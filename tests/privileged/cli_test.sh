@@ -148,6 +148,9 @@ sn_check "drops with a wrong --bpffs names the pin and the flag" bash -c \
   "[ $rc -eq 1 ] && grep -qF \"open pinned map '/nonexistent-$SN_ID/sarena_\" <<<\"\$0\" && grep -q -- '--bpffs' <<<\"\$0\"" "$out"
 out=$("$SN_BIN/sarena" --bogus status 2>&1); rc=$?
 sn_check "sarena: an unknown flag is named (exit 2)" bash -c "[ $rc -eq 2 ] && grep -q 'unknown flag --bogus' <<<\"\$0\"" "$out"
+out=$("$SN_BIN/sarena" --bogus -o json status); rc=$?
+sn_check "sarena --bogus -o json: the flag error is the JSON error object, exit 2" bash -c \
+  "[ $rc -eq 2 ] && jq -e '.code == \"INVALID_ARGUMENT\" and (.message | contains(\"--bogus\"))' <<<\"\$0\"" "$out"
 out=$("$SN_BIN/sarena" -o json frobnicate); rc=$?
 sn_check "sarena -o json unknown command: error object, exit 2" bash -c \
   "[ $rc -eq 2 ] && jq -e '.code == \"INVALID_ARGUMENT\" and (.message | contains(\"frobnicate\"))' <<<\"\$0\"" "$out"

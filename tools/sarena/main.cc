@@ -351,7 +351,21 @@ const sarena::ProgramDoc& Doc() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> cmd = sarena::ParseCommandLineOrExit(argc, argv, Doc());
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (sarena::PrintHelpIfAsked(args, Doc())) return 0;
+  absl::StatusOr<std::vector<std::string>> parsed = sarena::ParseProgramFlags(args, Doc());
+  if (!parsed.ok()) {
+    // A bad flag before `-o json` stops the parse: the error object is still JSON then.
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "-o=json" || args[i] == "--o=json" ||
+          ((args[i] == "-o" || args[i] == "--o") && i + 1 < args.size() && args[i + 1] == "json")) {
+        absl::SetFlag(&FLAGS_o, "json");
+      }
+    }
+    return Fail(absl::InvalidArgumentError(absl::StrCat(parsed.status().message(), " (see --help)")),
+                kExitUsage);
+  }
+  const std::vector<std::string>& cmd = *parsed;
   if (!JsonOutput() && absl::GetFlag(FLAGS_o) != "table") {
     const std::string o = absl::GetFlag(FLAGS_o);
     absl::SetFlag(&FLAGS_o, "table");
