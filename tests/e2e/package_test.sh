@@ -170,8 +170,14 @@ SETPRIV_CAPS=$(tr ' ' '\n' <<<"$CAPS" | sed -n 's/^CAP_\(.*\)/+\L\1/p' | paste -
 echo "  capability bounding set of the unit: $CAPS"
 sn_check "the unit restricts capabilities and sets NoNewPrivileges" bash -c \
   "[ -n '$SETPRIV_CAPS' ] && grep -qx 'NoNewPrivileges=yes' '$UNIT'"
-# shellcheck disable=SC2046
-nsenter --net="/var/run/netns/$NS" setpriv --bounding-set="-all,$SETPRIV_CAPS" --no-new-privs \
+# And a mount namespace like ProtectSystem=strict's: a slave copy of the host's mounts (pod
+# netns bind mounts made later under /run/netns still appear in it) whose root file system is
+# read-only, only this run's directory (socket, state) writable, as the unit's
+# RuntimeDirectory/StateDirectory are; /proc/sys and /sys/fs/bpf stay writable.
+# shellcheck disable=SC2046,SC2016
+nsenter --net="/var/run/netns/$NS" unshare --mount --propagation slave \
+  sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro / && shift && exec "$@"' sh "$SN_DIR" \
+  setpriv --bounding-set="-all,$SETPRIV_CAPS" --no-new-privs \
   $(unit_cmd) >>"$SN_DIR/$NODE/sarenad.log" 2>&1 &
 PID=$!
 SN_DAEMONS+=("$PID")
@@ -182,6 +188,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 sn_check "installed sarenad is up in $NS with the unit's capabilities only (/usr/bin/sarena status answers)" test "$up" = 1
+sn_check "sarenad runs with / read-only in its own mount namespace" bash -c \
+  "[ \"\$(readlink /proc/$PID/ns/mnt)\" != \"\$(readlink /proc/self/ns/mnt)\" ] &&
+   awk '\$5 == \"/\" {print \$6}' /proc/$PID/mountinfo | grep -q '^ro'"
 sn_check "sarenad's bounding set is the unit's" bash -c \
   "[ \"\$(awk '/^CapBnd/{print \$2}' /proc/$PID/status)\" = \"\$(setpriv --bounding-set='-all,$SETPRIV_CAPS' awk '/^CapBnd/{print \$2}' /proc/self/status)\" ]"
 [ "$up" = 1 ] || { tail -20 "$SN_DIR/$NODE/sarenad.log"; sn_summary; exit 1; }
