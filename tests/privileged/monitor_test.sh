@@ -136,7 +136,7 @@ trace_bit() {  # SARENA_EP_F_TRACE (0x2) of pod $1's endpoint entry
     jq -r --argjson id "$1" '.[] | .formatted.value | select(.endpoint_id == $id) | (.flags / 2 | floor) % 2'
 }
 # Open() sets the bit right after mapping the ring: wait for it.
-bit_is() { local i; for i in $(seq 100); do [ "$(trace_bit "$1")" = "$2" ] && return 0; sleep 0.05; done; return 1; }
+bit_is() { local _; for _ in $(seq 100); do [ "$(trace_bit "$1")" = "$2" ] && return 0; sleep 0.05; done; return 1; }
 sn_check "monitoring sets pod b's trace bit" bit_is "$ID_B" 1
 sn_check "pod a -> pod b TCP answers" sn_answers "$PA" "$B" 8080 hello-from-b
 sn_check "pod a -> pod c TCP answers" sn_answers "$PA" "$C" 8080 hello-from-c
