@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 
 #ifndef SARENA_PROJECT_VERSION
@@ -67,7 +68,7 @@ std::map<std::string, absl::CommandLineFlag*> ProgramAbseilFlags(
 std::string Wrap(absl::string_view text, size_t indent) {
   std::string out;
   const std::string pad(indent, ' ');
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(absl::StripTrailingAsciiWhitespace(text), '\n')) {
     std::string cur;
     for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
       if (!cur.empty() && indent + cur.size() + 1 + word.size() > kWidth) {
