@@ -27,6 +27,10 @@
  * SYN a pod sends straight to another pod, local or remote, clears the record of its source port
  * (port reuse).
  *
+ * Events (docs/monitor.md): every drop is reported by the drop helper (lib/common.h); a packet
+ * of a traced endpoint (SARENA_EP_F_TRACE in its entry) that passed anti-spoofing is reported as
+ * SARENA_TRACE_FROM_ENDPOINT — one test of the source entry's flags when tracing is off.
+ *
  * Without a node config (sarenad has not written SARENA_MAP_CONFIG yet) the gateway is unknown:
  * ARP is left to the kernel and redirect_peer is off. Nothing is dropped for lack of config.
  */
