@@ -64,7 +64,13 @@ foreach(entry
   list(APPEND sarena_man_pages ${page}.gz)
   install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT sarena)
 endforeach()
-add_custom_target(sarena-man ALL DEPENDS ${sarena_man_pages})
+# Part of `all` (CPack installs the pages from the build tree), except in the ASan+UBSan tree
+# (SARENA_SANITIZE), which is not packaged.
+if(SARENA_SANITIZE)
+  add_custom_target(sarena-man DEPENDS ${sarena_man_pages})
+else()
+  add_custom_target(sarena-man ALL DEPENDS ${sarena_man_pages})
+endif()
 
 # --- documentation, example conflist ----------------------------------------------------------
 set(SARENA_DOC_DIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/sarena)
