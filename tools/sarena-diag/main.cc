@@ -43,7 +43,8 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
     {"dst", "string", "",
      "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp "
      "(required)."},
-    {"cni", "string", "auto", "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
+    {"cni", "string", "auto",
+     "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
     {"o", "string", "text", "Output: text | json (sarena.diag report) | dot (Graphviz)."},
     {"output", "string", "text", "Same as -o."},
     {"svg", "string", "", "Also render the path graph to this SVG file (Graphviz dot)."},

@@ -218,7 +218,8 @@ int NodeList() {
     sarena::cluster::v1::NodeListEntry* entry = list.add_nodes();
     entry->set_name(n.name);
     entry->set_live(n.live);
-    entry->set_lease_ttl_seconds(n.live ? static_cast<int32_t>(absl::ToInt64Seconds(n.lease_ttl_left)) : 0);
+    entry->set_lease_ttl_seconds(
+        n.live ? static_cast<int32_t>(absl::ToInt64Seconds(n.lease_ttl_left)) : 0);
     if (n.has_record) *entry->mutable_record() = n.record;
     entry->set_error(n.error);
     for (const auto& c : n.claimed_pod_cidrs) entry->add_claimed_pod_cidrs(c);
@@ -252,8 +253,8 @@ int NodeDelete(const std::string& name) {
   if (!res.ok()) {
     return Fail(absl::IsNotFound(res.status()) || absl::IsInvalidArgument(res.status())
                     ? res.status()
-                    : sarena::rpc::WithHint(res.status(), absl::StrCat("is etcd reachable at ",
-                                                                       eps, "? (--etcd-endpoints)")));
+                    : sarena::rpc::WithHint(res.status(), absl::StrCat("is etcd reachable at ", eps,
+                                                                       "? (--etcd-endpoints)")));
   }
   sarena::cluster::v1::NodeDeleteResult out;
   out.set_name(name);
@@ -261,11 +262,12 @@ int NodeDelete(const std::string& name) {
   out.set_lease_revoked(res->lease_revoked);
   for (const auto& c : res->released_pod_cidrs) out.add_released_pod_cidrs(c);
   for (uint32_t id : res->released_node_ids) out.add_released_node_ids(id);
-  return Print(out, absl::StrCat("deleted node ", name, ": record ",
-                                 res->record_deleted ? "deleted" : "absent",
-                                 res->lease_revoked ? " (lease revoked)" : "",
-                                 ", released pod CIDRs [", absl::StrJoin(res->released_pod_cidrs, ","),
-                                 "], node ids [", absl::StrJoin(res->released_node_ids, ","), "]\n"));
+  return Print(
+      out,
+      absl::StrCat("deleted node ", name, ": record ", res->record_deleted ? "deleted" : "absent",
+                   res->lease_revoked ? " (lease revoked)" : "", ", released pod CIDRs [",
+                   absl::StrJoin(res->released_pod_cidrs, ","), "], node ids [",
+                   absl::StrJoin(res->released_node_ids, ","), "]\n"));
 }
 
 // `monitor`: live datapath events (libsarena/datapath/monitor.h; schema in docs/monitor.md).
@@ -362,8 +364,9 @@ int main(int argc, char** argv) {
         absl::SetFlag(&FLAGS_o, "json");
       }
     }
-    return Fail(absl::InvalidArgumentError(absl::StrCat(parsed.status().message(), " (see --help)")),
-                kExitUsage);
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat(parsed.status().message(), " (see --help)")),
+        kExitUsage);
   }
   const std::vector<std::string>& cmd = *parsed;
   if (!JsonOutput() && absl::GetFlag(FLAGS_o) != "table") {
@@ -380,8 +383,9 @@ int main(int argc, char** argv) {
   if (cmd.size() == 2 && cmd[0] == "node" && cmd[1] == "list") return NodeList();
   if (cmd.size() == 3 && cmd[0] == "node" && cmd[1] == "delete") return NodeDelete(cmd[2]);
   return Fail(absl::InvalidArgumentError(absl::StrCat(
-                  cmd.empty() ? "missing command" : absl::StrCat("unknown command '", absl::StrJoin(cmd, " "), "'"),
-                  ": status | endpoint list | endpoint get ID | drops | monitor | node list | node delete NAME "
-                  "(see sarena --help)")),
+                  cmd.empty() ? "missing command"
+                              : absl::StrCat("unknown command '", absl::StrJoin(cmd, " "), "'"),
+                  ": status | endpoint list | endpoint get ID | drops | monitor | node list | "
+                  "node delete NAME (see sarena --help)")),
               kExitUsage);
 }

@@ -180,7 +180,8 @@ const sarena::ProgramDoc& Doc() {
 int main(int argc, char** argv) {
   if (std::vector<std::string> rest = sarena::ParseCommandLineOrExit(argc, argv, Doc());
       !rest.empty()) {
-    std::fprintf(stderr, "sarenad: unexpected argument '%s': sarenad takes flags only (see --help)\n",
+    std::fprintf(stderr,
+                 "sarenad: unexpected argument '%s': sarenad takes flags only (see --help)\n",
                  rest[0].c_str());
     return 2;
   }
