@@ -30,6 +30,8 @@ if [ -e /var/lib/sarena ]; then
   echo "package would delete it. Move it away first."
   exit 1
 fi
+# Set by this test to check the refusal above on itself: stop here.
+[ -z "${SARENA_PACKAGE_TEST_GUARD_ONLY:-}" ] || { echo "guard passed"; exit 0; }
 for t in cpack dpkg-deb systemd-analyze jq nsenter setpriv; do
   command -v "$t" >/dev/null || { echo "missing tool: $t"; exit 1; }
 done
@@ -103,6 +105,13 @@ if ! dpkg -i "$DEB_DEV" "$DEB_RT" >"$SN_DIR/dpkg-i.log" 2>&1; then
 fi
 sn_check "both packages are installed" bash -c \
   "[ \"\$(dpkg-query -W -f='\${db:Status-Status} ' sarena libsarena-dev)\" = 'installed installed ' ]"
+refuses_itself() {
+  local out rc
+  out=$(SARENA_PACKAGE_TEST_GUARD_ONLY=1 SARENA_BUILD_DIR="$BUILD" bash "$0" 2>&1); rc=$?
+  [ "$rc" -eq 1 ] && grep -q "refusing to run: package 'sarena' is already on this machine" <<<"$out" ||
+    { echo "rc=$rc: $out"; return 1; }
+}
+sn_check "this test refuses to run while a sarena package is installed" refuses_itself
 dpkg -L sarena libsarena-dev | sort -u >"$SN_DIR/files.txt"
 sn_check "dpkg -L records $(wc -l <"$SN_DIR/files.txt") paths, /usr/sbin/sarenad among them" \
   grep -qx /usr/sbin/sarenad "$SN_DIR/files.txt"
