@@ -5,6 +5,8 @@
 #   ttl_exceeded   pod a -> pod b with TTL 1 (UDP and ICMP)          from_container, lxc of a
 #   spoofed_source pod a sends from an address that is not its own   from_container, lxc of a
 #   no_endpoint    pod a / the node -> a pod-CIDR address without pod from_host, sarena_host
+# A flood of 3000 drops is then rate-limited in BPF: at most the burst plus the refill reaches
+# the monitor, the rest is counted as suppressed and reported on its stats lines.
 # sarenad is restarted while the monitor runs: the new daemon reuses the pinned ring buffer and
 # the running monitor keeps seeing drops. Then `--type trace --endpoint <b>` shows pod b's
 # packets (to and from b) and nothing of pod c, and clears b's trace bit when it exits.
@@ -51,8 +53,8 @@ mon_start() {
 # mon_wait_open PID ERRFILE: waits until the monitor has mapped the ring buffer (Monitor::Open
 # maps it after taking its start time, and skips events older than that).
 mon_wait_open() {
-  local i
-  for i in $(seq 200); do
+  local _
+  for _ in $(seq 200); do
     grep -q 'anon_inode:bpf-map' "/proc/$1/maps" 2>/dev/null && return 0
     kill -0 "$1" 2>/dev/null || { echo "sarena monitor exited: $(cat "$2")"; return 1; }
     sleep 0.05
@@ -155,4 +157,27 @@ sn_check "--type trace for an unknown endpoint names it" bash -c \
   "'$SARENA' --bpffs '$BPFFS' monitor --type trace --endpoint 65000 2>&1 | grep -q 'no endpoint with id 65000'"
 sn_check "a missing pin is named" bash -c \
   "'$SARENA' --bpffs /nonexistent-$SN_ID monitor 2>&1 | grep -q '/nonexistent-$SN_ID/sarena_events'"
+echo "e. a flood: the rate limit in BPF suppresses beyond the burst, and the monitor reports it"
+FLOOD=$SN_DIR/flood.json
+no_ep_drops() { "$SARENA" --bpffs "$BPFFS" -o json drops | jq -r '.drops[] | select(.reason=="no_endpoint") | .packets // 0'; }
+t0=$(date +%s%N)
+mon_start "$FLOOD" || exit 1
+d0=$(no_ep_drops)
+# 3000 UDP datagrams to a pod-CIDR address without pod, as fast as bash sends them (no fork each).
+ip netns exec "$PA" bash -c "for i in \$(seq 3000); do echo x 2>/dev/null >/dev/udp/$NOPOD/9000; done"
+sleep 0.5
+mon_stop
+ms=$((($(date +%s%N) - t0) / 1000000)) ncpu=$(nproc)
+d1=$(no_ep_drops)
+events=$(jq -s 'map(select(.type=="drop")) | length' "$FLOOD")
+read -r suppressed lost < <(jq -sr 'map(select(.type=="stats")) | last | "\(.suppressed) \(.lost)"' "$FLOOD")
+echo "   $((d1 - d0)) drops: $events events, $suppressed suppressed, $lost lost"
+sn_check "every dropped packet was counted ($((d1 - d0)) >= 3000)" test $((d1 - d0)) -ge 3000
+sn_check "the rate limit suppressed most of the flood (suppressed $suppressed > 0)" test "$suppressed" -gt 0
+sn_check "events + suppressed + lost = the drops of the flood" test $((events + suppressed + lost)) -eq $((d1 - d0))
+# SARENA_EVENTS_BURST 256 per CPU at once, then SARENA_EVENTS_RATE 1000/s = 1 per ms per CPU.
+sn_check "events stay within burst + rate x time: $events <= $ncpu CPUs x (256 + $ms ms x 1/ms)" \
+  test "$events" -le $((ncpu * (256 + ms)))
+sn_check "a stats line was printed while the flood was suppressed, not only at exit" test \
+  "$(jq -s 'map(select(.type=="stats")) | length' "$FLOOD")" -ge 2
 sn_summary
