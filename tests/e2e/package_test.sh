@@ -3,10 +3,12 @@
 # $SARENA_BUILD_DIR, checks their contents and control fields, installs both with `dpkg -i` on
 # this machine, checks the systemd unit with `systemd-analyze verify` (offline: it loads the unit
 # file without a running systemd), starts /usr/sbin/sarenad with the unit's ExecStart line and the
-# operator's /etc/default/sarenad inside a node network namespace, adds a pod by executing the
-# installed /usr/lib/cni/sarena-cni as a runtime does (with the shipped sample conflist), checks
-# the pod's address and that it reaches the node and back, deletes it, stops sarenad, then
-# `dpkg --purge`s both packages and checks that nothing they installed is left.
+# operator's /etc/default/sarenad inside a node network namespace (with the unit's capability
+# bounding set and NoNewPrivileges applied by setpriv, in a read-only slave mount namespace like
+# ProtectSystem=strict's), adds a pod by executing the installed /usr/lib/cni/sarena-cni as a
+# runtime does (with the shipped sample conflist), checks the pod's address and that it reaches
+# the node and back, deletes it, stops sarenad, reinstalls (the edited conffile stays), removes,
+# then `dpkg --purge`s both packages and checks that nothing they installed is left.
 # Refuses to run when a sarena or libsarena-dev package is already on the machine (not ours to
 # replace or remove); on failure, purges what it installed.
 set -uo pipefail
