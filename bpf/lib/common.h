@@ -141,7 +141,8 @@ static inline __attribute__((noinline)) int sarena_emit_event(struct __sk_buff *
  * SARENA_EVENT_DROP (rate-limited). Every drop goes through here (sarena_drop,
  * sarena_redirect_verdict), so every drop site is seen by `sarena monitor`.
  */
-static __always_inline void sarena_count_drop(struct __sk_buff *skb, enum sarena_drop_reason reason) {
+static __always_inline void sarena_count_drop(struct __sk_buff *skb,
+                                              enum sarena_drop_reason reason) {
   __u32 idx = reason;
   struct sarena_drop_counter *c = bpf_map_lookup_elem(&sarena_drops, &idx);
   if (c) {

@@ -5,8 +5,8 @@
 #include <linux/bpf.h>
 #include <time.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -72,8 +72,7 @@ int64_t MonotonicNs() {
 absl::StatusOr<EventType> ParseEventType(absl::string_view name) {
   if (name == "drop") return EventType::kDrop;
   if (name == "trace") return EventType::kTrace;
-  return absl::InvalidArgumentError(
-      absl::StrCat("event type '", name, "': must be drop or trace"));
+  return absl::InvalidArgumentError(absl::StrCat("event type '", name, "': must be drop or trace"));
 }
 
 std::string EventTypeName(uint32_t type) {
@@ -102,10 +101,9 @@ std::string EventReasonName(const Event& ev) {
 
 std::string FormatEventText(const Event& ev, absl::Time wall_time) {
   std::string out = absl::StrCat(
-      absl::FormatTime("%H:%M:%E6S", wall_time, absl::LocalTimeZone()), " ",
-      EventTypeName(ev.type), " ", EventReasonName(ev), " ifindex ", ev.ifindex, " endpoint ",
-      ev.endpoint_id == SARENA_EVENT_NO_ENDPOINT ? std::string("-")
-                                                 : absl::StrCat(ev.endpoint_id),
+      absl::FormatTime("%H:%M:%E6S", wall_time, absl::LocalTimeZone()), " ", EventTypeName(ev.type),
+      " ", EventReasonName(ev), " ifindex ", ev.ifindex, " endpoint ",
+      ev.endpoint_id == SARENA_EVENT_NO_ENDPOINT ? std::string("-") : absl::StrCat(ev.endpoint_id),
       " cpu ", ev.cpu, " len ", ev.len, ": ");
   if (ev.family != SARENA_FAMILY_IPV4) {
     absl::StrAppend(&out, "non-IPv4 frame");
@@ -113,8 +111,7 @@ std::string FormatEventText(const Event& ev, absl::Time wall_time) {
   }
   const std::string src = Ipv4Text(ev.src), dst = Ipv4Text(ev.dst);
   if (ev.proto == IPPROTO_TCP || ev.proto == IPPROTO_UDP) {
-    absl::StrAppend(&out, ProtoName(ev.proto), " ", src, ":", ev.sport, " -> ", dst, ":",
-                    ev.dport);
+    absl::StrAppend(&out, ProtoName(ev.proto), " ", src, ":", ev.sport, " -> ", dst, ":", ev.dport);
   } else if (ev.proto == IPPROTO_ICMP) {
     absl::StrAppend(&out, "icmp ", src, " -> ", dst, " type ", ev.sport, " code ", ev.dport);
   } else {
@@ -126,17 +123,17 @@ std::string FormatEventText(const Event& ev, absl::Time wall_time) {
 std::string FormatEventJson(const Event& ev, absl::Time wall_time) {
   const bool ipv4 = ev.family == SARENA_FAMILY_IPV4;
   // Every string written here is a fixed name, an address or a timestamp: nothing to escape.
-  return absl::StrCat(
-      "{\"type\":\"", EventTypeName(ev.type), "\",\"reason\":\"", EventReasonName(ev),
-      "\",\"ifindex\":", ev.ifindex, ",\"endpoint\":",
-      ev.endpoint_id == SARENA_EVENT_NO_ENDPOINT ? std::string("null")
-                                                 : absl::StrCat(ev.endpoint_id),
-      ",\"family\":", ipv4 ? "\"ipv4\"" : "null",
-      ",\"src\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.src), "\"") : "null",
-      ",\"dst\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.dst), "\"") : "null",
-      ",\"sport\":", ev.sport, ",\"dport\":", ev.dport, ",\"proto\":", ev.proto,
-      ",\"len\":", ev.len, ",\"cpu\":", ev.cpu, ",\"ts\":\"",
-      absl::FormatTime("%Y-%m-%d%ET%H:%M:%E9SZ", wall_time, absl::UTCTimeZone()), "\"}");
+  return absl::StrCat("{\"type\":\"", EventTypeName(ev.type), "\",\"reason\":\"",
+                      EventReasonName(ev), "\",\"ifindex\":", ev.ifindex, ",\"endpoint\":",
+                      ev.endpoint_id == SARENA_EVENT_NO_ENDPOINT ? std::string("null")
+                                                                 : absl::StrCat(ev.endpoint_id),
+                      ",\"family\":", ipv4 ? "\"ipv4\"" : "null",
+                      ",\"src\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.src), "\"") : "null",
+                      ",\"dst\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.dst), "\"") : "null",
+                      ",\"sport\":", ev.sport, ",\"dport\":", ev.dport, ",\"proto\":", ev.proto,
+                      ",\"len\":", ev.len, ",\"cpu\":", ev.cpu, ",\"ts\":\"",
+                      absl::FormatTime("%Y-%m-%d%ET%H:%M:%E9SZ", wall_time, absl::UTCTimeZone()),
+                      "\"}");
 }
 
 std::string FormatStatsJson(EventType type, uint64_t events, const EventStats& since_open) {
@@ -289,8 +286,8 @@ absl::Time Monitor::WallTime(const Event& ev) const {
 absl::Status RunMonitor(Monitor& monitor, const MonitorRun& run,
                         absl::FunctionRef<void(absl::string_view line)> print_line) {
   const EventType type = monitor.options().type;
-  const absl::Time deadline = run.duration > absl::ZeroDuration() ? absl::Now() + run.duration
-                                                                  : absl::InfiniteFuture();
+  const absl::Time deadline =
+      run.duration > absl::ZeroDuration() ? absl::Now() + run.duration : absl::InfiniteFuture();
   uint64_t printed = 0;
   EventStats reported;
   auto report = [&](bool always) -> absl::Status {
@@ -299,10 +296,10 @@ absl::Status RunMonitor(Monitor& monitor, const MonitorRun& run,
       return absl::OkStatus();
     }
     reported = s;
-    print_line(run.json ? FormatStatsJson(type, printed, s)
-                        : absl::StrCat("-- ", printed, " events, ", s.suppressed,
-                                       " suppressed by the rate limit, ", s.lost,
-                                       " lost (ring full)"));
+    print_line(run.json
+                   ? FormatStatsJson(type, printed, s)
+                   : absl::StrCat("-- ", printed, " events, ", s.suppressed,
+                                  " suppressed by the rate limit, ", s.lost, " lost (ring full)"));
     return absl::OkStatus();
   };
   auto done = [&] {

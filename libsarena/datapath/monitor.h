@@ -95,8 +95,7 @@ class Monitor {
   /// (type, endpoint, not older than Open), in ring order; `on_event` returns false to stop (the
   /// rest stay in the ring). Returns how many matching events were delivered. Interrupted by a
   /// signal (EINTR) it returns what it delivered so far. Errors: ErrnoStatus of the poll.
-  absl::StatusOr<int> Poll(absl::Duration timeout,
-                           absl::FunctionRef<bool(const Event&)> on_event);
+  absl::StatusOr<int> Poll(absl::Duration timeout, absl::FunctionRef<bool(const Event&)> on_event);
 
   /// The counters of the monitored event type since Open (the per-CPU sarena_evlim entries
   /// summed, minus their values at Open). Errors: the map lookup's.
@@ -116,7 +115,7 @@ class Monitor {
 
 /// How RunMonitor runs and prints.
 struct MonitorRun {
-  bool json = false;  // FormatEventJson / FormatStatsJson lines, else FormatEventText
+  bool json = false;   // FormatEventJson / FormatStatsJson lines, else FormatEventText
   uint64_t count = 0;  // stop after this many events; 0 = no limit
   absl::Duration duration = absl::ZeroDuration();  // stop after this long; 0 = no limit
   /// Stop when this becomes non-zero (a signal handler's flag; the handler must not use

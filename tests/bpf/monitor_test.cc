@@ -5,6 +5,8 @@
 // and 5-tuple; the per-CPU token bucket (SARENA_EVENTS_BURST, then suppressed and counted); trace
 // events only for the endpoint `Monitor` marked, and none once it closed; the ring buffer pin is
 // reused by a second load (a restarted sarenad).
+#include "libsarena/datapath/monitor.h"
+
 #include <arpa/inet.h>
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -21,7 +23,6 @@
 #include "libsarena/bpf/map.h"
 #include "libsarena/bpf/test_run.h"
 #include "libsarena/datapath/abi.h"
-#include "libsarena/datapath/monitor.h"
 #include "libsarena/datapath/objects.h"
 #include "tests/bpf/bpf_test_env.h"
 #include "tests/lib/test_util.h"
@@ -48,9 +49,12 @@ struct TestEndpoint {
   net::Mac host_mac;
   uint32_t id;
 };
-const TestEndpoint kA{"10.244.1.10", 1010, {0x0a, 0, 0, 0, 0, 0x10}, {0x02, 0, 0, 0, 0xa0, 0x10}, 10};
-const TestEndpoint kB{"10.244.1.11", 1011, {0x0a, 0, 0, 0, 0, 0x11}, {0x02, 0, 0, 0, 0xa0, 0x11}, 11};
-const TestEndpoint kC{"10.244.1.12", 1012, {0x0a, 0, 0, 0, 0, 0x12}, {0x02, 0, 0, 0, 0xa0, 0x12}, 12};
+const TestEndpoint kA{
+    "10.244.1.10", 1010, {0x0a, 0, 0, 0, 0, 0x10}, {0x02, 0, 0, 0, 0xa0, 0x10}, 10};
+const TestEndpoint kB{
+    "10.244.1.11", 1011, {0x0a, 0, 0, 0, 0, 0x11}, {0x02, 0, 0, 0, 0xa0, 0x11}, 11};
+const TestEndpoint kC{
+    "10.244.1.12", 1012, {0x0a, 0, 0, 0, 0, 0x12}, {0x02, 0, 0, 0, 0xa0, 0x12}, 12};
 
 net::Ipv4 Ip(const std::string& s) { return boost::asio::ip::make_address_v4(s); }
 
@@ -104,9 +108,9 @@ class MonitorTest : public ::testing::Test {
 
   TestRunResult Run(Program prog, const std::vector<uint8_t>& pkt, uint32_t ingress_ifindex,
                     uint32_t repeat = 1) {
-    auto r = TestRun(objs_->prog_fd(prog), pkt,
-                     TestRunOptions{.repeat = repeat, .ifindex = kLoopback,
-                                    .ingress_ifindex = ingress_ifindex});
+    auto r = TestRun(
+        objs_->prog_fd(prog), pkt,
+        TestRunOptions{.repeat = repeat, .ifindex = kLoopback, .ingress_ifindex = ingress_ifindex});
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : TestRunResult{};
   }
@@ -139,8 +143,12 @@ class MonitorTest : public ::testing::Test {
 TEST_F(MonitorTest, TtlDropEmitsOneEventWithReasonEndpointAndFiveTuple) {
   auto m = Open(EventType::kDrop);
   ASSERT_NE(m, nullptr);
-  auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .proto = kIpprotoTcp, .sport = 40001,
-                        .dport = 8080, .ttl = 1});
+  auto pkt = BuildIpv4({.saddr = kA.ip,
+                        .daddr = kB.ip,
+                        .proto = kIpprotoTcp,
+                        .sport = 40001,
+                        .dport = 8080,
+                        .ttl = 1});
   const int64_t before = absl::GetCurrentTimeNanos();
   ASSERT_EQ(FromContainer(pkt, kA).retval, uint32_t{TC_ACT_SHOT});
   std::vector<Event> evs = Drain(*m);
@@ -177,8 +185,8 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   ASSERT_NE(m, nullptr);
   // Spoofed source from pod A's veth: UDP; the sender is no endpoint of that veth, so the event
   // names the destination endpoint.
-  auto spoof = BuildIpv4({.saddr = "10.244.1.99", .daddr = kB.ip, .proto = kIpprotoUdp,
-                          .sport = 5353, .dport = 53});
+  auto spoof = BuildIpv4(
+      {.saddr = "10.244.1.99", .daddr = kB.ip, .proto = kIpprotoUdp, .sport = 5353, .dport = 53});
   ASSERT_EQ(FromContainer(spoof, kA).retval, uint32_t{TC_ACT_SHOT});
   // No endpoint: ICMP echo request to an unused pod-CIDR address, on sarena_host's egress.
   auto icmp = BuildIpv4({.saddr = "10.244.1.1", .daddr = "10.244.1.200", .proto = kIpprotoIcmp});
@@ -191,8 +199,8 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   cut.resize(testing::kEthHlen + 20);
   ASSERT_EQ(FromContainer(cut, kA).retval, uint32_t{TC_ACT_SHOT});
   // Bad header: IHL 4.
-  auto bad = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .proto = kIpprotoUdp, .sport = 1,
-                        .dport = 2});
+  auto bad =
+      BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .proto = kIpprotoUdp, .sport = 1, .dport = 2});
   bad[testing::kEthHlen] = 0x44;
   ASSERT_EQ(FromContainer(bad, kA).retval, uint32_t{TC_ACT_SHOT});
 
@@ -226,7 +234,8 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   // A frame without a readable IPv4 header is reported with family/src/dst null.
   Event non_ip = evs[2];
   non_ip.family = 0;
-  EXPECT_NE(FormatEventJson(non_ip, m->WallTime(non_ip)).find("\"family\":null,\"src\":null,\"dst\":null"),
+  EXPECT_NE(FormatEventJson(non_ip, m->WallTime(non_ip))
+                .find("\"family\":null,\"src\":null,\"dst\":null"),
             std::string::npos);
 
   EXPECT_EQ(evs[3].reason, SARENA_DROP_BAD_IP_HEADER);
@@ -235,7 +244,8 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   EXPECT_EQ(evs[3].endpoint_id, kA.id);
   EXPECT_EQ(FormatEventText(evs[0], m->WallTime(evs[0])).substr(16),
             "drop spoofed_source ifindex 1 endpoint 11 cpu " + std::to_string(evs[0].cpu) +
-                " len " + std::to_string(spoof.size()) + ": udp 10.244.1.99:5353 -> 10.244.1.11:53");
+                " len " + std::to_string(spoof.size()) +
+                ": udp 10.244.1.99:5353 -> 10.244.1.11:53");
 }
 
 TEST_F(MonitorTest, ClusterProgramDropsHaveEventsToo) {
@@ -247,8 +257,11 @@ TEST_F(MonitorTest, ClusterProgramDropsHaveEventsToo) {
   auto m = Open(EventType::kDrop);
   ASSERT_NE(m, nullptr);
   // to_overlay: the host stack routed a packet onto sarena_vxlan for no known remote CIDR.
-  auto unknown = BuildIpv4({.saddr = "192.0.2.1", .daddr = "10.250.0.1", .proto = kIpprotoUdp,
-                            .sport = 4789, .dport = 53});
+  auto unknown = BuildIpv4({.saddr = "192.0.2.1",
+                            .daddr = "10.250.0.1",
+                            .proto = kIpprotoUdp,
+                            .sport = 4789,
+                            .dport = 53});
   ASSERT_EQ(Run(Program::kToOverlay, unknown, 0).retval, uint32_t{TC_ACT_SHOT});
   // from_overlay: a frame without tunnel metadata (BPF_PROG_TEST_RUN sets none).
   auto inner = BuildIpv4({.saddr = "10.244.2.5", .daddr = kB.ip, .sport = 33000, .dport = 443});
@@ -313,8 +326,8 @@ TEST_F(MonitorTest, RateLimitSuppressesBeyondTheBurstAndCountsIt) {
 TEST_F(MonitorTest, TraceEventsOnlyForTheSelectedEndpointAndOnlyWhileMonitored) {
   auto to_b = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .sport = 41000, .dport = 80});
   auto to_c = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 41001, .dport = 80});
-  auto from_b = BuildIpv4({.saddr = kB.ip, .daddr = kC.ip, .proto = kIpprotoUdp, .sport = 7,
-                           .dport = 9});
+  auto from_b =
+      BuildIpv4({.saddr = kB.ip, .daddr = kC.ip, .proto = kIpprotoUdp, .sport = 7, .dport = 9});
   // Off: deliveries write nothing (the trace bit of the endpoint entry is clear).
   ASSERT_EQ(FromContainer(to_b, kA).retval, uint32_t{TC_ACT_REDIRECT});
   auto off = ReadEventStats(bpffs_.path(), EventType::kTrace);

@@ -4,7 +4,8 @@
 //   sarena [--socket PATH] endpoint list [-o table|json]
 //   sarena [--socket PATH] endpoint get ID [-o table|json]
 //   sarena [--bpffs DIR] drops [-o table|json]
-//   sarena [--bpffs DIR] monitor [--type drop|trace] [--endpoint ID] [-o json] [--count N] [--duration D]
+//   sarena [--bpffs DIR] monitor [--type drop|trace] [--endpoint ID] [-o json] [--count N]
+//          [--duration D]
 //   sarena [--etcd-endpoints E] node list [-o table|json]
 //   sarena --etcd-endpoints E node delete NAME [-o table|json]
 // -o json prints one protobuf message in protobuf's JSON mapping (see Doc() below), or on failure
@@ -37,7 +38,8 @@ ABSL_FLAG(std::string, bpffs, "/sys/fs/bpf/sarena",
 ABSL_FLAG(std::string, o, "table",
           "Output: table (text for people) | json (one protobuf message in protobuf's JSON "
           "mapping; on failure one {\"code\", \"message\"} object, also on stdout)");
-ABSL_FLAG(std::string, type, "drop", "monitor: event type, drop (every drop) or trace (--endpoint's packets)");
+ABSL_FLAG(std::string, type, "drop",
+          "monitor: event type, drop (every drop) or trace (--endpoint's packets)");
 ABSL_FLAG(std::string, endpoint, "",
           "monitor: only this endpoint id's events (required with --type trace)");
 ABSL_FLAG(uint64_t, count, 0, "monitor: stop after this many events (0 = no limit)");

@@ -145,7 +145,7 @@ struct sarena_drop_counter {
 #define SARENA_EVENT_TRACE 2 /* a traced endpoint's packet: reason = SARENA_TRACE_* */
 #define SARENA_EVENT_TYPE_MAX 3
 
-#define SARENA_TRACE_TO_ENDPOINT 1   /* delivered to the endpoint by the datapath (local_delivery) */
+#define SARENA_TRACE_TO_ENDPOINT 1   /* delivered to the endpoint (local_delivery) */
 #define SARENA_TRACE_FROM_ENDPOINT 2 /* sent by the endpoint, accepted by from_container */
 
 #define SARENA_EVENTS_RINGBUF_BYTES (1u << 20) /* ring size: a power of 2, a multiple of pages */
