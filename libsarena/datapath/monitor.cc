@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/util/json_util.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/map.h"
@@ -120,27 +121,57 @@ std::string FormatEventText(const Event& ev, absl::Time wall_time) {
   return out;
 }
 
+v1::MonitorEvent EventMessage(const Event& ev, absl::Time wall_time) {
+  v1::MonitorEvent m;
+  m.set_type(EventTypeName(ev.type));
+  m.set_reason(EventReasonName(ev));
+  m.set_ifindex(ev.ifindex);
+  if (ev.endpoint_id != SARENA_EVENT_NO_ENDPOINT) m.set_endpoint(ev.endpoint_id);
+  if (ev.family == SARENA_FAMILY_IPV4) {
+    m.set_family("ipv4");
+    m.set_src(Ipv4Text(ev.src));
+    m.set_dst(Ipv4Text(ev.dst));
+  }
+  m.set_sport(ev.sport);
+  m.set_dport(ev.dport);
+  m.set_proto(ev.proto);
+  m.set_len(ev.len);
+  m.set_cpu(ev.cpu);
+  const int64_t ns = absl::ToUnixNanos(wall_time);
+  m.mutable_ts()->set_seconds(ns / 1000000000);
+  m.mutable_ts()->set_nanos(static_cast<int32_t>(ns % 1000000000));
+  return m;
+}
+
+v1::MonitorStats StatsMessage(EventType type, uint64_t events, const EventStats& since_open) {
+  v1::MonitorStats m;
+  m.set_type("stats");
+  m.set_event_type(EventTypeName(static_cast<uint32_t>(type)));
+  m.set_events(events);
+  m.set_suppressed(since_open.suppressed);
+  m.set_lost(since_open.lost);
+  return m;
+}
+
+namespace {
+// One line per message (JSON lines): proto field names, every scalar printed.
+std::string JsonLine(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = false;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, opts).ok()) return "{}";
+  return out;
+}
+}  // namespace
+
 std::string FormatEventJson(const Event& ev, absl::Time wall_time) {
-  const bool ipv4 = ev.family == SARENA_FAMILY_IPV4;
-  // Every string written here is a fixed name, an address or a timestamp: nothing to escape.
-  return absl::StrCat("{\"type\":\"", EventTypeName(ev.type), "\",\"reason\":\"",
-                      EventReasonName(ev), "\",\"ifindex\":", ev.ifindex, ",\"endpoint\":",
-                      ev.endpoint_id == SARENA_EVENT_NO_ENDPOINT ? std::string("null")
-                                                                 : absl::StrCat(ev.endpoint_id),
-                      ",\"family\":", ipv4 ? "\"ipv4\"" : "null",
-                      ",\"src\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.src), "\"") : "null",
-                      ",\"dst\":", ipv4 ? absl::StrCat("\"", Ipv4Text(ev.dst), "\"") : "null",
-                      ",\"sport\":", ev.sport, ",\"dport\":", ev.dport, ",\"proto\":", ev.proto,
-                      ",\"len\":", ev.len, ",\"cpu\":", ev.cpu, ",\"ts\":\"",
-                      absl::FormatTime("%Y-%m-%d%ET%H:%M:%E9SZ", wall_time, absl::UTCTimeZone()),
-                      "\"}");
+  return JsonLine(EventMessage(ev, wall_time));
 }
 
 std::string FormatStatsJson(EventType type, uint64_t events, const EventStats& since_open) {
-  return absl::StrCat("{\"type\":\"stats\",\"event_type\":\"",
-                      EventTypeName(static_cast<uint32_t>(type)), "\",\"events\":", events,
-                      ",\"suppressed\":", since_open.suppressed, ",\"lost\":", since_open.lost,
-                      "}");
+  return JsonLine(StatsMessage(type, events, since_open));
 }
 
 absl::StatusOr<EventStats> ReadEventStats(absl::string_view pin_root, EventType type) {

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "sarena/abi.h"
+#include "libsarena/datapath/monitor.pb.h"
 
 namespace sarena::datapath {
 
@@ -54,17 +55,26 @@ struct EventStats {
 /// with `wall_time` as local time. TCP/UDP show "tcp 10.244.1.2:40000 -> 10.244.1.3:80".
 std::string FormatEventText(const Event& ev, absl::Time wall_time);
 
-/// One event as a single-line JSON object (no newline), the schema of docs/monitor.md:
+/// The event as the protobuf message of `sarena monitor -o json`
+/// (libsarena/datapath/proto/monitor.proto, sarena.datapath.v1.MonitorEvent): endpoint is left
+/// unset when unknown (SARENA_EVENT_NO_ENDPOINT); family/src/dst are set only for IPv4 (the
+/// ports/proto are then 0). For ICMP, sport/dport are the ICMP type and code. ts = wall_time.
+v1::MonitorEvent EventMessage(const Event& ev, absl::Time wall_time);
+
+/// One event as a single-line JSON object (no newline): EventMessage printed with protobuf's
+/// JSON mapping (proto field names, every scalar printed, unset optional fields left out), e.g.
 ///   {"type":"drop","reason":"ttl_exceeded","ifindex":7,"endpoint":3,"family":"ipv4",
 ///    "src":"10.244.1.2","dst":"10.244.1.3","sport":40000,"dport":80,"proto":6,"len":98,
 ///    "cpu":1,"ts":"2026-12-02T05:30:00.123456789Z"}
-/// endpoint is null when unknown (SARENA_EVENT_NO_ENDPOINT); family is "ipv4" or null, and then
-/// src/dst are null and the ports/proto 0. For ICMP, sport/dport are the ICMP type and code.
-/// ts is RFC 3339 UTC with nanoseconds.
+/// ts is RFC 3339 UTC (protobuf Timestamp: 0, 3, 6 or 9 fractional digits).
 std::string FormatEventJson(const Event& ev, absl::Time wall_time);
 
-/// {"type":"stats","event_type":"drop","events":N,"suppressed":N,"lost":N}: counts since the
-/// monitor opened (events = those this monitor printed).
+/// The counters since the monitor opened as sarena.datapath.v1.MonitorStats (events = those
+/// this monitor printed).
+v1::MonitorStats StatsMessage(EventType type, uint64_t events, const EventStats& since_open);
+
+/// StatsMessage as one JSON line: {"type":"stats","event_type":"drop","events":"N",
+/// "suppressed":"N","lost":"N"} (uint64 counts are JSON strings in protobuf's JSON mapping).
 std::string FormatStatsJson(EventType type, uint64_t events, const EventStats& since_open);
 
 struct MonitorOptions {

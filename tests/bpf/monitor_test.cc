@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "libsarena/bpf/map.h"
 #include "libsarena/bpf/test_run.h"
@@ -38,6 +39,15 @@ using ::sarena::testing::Ipv4Spec;
 using ::sarena::testing::kIpprotoIcmp;
 using ::sarena::testing::kIpprotoTcp;
 using ::sarena::testing::kIpprotoUdp;
+
+// Parses one `sarena monitor -o json` line back into its schema (fails the test if it does not
+// parse: the line must be exactly sarena.datapath.v1.MonitorEvent).
+v1::MonitorEvent ParseEventJson(const std::string& json) {
+  v1::MonitorEvent m;
+  const auto st = google::protobuf::util::JsonStringToMessage(json, &m);
+  EXPECT_TRUE(st.ok()) << st.ToString() << ": " << json;
+  return m;
+}
 
 constexpr uint32_t kLoopback = 1;
 constexpr uint32_t kHostIfindex = 500;
@@ -167,12 +177,23 @@ TEST_F(MonitorTest, TtlDropEmitsOneEventWithReasonEndpointAndFiveTuple) {
   EXPECT_EQ(ev.len, pkt.size());
   // ts is CLOCK_MONOTONIC; WallTime maps it back to now (within a generous second).
   EXPECT_NEAR(absl::ToUnixNanos(m->WallTime(ev)), before, 1e9);
+  // -o json is sarena.datapath.v1.MonitorEvent in protobuf's JSON mapping: parse it back.
   const std::string json = FormatEventJson(ev, m->WallTime(ev));
-  EXPECT_NE(json.find("\"type\":\"drop\",\"reason\":\"ttl_exceeded\",\"ifindex\":1,"
-                      "\"endpoint\":10,\"family\":\"ipv4\",\"src\":\"10.244.1.10\","
-                      "\"dst\":\"10.244.1.11\",\"sport\":40001,\"dport\":8080,\"proto\":6,"),
-            std::string::npos)
-      << json;
+  const v1::MonitorEvent parsed = ParseEventJson(json);
+  EXPECT_EQ(parsed.type(), "drop") << json;
+  EXPECT_EQ(parsed.reason(), "ttl_exceeded");
+  EXPECT_EQ(parsed.ifindex(), 1u);
+  ASSERT_TRUE(parsed.has_endpoint());
+  EXPECT_EQ(parsed.endpoint(), 10u);
+  EXPECT_EQ(parsed.family(), "ipv4");
+  EXPECT_EQ(parsed.src(), "10.244.1.10");
+  EXPECT_EQ(parsed.dst(), "10.244.1.11");
+  EXPECT_EQ(parsed.sport(), 40001u);
+  EXPECT_EQ(parsed.dport(), 8080u);
+  EXPECT_EQ(parsed.proto(), 6u);
+  EXPECT_EQ(parsed.len(), pkt.size());
+  EXPECT_NE(json.find("\"sport\":40001"), std::string::npos) << "uint32 prints as a JSON number";
+  EXPECT_NEAR(parsed.ts().seconds() * 1e9 + parsed.ts().nanos(), before, 1e9);
   auto stats = m->StatsSinceOpen();
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->emitted, 1u);
@@ -221,8 +242,9 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   EXPECT_EQ(evs[1].sport, 8) << "ICMP type";
   EXPECT_EQ(evs[1].dport, 0) << "ICMP code";
   EXPECT_EQ(evs[1].endpoint_id, SARENA_EVENT_NO_ENDPOINT);
-  EXPECT_NE(FormatEventJson(evs[1], m->WallTime(evs[1])).find("\"endpoint\":null"),
-            std::string::npos);
+  EXPECT_FALSE(ParseEventJson(FormatEventJson(evs[1], m->WallTime(evs[1]))).has_endpoint())
+      << "no endpoint: the field is left out";
+  EXPECT_EQ(FormatEventJson(evs[1], m->WallTime(evs[1])).find("\"endpoint\""), std::string::npos);
 
   EXPECT_EQ(evs[2].reason, SARENA_DROP_TRUNCATED);
   EXPECT_EQ(evs[2].family, SARENA_FAMILY_IPV4);
@@ -234,9 +256,10 @@ TEST_F(MonitorTest, EveryDropReasonTheProgramsReachHasItsEvent) {
   // A frame without a readable IPv4 header is reported with family/src/dst null.
   Event non_ip = evs[2];
   non_ip.family = 0;
-  EXPECT_NE(FormatEventJson(non_ip, m->WallTime(non_ip))
-                .find("\"family\":null,\"src\":null,\"dst\":null"),
-            std::string::npos);
+  const v1::MonitorEvent non_ip_msg = ParseEventJson(FormatEventJson(non_ip, m->WallTime(non_ip)));
+  EXPECT_FALSE(non_ip_msg.has_family());
+  EXPECT_FALSE(non_ip_msg.has_src());
+  EXPECT_FALSE(non_ip_msg.has_dst());
 
   EXPECT_EQ(evs[3].reason, SARENA_DROP_BAD_IP_HEADER);
   EXPECT_EQ(Dst(evs[3]), kC.ip);
@@ -305,8 +328,9 @@ TEST_F(MonitorTest, RateLimitSuppressesBeyondTheBurstAndCountsIt) {
   EXPECT_EQ(evs.size(), stats->emitted);
   // The stats line RunMonitor prints carries the suppressed count.
   EXPECT_EQ(FormatStatsJson(EventType::kDrop, evs.size(), *stats),
-            absl::StrCat("{\"type\":\"stats\",\"event_type\":\"drop\",\"events\":", evs.size(),
-                         ",\"suppressed\":", stats->suppressed, ",\"lost\":0}"));
+            absl::StrCat("{\"type\":\"stats\",\"event_type\":\"drop\",\"events\":\"", evs.size(),
+                         "\",\"suppressed\":\"", stats->suppressed, "\",\"lost\":\"0\"}"))
+      << "sarena.datapath.v1.MonitorStats; uint64 prints as a JSON string";
   // The bucket refills at SARENA_EVENTS_RATE = 1000 per second, one event per ms: the second
   // flood gets through as many events as ms passed since the first (bounded by what the clock
   // says around the runs, so a loaded machine cannot make this flaky).
@@ -359,10 +383,11 @@ TEST_F(MonitorTest, TraceEventsOnlyForTheSelectedEndpointAndOnlyWhileMonitored) 
     EXPECT_EQ(Src(evs[1]), kB.ip);
     EXPECT_EQ(Dst(evs[1]), kC.ip);
     EXPECT_EQ(evs[1].proto, kIpprotoUdp);
-    EXPECT_NE(FormatEventJson(evs[1], m->WallTime(evs[1]))
-                  .find("{\"type\":\"trace\",\"reason\":\"from_endpoint\",\"ifindex\":1011,"
-                        "\"endpoint\":11,"),
-              std::string::npos);
+    const v1::MonitorEvent trace = ParseEventJson(FormatEventJson(evs[1], m->WallTime(evs[1])));
+    EXPECT_EQ(trace.type(), "trace");
+    EXPECT_EQ(trace.reason(), "from_endpoint");
+    EXPECT_EQ(trace.ifindex(), 1011u);
+    EXPECT_EQ(trace.endpoint(), 11u);
   }
   // Closed: the bit is cleared and deliveries to B write nothing more.
   EXPECT_EQ(EntryOf(kB).flags, 0u);
