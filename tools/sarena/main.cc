@@ -11,7 +11,9 @@
 // -o json prints one protobuf message in protobuf's JSON mapping (see Doc() below), or on failure
 // one sarena.rpc.v1.CliError object {"code", "message"} on stdout; `sarena --help` lists all.
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -75,13 +77,23 @@ int Print(const google::protobuf::Message& m, const std::string& text) {
   return 0;
 }
 
+// `hint`, unless `st` is EACCES/EPERM (kPermissionDenied) or this user may not open `path`
+// (Client::Connect reports EACCES as kUnavailable): sarenad's socket (0600) and the datapath's
+// pins (0600) are root's, so the thing to do is to run as root.
+std::string HintFor(const absl::Status& st, const std::string& path, std::string hint) {
+  const bool denied = st.code() == absl::StatusCode::kPermissionDenied ||
+                      (::access(path.c_str(), R_OK | W_OK) != 0 && errno == EACCES);
+  if (!denied) return hint;
+  return "sarenad's socket and the datapath's pins are root's only: run sarena as root (sudo)";
+}
+
 absl::StatusOr<Response> Call(const Request& req) {
   const std::string socket = absl::GetFlag(FLAGS_socket);
   auto client = sarena::rpc::Client::Connect(socket);
   if (!client.ok()) {
-    return sarena::rpc::WithHint(client.status(),
-                                 "is sarenad running, and is this its socket? (sarena --socket "
-                                 "PATH, as sarenad --socket)");
+    return sarena::rpc::WithHint(
+        client.status(), HintFor(client.status(), socket, "is sarenad running, and is this its socket? "
+                                                  "(sarena --socket PATH, as sarenad --socket)"));
   }
   auto resp = client->Call(req);
   if (!resp.ok()) return sarena::rpc::WithHint(resp.status(), absl::StrCat("sarenad at ", socket));
@@ -174,7 +186,7 @@ int Drops() {
   const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
   const std::string hint = BpffsHint(bpffs);
   auto maps = sarena::datapath::Maps::FromPinRoot(bpffs);
-  if (!maps.ok()) return Fail(sarena::rpc::WithHint(maps.status(), hint));
+  if (!maps.ok()) return Fail(sarena::rpc::WithHint(maps.status(), HintFor(maps.status(), bpffs, hint)));
   auto drops = maps->ReadDrops();
   if (!drops.ok()) return Fail(sarena::rpc::WithHint(drops.status(), hint));
   sarena::rpc::v1::DropList list;
