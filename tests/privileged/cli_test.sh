@@ -146,6 +146,13 @@ sn_check "wrong --socket with -o json: the error object names the path" bash -c 
 out=$("$SN_BIN/sarena" --bpffs "/nonexistent-$SN_ID" drops 2>&1); rc=$?
 sn_check "drops with a wrong --bpffs names the pin and the flag" bash -c \
   "[ $rc -eq 1 ] && grep -qF \"open pinned map '/nonexistent-$SN_ID/sarena_\" <<<\"\$0\" && grep -q -- '--bpffs' <<<\"\$0\"" "$out"
+# Not root (uid 65534): the live node's socket and pins are root's; the error says to be root.
+for cmd in status drops; do
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SN_BIN/sarena" --socket "$SOCK" \
+        --bpffs "$BPFFS" $cmd 2>&1); rc=$?
+  sn_check "$cmd as uid 65534: permission denied, names the path, says to run as root" bash -c \
+    "[ $rc -eq 1 ] && grep -q 'Permission denied' <<<\"\$0\" && grep -q 'run sarena as root' <<<\"\$0\"" "$out"
+done
 out=$("$SN_BIN/sarena" --bogus status 2>&1); rc=$?
 sn_check "sarena: an unknown flag is named (exit 2)" bash -c "[ $rc -eq 2 ] && grep -q 'unknown flag --bogus' <<<\"\$0\"" "$out"
 out=$("$SN_BIN/sarena" --bogus -o json status); rc=$?
