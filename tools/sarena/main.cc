@@ -92,8 +92,10 @@ absl::StatusOr<Response> Call(const Request& req) {
   auto client = sarena::rpc::Client::Connect(socket);
   if (!client.ok()) {
     return sarena::rpc::WithHint(
-        client.status(), HintFor(client.status(), socket, "is sarenad running, and is this its socket? "
-                                                  "(sarena --socket PATH, as sarenad --socket)"));
+        client.status(),
+        HintFor(client.status(), socket,
+                "is sarenad running, and is this its socket? (sarena --socket PATH, as sarenad "
+                "--socket)"));
   }
   auto resp = client->Call(req);
   if (!resp.ok()) return sarena::rpc::WithHint(resp.status(), absl::StrCat("sarenad at ", socket));
@@ -186,7 +188,9 @@ int Drops() {
   const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
   const std::string hint = BpffsHint(bpffs);
   auto maps = sarena::datapath::Maps::FromPinRoot(bpffs);
-  if (!maps.ok()) return Fail(sarena::rpc::WithHint(maps.status(), HintFor(maps.status(), bpffs, hint)));
+  if (!maps.ok()) {
+    return Fail(sarena::rpc::WithHint(maps.status(), HintFor(maps.status(), bpffs, hint)));
+  }
   auto drops = maps->ReadDrops();
   if (!drops.ok()) return Fail(sarena::rpc::WithHint(drops.status(), hint));
   sarena::rpc::v1::DropList list;
