@@ -198,8 +198,10 @@ class MetricsConnection : public std::enable_shared_from_this<MetricsConnection>
     version_ = req.version();
     absl::string_view target(req.target().data(), req.target().size());
     target = target.substr(0, target.find('?'));
-    if (req.method() != http::verb::get) {
-      Reject(http::status::method_not_allowed, "only GET is served\n");
+    // HEAD: GET's status and headers (Content-Length of the page), no body (RFC 9110 9.3.2).
+    head_ = req.method() == http::verb::head;
+    if (req.method() != http::verb::get && !head_) {
+      Reject(http::status::method_not_allowed, "only GET and HEAD are served\n");
       return;
     }
     if (target != "/metrics") {
@@ -231,10 +233,17 @@ class MetricsConnection : public std::enable_shared_from_this<MetricsConnection>
     res_.result(status);
     res_.version(version_);
     res_.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
-    if (status == http::status::method_not_allowed) res_.set(http::field::allow, "GET");
+    if (status == http::status::method_not_allowed) res_.set(http::field::allow, "GET, HEAD");
     res_.keep_alive(false);
     res_.body() = std::move(body);
     res_.prepare_payload();
+    if (head_) {
+      serializer_.emplace(res_);
+      http::async_write_header(socket_, *serializer_,
+                               [self = shared_from_this()](const boost::system::error_code&,
+                                                           size_t) { self->Close(); });
+      return;
+    }
     http::async_write(socket_, res_,
                       [self = shared_from_this()](const boost::system::error_code&, size_t) {
                         self->Close();
@@ -248,10 +257,12 @@ class MetricsConnection : public std::enable_shared_from_this<MetricsConnection>
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;  // HEAD only
   unsigned version_ = 11;
   std::string peer_;
   bool closed_ = false;
   bool waiting_ = false;  // a valid GET /metrics waits for the page
+  bool head_ = false;     // the request is HEAD: the response's header only
 };
 
 }  // namespace

@@ -17,6 +17,8 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -448,6 +450,18 @@ HttpAnswer HttpDo(uint16_t port, http::verb method, const std::string& target) {
           res.body()};
 }
 
+// Sends `request` as bytes and returns everything the server writes until it closes.
+std::string RawExchange(uint16_t port, const std::string& request) {
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(s, asio::buffer(request));
+  std::string out;
+  boost::system::error_code ec;
+  asio::read(s, asio::dynamic_buffer(out), ec);
+  return out;
+}
+
 // Seconds until the peer closes a connection that sends nothing (-1 when not within `limit`).
 double SecondsUntilClosed(uint16_t port, absl::Duration limit) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -558,6 +572,19 @@ TEST_F(MetricsServerTest, ServesMetricsCountsRequestsAnd404sOtherPaths) {
   MetricsServerStats st = metrics_->stats();
   EXPECT_EQ(st.served, 2u);
   EXPECT_EQ(st.rejected, 3u);
+
+  // HEAD /metrics: GET's status line and headers, Content-Length of the page, no body.
+  const std::string head = RawExchange(port_, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(head, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  const size_t end = head.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << head;
+  EXPECT_EQ(end + 4, head.size()) << "a HEAD response has no body: " << head;
+  const size_t cl = head.find("Content-Length: ");
+  ASSERT_NE(cl, std::string::npos) << head;
+  EXPECT_GT(std::stoul(head.substr(cl + 16)), 1000u) << "the GET page's length";
+  EXPECT_THAT(RawExchange(port_, "PUT /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+              HasSubstr("Allow: GET, HEAD\r\n"));
 }
 
 TEST_F(MetricsServerTest, OversizedRequestIsRefused) {
