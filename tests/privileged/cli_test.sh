@@ -158,6 +158,11 @@ sn_check "sarena: an unknown flag is named (exit 2)" bash -c "[ $rc -eq 2 ] && g
 out=$("$SN_BIN/sarena" --bogus -o json status); rc=$?
 sn_check "sarena --bogus -o json: the flag error is the JSON error object, exit 2" bash -c \
   "[ $rc -eq 2 ] && jq -e '.code == \"INVALID_ARGUMENT\" and (.message | contains(\"--bogus\"))' <<<\"\$0\"" "$out"
+for cmd in "node list" "node delete x"; do
+  out=$(env -u SARENA_ETCD_ENDPOINTS "$SN_BIN/sarena" -o json $cmd); rc=$?
+  sn_check "$cmd without --etcd-endpoints: usage error naming the flag, exit 2" bash -c \
+    "[ $rc -eq 2 ] && jq -e '.code == \"INVALID_ARGUMENT\" and (.message | contains(\"--etcd-endpoints\"))' <<<\"\$0\"" "$out"
+done
 out=$("$SN_BIN/sarena" -o json frobnicate); rc=$?
 sn_check "sarena -o json unknown command: error object, exit 2" bash -c \
   "[ $rc -eq 2 ] && jq -e '.code == \"INVALID_ARGUMENT\" and (.message | contains(\"frobnicate\"))' <<<\"\$0\"" "$out"

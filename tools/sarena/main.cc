@@ -49,7 +49,8 @@ ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
           "monitor: stop after this long, e.g. 30s (0 = until interrupted)");
 ABSL_FLAG(std::string, etcd_endpoints, "",
           "etcd endpoints for `node list|delete`: unix:///path/etcd.sock:2379 or http://host:port, "
-          "comma-separated (default: $SARENA_ETCD_ENDPOINTS)");
+          "comma-separated (node list: default $SARENA_ETCD_ENDPOINTS; node delete needs the "
+          "flag)");
 
 namespace {
 
@@ -223,7 +224,7 @@ absl::StatusOr<std::string> EtcdEndpoints() {
 
 int NodeList() {
   auto eps = EtcdEndpoints();
-  if (!eps.ok()) return Fail(eps.status());
+  if (!eps.ok()) return Fail(eps.status(), kExitUsage);  // no endpoints: usage, as node delete
   auto nodes = sarena::cluster::ListNodes(*eps);
   if (!nodes.ok()) {
     return Fail(sarena::rpc::WithHint(
