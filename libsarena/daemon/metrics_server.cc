@@ -265,29 +265,43 @@ class MetricsConnection : public std::enable_shared_from_this<MetricsConnection>
   bool head_ = false;     // the request is HEAD: the response's header only
 };
 
-}  // namespace
-
-absl::Status MetricsServer::Impl::Listen() {
-  tcp::endpoint at = options_.address;
+// Opens, binds and listens `acceptor` on `address` ([::] dual-stack, 0.0.0.0 without IPv6);
+// `*local` is the bound address. Errors as MetricsServer::Create's, naming the address.
+absl::Status OpenListener(tcp::acceptor& acceptor, const tcp::endpoint& address,
+                          tcp::endpoint* local) {
+  tcp::endpoint at = address;
   boost::system::error_code ec;
-  acceptor_.open(at.protocol(), ec);
+  acceptor.open(at.protocol(), ec);
   if (ec && at.address().is_v6() && at.address().is_unspecified() &&
       ec == asio::error::address_family_not_supported) {
     at = tcp::endpoint(asio::ip::address_v4::any(), at.port());  // no IPv6 here: 0.0.0.0
-    acceptor_.open(at.protocol(), ec);
+    acceptor.open(at.protocol(), ec);
   }
-  const std::string where = FormatEndpoint(options_.address);
+  const std::string where = FormatEndpoint(address);
   if (ec) return ErrnoStatus(ec.value(), absl::StrCat("open metrics socket for ", where));
   if (at.address().is_v6() && at.address().is_unspecified()) {
-    acceptor_.set_option(asio::ip::v6_only(false), ec);  // [::] also takes IPv4
+    acceptor.set_option(asio::ip::v6_only(false), ec);  // [::] also takes IPv4
   }
-  acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-  acceptor_.bind(at, ec);
+  acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  acceptor.bind(at, ec);
   if (ec) return ErrnoStatus(ec.value(), absl::StrCat("bind metrics address ", where));
-  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return ErrnoStatus(ec.value(), absl::StrCat("listen on metrics address ", where));
-  local_ = acceptor_.local_endpoint(ec);
+  *local = acceptor.local_endpoint(ec);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MetricsServer::Impl::Listen() {
+  return OpenListener(acceptor_, options_.address, &local_);
+}
+
+absl::Status CheckListenAddress(const tcp::endpoint& address) {
+  asio::io_context io;
+  tcp::acceptor acceptor(io);
+  tcp::endpoint local;
+  return OpenListener(acceptor, address, &local);  // closed again when `acceptor` goes
 }
 
 void MetricsServer::Impl::Accept() {

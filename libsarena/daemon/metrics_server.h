@@ -95,6 +95,12 @@ class MetricsServer {
   std::shared_ptr<Impl> impl_;
 };
 
+/// Opens, binds and listens on `address` as MetricsServer::Create does, then closes it again:
+/// sarenad calls it before it touches the node, so a taken port stops it with nothing changed
+/// (Create binds for real later, once the Server exists). Errors: Create's open/bind/listen
+/// errors ("bind metrics address 127.0.0.1:9964: Address already in use (errno 98)").
+absl::Status CheckListenAddress(const boost::asio::ip::tcp::endpoint& address);
+
 /// "127.0.0.1:9964", "[::1]:9964".
 std::string FormatEndpoint(const boost::asio::ip::tcp::endpoint& endpoint);
 

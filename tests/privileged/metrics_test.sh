@@ -40,6 +40,18 @@ for bad in bogus 127.0.0.1 localhost:9964 127.0.0.1:0 ::1:9964; do
 done
 sn_check "... and nothing was set up (no state dir, no socket)" \
   bash -c "[ ! -e '$SN_DIR/bad-state' ] && [ ! -e '$SN_DIR/bad.sock' ]"
+# The port taken by another process: sarenad stops before it touches the node.
+ip netns exec "$SN_ID-flags" socat TCP-LISTEN:$MPORT,bind=127.0.0.1,reuseaddr,fork - >/dev/null 2>&1 &
+TAKER=$!
+for _ in $(seq 50); do ip netns exec "$SN_ID-flags" ss -Hltn "sport = :$MPORT" | grep -q . && break; sleep 0.1; done
+out=$(timeout 10 ip netns exec "$SN_ID-flags" "$SN_BIN/sarenad" --pod-cidr "$CIDR" --node-ip "$NIP" \
+      --socket "$SN_DIR/bad.sock" --state-dir "$SN_DIR/bad-state" --bpffs "$SN_DIR/bad-bpffs" \
+      --metrics-address "127.0.0.1:$MPORT" 2>&1); rc=$?
+kill "$TAKER"; wait "$TAKER" 2>/dev/null
+sn_check "--metrics-address on a taken port: exit 1 naming the flag, the address and EADDRINUSE" \
+  bash -c "[ $rc -eq 1 ] && grep -qF -- '--metrics-address 127.0.0.1:$MPORT: bind' <<<\"\$1\" && grep -q 'Address already in use' <<<\"\$1\"" _ "$out"
+sn_check "... before touching the node (no sarena_host, no state dir, no socket)" \
+  bash -c "! ip -n '$SN_ID-flags' link show sarena_host >/dev/null 2>&1 && [ ! -e '$SN_DIR/bad-state' ] && [ ! -e '$SN_DIR/bad.sock' ]"
 
 sn_node_up $NODE $CIDR $NIP --metrics-address "127.0.0.1:$MPORT" || exit 1
 sn_node_up n0 10.247.4.0/24 10.247.4.1 || exit 1

@@ -216,6 +216,11 @@ int main(int argc, char** argv) {
   if (const std::string m = absl::GetFlag(FLAGS_metrics_address); !m.empty()) {
     auto at = sarena::daemon::ParseListenAddress(m, "--metrics-address");
     if (!at.ok()) return Fail(at.status());
+    // A taken port stops sarenad here, before the node is touched (bound for real below).
+    if (absl::Status st = sarena::daemon::CheckListenAddress(*at); !st.ok()) {
+      return Fail(absl::Status(st.code(), absl::StrCat("--metrics-address ", m, ": ", st.message(),
+                                                       " (another process listens there?)")));
+    }
     metrics_at = *at;
   }
   const std::string mode = absl::GetFlag(FLAGS_attach_mode);
