@@ -116,6 +116,8 @@ class MetricsServer::Impl : public std::enable_shared_from_this<Impl> {
   std::set<std::shared_ptr<MetricsConnection>> connections_;
   bool rendering_ = false;  // a rendering is queued on / running in the worker
   std::vector<std::weak_ptr<MetricsConnection>> waiters_;
+  std::chrono::steady_clock::time_point refusal_logged_{};  // last "connection refused" line
+  uint64_t refusals_unlogged_ = 0;                          // refusals since, not logged
 
   mutable std::mutex stats_mu_;
   MetricsServerStats stats_;
@@ -319,8 +321,22 @@ void MetricsServer::Impl::Accept() {
     self->Count([](MetricsServerStats& s) { ++s.accepted; });
     if (self->connections_.size() >= self->options_.max_connections) {
       self->Count([](MetricsServerStats& s) { ++s.refused; });
-      SARENA_LOG(Warning, "metrics: connection refused: ", self->connections_.size(),
-                 " open (at most ", self->options_.max_connections, ")");
+      // One line per 10 s at most: a connection flood must not flood the journal as well (it
+      // would rate-limit sarenad's other messages away).
+      const auto now = std::chrono::steady_clock::now();
+      if (self->refusal_logged_ == std::chrono::steady_clock::time_point{} ||
+          now - self->refusal_logged_ >= std::chrono::seconds(10)) {
+        SARENA_LOG(Warning, "metrics: connection refused: ", self->connections_.size(),
+                   " open (at most ", self->options_.max_connections, ")",
+                   self->refusals_unlogged_ > 0
+                       ? absl::StrCat("; ", self->refusals_unlogged_,
+                                      " more refused since the last such line")
+                       : "");
+        self->refusal_logged_ = now;
+        self->refusals_unlogged_ = 0;
+      } else {
+        ++self->refusals_unlogged_;
+      }
       boost::system::error_code ignored;
       socket.close(ignored);
     } else {

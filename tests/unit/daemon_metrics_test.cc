@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libsarena/base/log.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/daemon/metrics.h"
 #include "libsarena/daemon/metrics_node.h"
@@ -617,16 +618,24 @@ TEST_F(MetricsServerTest, SilentConnectionsAreBoundedInNumberAndTime) {
     for (int i = 0; i < 500 && metrics_->stats().active < 3; ++i) absl::SleepFor(absl::Milliseconds(2));
     return metrics_->stats().active == 3;
   }());
+  std::atomic<int> refusal_lines{0};
+  sarena::SetLogSink([&refusal_lines](sarena::LogLevel, absl::string_view m) {
+    if (absl::StrContains(m, "metrics: connection refused")) ++refusal_lines;
+  });
   const double refused = SecondsUntilClosed(port_, absl::Seconds(5));
   EXPECT_GE(refused, 0);
   EXPECT_LT(refused, 1.0) << "the connection beyond max_connections is closed at once, not by "
                              "the 2 s timeout";
+  // A flood of refused connections is logged once, not once each.
+  for (int i = 0; i < 20; ++i) EXPECT_GE(SecondsUntilClosed(port_, absl::Seconds(1)), 0);
+  sarena::SetLogSink(nullptr);
+  EXPECT_EQ(refusal_lines.load(), 1) << "21 refusals within 10 s: one log line";
   for (auto& t : holders) t.join();
   for (double h : held) {
     EXPECT_GE(h, 1.5) << "closed by the timeout, not before";
     EXPECT_LT(h, 5.0) << "closed by the timeout";
   }
-  EXPECT_EQ(metrics_->stats().refused, 1u);
+  EXPECT_EQ(metrics_->stats().refused, 21u);
   EXPECT_EQ(metrics_->stats().timed_out, 3u);
   // And the server still answers.
   EXPECT_EQ(HttpDo(port_, http::verb::get, "/metrics").status, 200);
