@@ -93,18 +93,34 @@ pkg_get_variable(SARENA_SYSTEMD_UNIT_DIR systemd systemdsystemunitdir)
 if(NOT SARENA_SYSTEMD_UNIT_DIR)
   set(SARENA_SYSTEMD_UNIT_DIR /lib/systemd/system)
 endif()
+# The unit names /usr/sbin/sarenad, /etc/default/sarenad and /usr/share/doc/sarena; with another
+# prefix those paths are rewritten to the installed ones (systemd also loads units from
+# /usr/local/lib/systemd/system, so a /usr/local install must not start a missing /usr/sbin one).
 install(CODE "
+  set(sarena_unit \"${SARENA_PACKAGING_DIR}/sarenad.service\")
   if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
     set(sarena_etc /etc)
     set(sarena_unit_dir \"${SARENA_SYSTEMD_UNIT_DIR}\")
   else()
     set(sarena_etc \"\${CMAKE_INSTALL_PREFIX}/etc\")
     set(sarena_unit_dir \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
+    file(READ \"\${sarena_unit}\" sarena_text)
+    string(REPLACE /usr/sbin/sarenad \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}/sarenad\"
+           sarena_text \"\${sarena_text}\")
+    string(REPLACE /etc/default/sarenad \"\${sarena_etc}/default/sarenad\"
+           sarena_text \"\${sarena_text}\")
+    string(REPLACE /usr/share/doc/sarena \"\${CMAKE_INSTALL_PREFIX}/${SARENA_DOC_DIR}\"
+           sarena_text \"\${sarena_text}\")
+    string(MD5 sarena_key \"\${CMAKE_INSTALL_PREFIX}\")
+    set(sarena_unit \"${CMAKE_BINARY_DIR}/sarenad-unit/\${sarena_key}/sarenad.service\")
+    file(WRITE \"\${sarena_unit}\" \"\${sarena_text}\")
   endif()
   file(INSTALL DESTINATION \"\${sarena_etc}/default\" TYPE FILE RENAME sarenad
        FILES \"${SARENA_PACKAGING_DIR}/sarenad.default\")
-  file(INSTALL DESTINATION \"\${sarena_unit_dir}\" TYPE FILE
-       FILES \"${SARENA_PACKAGING_DIR}/sarenad.service\")
+  file(INSTALL DESTINATION \"\${sarena_unit_dir}\" TYPE FILE FILES \"\${sarena_unit}\")
+  if(NOT CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+    file(REMOVE_RECURSE \"${CMAKE_BINARY_DIR}/sarenad-unit/\${sarena_key}\")
+  endif()
 " COMPONENT sarena)
 
 # --- CPack: one Debian package per component --------------------------------------------------

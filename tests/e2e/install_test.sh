@@ -14,8 +14,11 @@
 #      they print the pod's endpoint; both builds of example_trace_snapshot on snapshots of
 #      tests/data/cases give the verdict, suspicions and plugin `sarena-diag trace` gives.
 set -uo pipefail
-SRC=${SARENA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-export SARENA_BUILD_DIR=${SARENA_BUILD_DIR:-$SRC/build}
+# Absolute (docs/install.md runs it with SARENA_SOURCE_DIR=. SARENA_BUILD_DIR=build): the checks
+# grep the installed files for these paths, and a "." would match everything.
+SRC=$(cd "${SARENA_SOURCE_DIR:-$(dirname "$0")/../..}" && pwd)
+SARENA_BUILD_DIR=$(cd "${SARENA_BUILD_DIR:-$SRC/build}" && pwd)
+export SARENA_BUILD_DIR
 BUILD=$SARENA_BUILD_DIR
 . "$SRC/tests/lib/sarena-node.sh"
 [ "$(id -u)" -eq 0 ] || { echo "must run as root (CI is root; this test never skips)"; exit 1; }
@@ -51,6 +54,19 @@ only_library_files() {
   [ -z "$bad" ] || { echo "source/build tree paths in:"; echo "$bad"; grep -e "$SRC" -e "$BUILD" "$PC" "$(dirname "$CONFIG")"/*.cmake | head; return 1; }
 }
 sn_check "only headers, layer archives, CMake and pkg-config files; relocatable" only_library_files
+# The executables' component into a prefix other than /usr: the unit starts the daemon installed
+# there with the defaults file installed there (systemd also loads /usr/local/lib/systemd/system).
+unit_in_prefix() {
+  local rt=$SN_DIR/rt unit
+  cmake --install "$BUILD" --prefix "$rt" --component sarena >"$SN_DIR/install-rt.log" 2>&1 ||
+    { cat "$SN_DIR/install-rt.log"; return 1; }
+  unit=$rt/lib/systemd/system/sarenad.service
+  [ -x "$rt/sbin/sarenad" ] && [ -f "$rt/etc/default/sarenad" ] || { echo "no $rt/sbin/sarenad or etc/default"; return 1; }
+  grep -qx "ExecStart=$rt/sbin/sarenad \$SARENAD_OPTS" "$unit" &&
+    grep -qx "EnvironmentFile=$rt/etc/default/sarenad" "$unit" ||
+    { echo "unit does not name the prefix:"; grep -E '^(ExecStart|EnvironmentFile)=' "$unit"; return 1; }
+}
+sn_check "cmake --install --component sarena elsewhere: the unit's ExecStart/EnvironmentFile name that prefix" unit_in_prefix
 
 # --- 2. the public header set -------------------------------------------------------------------
 header_set() {
