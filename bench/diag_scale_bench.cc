@@ -114,8 +114,10 @@ struct Stats {
 }
 
 // What sarena-diag trace does after loading: nodes of the query for --cni auto, SelectPlugin,
-// Trace. Returns the verdict, or dies on an error (a generated snapshot must answer every query).
-sarena::diag::Verdict RunOne(const sarena::model::Snapshot& snap, const Item& it) {
+// Trace. Returns the verdict (and, when `suspicions` is given, the findings), or dies on an error
+// (a generated snapshot must answer every query).
+sarena::diag::Verdict RunOne(const sarena::model::Snapshot& snap, const Item& it,
+                             std::vector<sarena::diag::Suspicion>* suspicions = nullptr) {
   const auto& cluster = snap.cluster();
   std::vector<std::string> nodes;
   for (const EndpointSpec* e : {&it.query.src, &it.query.dst}) {
@@ -132,8 +134,33 @@ sarena::diag::Verdict RunOne(const sarena::model::Snapshot& snap, const Item& it
   if (!plugin.ok()) Die(absl::StrCat(it.src, " -> ", it.dst, ": ", plugin.status().ToString()));
   auto result = sarena::diag::Trace(snap, it.query, **plugin, {});
   if (!result.ok()) Die(absl::StrCat(it.src, " -> ", it.dst, ": ", result.status().ToString()));
-  return sarena::diag::ComputeVerdict(result->graph.Suspicions());
+  std::vector<sarena::diag::Suspicion> found = result->graph.Suspicions();
+  sarena::diag::Verdict v = sarena::diag::ComputeVerdict(found);
+  if (suspicions) *suspicions = std::move(found);
+  return v;
 }
+
+// The verdict mix of the first-touch pass: per query kind, the WARNING-or-worse findings by
+// "code LEVEL" with how many queries carry them and one example message, so that a false alarm
+// on the (healthy) generated cluster shows up as a number.
+struct Mix {
+  struct Code {
+    size_t queries = 0;
+    std::string example;  // "SRC -> DST: message"
+  };
+  std::map<std::string, Code> codes;  // "mtu_mismatch WARNING" -> ...
+  void Add(const Item& it, const std::vector<sarena::diag::Suspicion>& found) {
+    std::map<std::string, const sarena::diag::Suspicion*> once;
+    for (const auto& s : found) {
+      if (s.level == sarena::diag::Level::kInfo) continue;
+      once.emplace(absl::StrCat(s.code, " ", sarena::diag::ToString(s.level)), &s);
+    }
+    for (const auto& [key, s] : once) {
+      Code& c = codes[key];
+      if (c.queries++ == 0) c.example = absl::StrCat(it.src, " -> ", it.dst, ": ", s->message);
+    }
+  }
+};
 
 }  // namespace
 
@@ -282,6 +309,8 @@ int main(int argc, char** argv) {
 
   Stats cold[kKinds], warm[kKinds], cold_all, warm_all;
   std::map<std::string, size_t> verdicts[kKinds];
+  Mix mix[kKinds];
+  std::vector<sarena::diag::Suspicion> found;
   size_t max_cached_nodes = 0, max_cached_pods = 0;
   double max_rss_batch = 0;
   double q0 = Now(), qc0 = CpuNow();
@@ -289,8 +318,9 @@ int main(int argc, char** argv) {
     size_t b1 = std::min(items.size(), b0 + batch);
     for (size_t i = b0; i < b1; ++i) {  // first touch
       double t = Now();
-      sarena::diag::Verdict v = RunOne(snap, items[i]);
+      sarena::diag::Verdict v = RunOne(snap, items[i], &found);
       double us = (Now() - t) * 1e6;
+      mix[items[i].kind].Add(items[i], found);
       cold[items[i].kind].Add(us);
       cold_all.Add(us);
       ++verdicts[items[i].kind][std::string(sarena::diag::ToString(v))];
@@ -330,6 +360,28 @@ int main(int argc, char** argv) {
   };
   for (int k = 0; k < kKinds; ++k) row(kKindNames[k], cold[k], warm[k], &verdicts[k]);
   row("overall", cold_all, warm_all, nullptr);
+  // The verdict mix: a healthy generated cluster should show only findings an expert agrees with.
+  std::printf("\nverdict mix (first-touch pass; WARNING or worse, queries per code, most frequent first):\n");
+  size_t degraded = 0, unreachable = 0, reachable = 0;
+  for (int k = 0; k < kKinds; ++k) {
+    for (const auto& [name, n] : verdicts[k]) {
+      if (name == "reachable") reachable += n;
+      if (name == "degraded") degraded += n;
+      if (name == "unreachable") unreachable += n;
+    }
+    std::vector<std::pair<std::string, const Mix::Code*>> top;
+    for (const auto& [key, c] : mix[k].codes) top.emplace_back(key, &c);
+    std::stable_sort(top.begin(), top.end(),
+                     [](const auto& a, const auto& b) { return a.second->queries > b.second->queries; });
+    std::string vs;
+    for (const auto& [name, n] : verdicts[k]) absl::StrAppend(&vs, vs.empty() ? "" : " ", name, "=", n);
+    std::printf("  %-12s %s\n", kKindNames[k], vs.c_str());
+    for (size_t i = 0; i < top.size() && i < 5; ++i) {
+      std::printf("    %-32s %5zu  e.g. %.300s\n", top[i].first.c_str(), top[i].second->queries,
+                  top[i].second->example.c_str());
+    }
+  }
+  std::printf("MIX reachable=%zu degraded=%zu unreachable=%zu\n", reachable, degraded, unreachable);
   std::printf("\npeak RSS (ru_maxrss): %.0f MiB\n", PeakRssMib());
   // One machine-readable line for scripts.
   std::printf("RESULT load_wall_s=%.3f load_cpu_s=%.3f warm_p50_us=%.1f warm_p99_us=%.1f "

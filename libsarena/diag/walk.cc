@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,6 +67,60 @@ struct Branch {
   std::string egress_iface;
 };
 
+// One end of a TCP connection as its SYN describes it. The MSS option a Linux socket announces
+// (RFC 9293 3.7.1; tcp_advertise_mss / ipv4_default_advmss) is the route's advmss metric, else
+// its path MTU - 40 (IPv4 + TCP headers); the path MTU is the route's mtu metric, else the MTU
+// of the route's device. No segment this end sends is larger than its path MTU.
+struct TcpEnd {
+  std::string who;           // "node node-a", "pod default/web"
+  std::string dev;           // the route's output device
+  uint32_t pmtu = 0;         // bytes; 0 = unknown
+  bool pmtu_metric = false;  // pmtu is the route's mtu metric (else the device MTU)
+  uint32_t mss = 0;          // the MSS option of its SYN (bytes); 0 = unknown
+  bool advmss = false;       // mss is the route's advmss metric
+};
+
+// An MTU check of the packet in flight (Walker::CheckSize): a packet of more than `limit` bytes
+// (inner IP size) does not pass; `flag(size, forced, tcp)` adds the suspicion (`tcp`: how the
+// TCP segment size was negotiated, or empty) and returns whether the packet is dropped there
+// (only ever for a --size packet, `forced`); after a mismatch the packet is `settle` bytes (0 =
+// unchanged), the size PMTU discovery settles on.
+using SizeFlag = std::function<bool(uint32_t size, bool forced, const std::string& tcp)>;
+struct SizeCheck {
+  uint32_t limit = 0;
+  uint32_t settle = 0;
+  SizeFlag flag;  // null: a silent limit (PMTU discovery against a tunnel MTU)
+};
+
+// A request's MTU checks whose packet size is not known yet: a TCP client's segments are
+// min(its path MTU, the server's MSS + 40), and the server's MSS is known only when the
+// SYN-ACK reaches the client. A persistent list (each node points to the check before it), so a
+// fan-out shares its prefix; Walker::ResolveChecks decides a chain once the size is known.
+struct SizeCheckNode {
+  SizeCheck check;
+  std::shared_ptr<SizeCheckNode> prev;
+  std::shared_ptr<const TcpEnd> client;
+  bool resolved = false;  // decided at least once
+  bool flagged = false;   // its suspicion was added (once, however many servers)
+};
+
+// TCP segment sizes of a TCP query without --size (a real connection never sends a segment
+// larger than the peer's MSS + 40, nor than its own path MTU: tcp_sync_mss).
+struct TcpFlight {
+  bool active = false;
+  TcpEnd self;          // the sender of this direction: the client, then (reply) the server
+  bool self_known = false;
+  uint32_t syn = 0;     // self's MSS option as its SYN (SYN-ACK) carries it here
+  std::string clamps;   // the TCPMSS rules that lowered `syn`: ", clamped to 1360 at ..."
+  std::shared_ptr<SizeCheckNode> pending;  // request: the checks so far (leaf of the chain)
+  // Reply only: the client's SYN as the server received it, and the server's segment size.
+  TcpEnd peer;
+  uint32_t peer_syn = 0;
+  std::string peer_clamps;
+  std::shared_ptr<SizeCheckNode> request;  // the request's checks, decided when the reply arrives
+  std::string why;      // how the reply's segment size was negotiated
+};
+
 // The packet in flight.
 struct Flight {
   Packet pkt;                   // the inner (or only) packet
@@ -77,12 +132,62 @@ struct Flight {
   std::string peer_expectation;
   uint32_t size = 0;            // bytes of the (inner) IP packet
   bool reply = false;
+  TcpFlight tcp;                // a TCP query without --size: the segment sizes (MSS)
 };
 
 struct Prev {
   std::optional<Vertex> v;
   std::string label;
 };
+
+constexpr uint32_t kTcpIpHeaders = 40;  // IPv4 + TCP headers without options (RFC 9293 3.7.1)
+
+// The end `who` sending with route `r` out of `out` (see TcpEnd).
+TcpEnd MakeTcpEnd(std::string who, const RouteResult& r, const Interface* out) {
+  TcpEnd e;
+  e.who = std::move(who);
+  e.dev = r.oif;
+  e.pmtu_metric = r.route != nullptr && r.route->mtu != 0;
+  e.pmtu = e.pmtu_metric ? r.route->mtu : (out ? out->mtu : 0);
+  if (r.route != nullptr && r.route->advmss != 0) {
+    e.mss = r.route->advmss;
+    e.advmss = true;
+  } else if (e.pmtu > kTcpIpHeaders) {
+    e.mss = e.pmtu - kTcpIpHeaders;
+  }
+  return e;
+}
+
+// "1500 (MTU of eth0)" / "1400 (mtu metric of its route via eth0)".
+std::string PathMtuText(const TcpEnd& e) {
+  if (e.pmtu == 0) return "unknown";
+  return e.pmtu_metric ? absl::StrCat(e.pmtu, " (mtu metric of its route via ", e.dev, ")")
+                       : absl::StrCat(e.pmtu, " (MTU of ", e.dev, ")");
+}
+
+// How the segments one end sends got their size: `size` = min(the sender's path MTU, the MSS
+// `rcvd` that the receiver announced, after the `clamps` on the way, + 40).
+std::string SegmentWhy(const TcpEnd& sender, const TcpEnd* receiver, uint32_t rcvd,
+                       const std::string& clamps, uint32_t size) {
+  std::string mss = absl::StrCat("MSS ", size > kTcpIpHeaders ? size - kTcpIpHeaders : 0);
+  std::string own = sender.pmtu
+                        ? absl::StrCat(sender.who, " sends at most its path MTU ", PathMtuText(sender))
+                        : absl::StrCat(sender.who, " sends at most that + 40 (its path MTU is unknown)");
+  if (receiver == nullptr || rcvd == 0) {
+    return absl::StrCat(mss, " at most: the peer's MSS is unknown (not in the snapshot), ", own);
+  }
+  std::string announced =
+      receiver->advmss ? absl::StrCat(receiver->mss, " (advmss metric of its route)")
+                       : absl::StrCat(receiver->mss, " (path MTU ", PathMtuText(*receiver), " - 40)");
+  return absl::StrCat(mss, " negotiated: ", receiver->who, " announced MSS ", announced, clamps,
+                      "; ", own);
+}
+
+// "1500-byte packets" or "1450-byte TCP segments (MSS 1410 negotiated: ...)".
+std::string SizeText(uint32_t size, const std::string& tcp) {
+  return tcp.empty() ? absl::StrCat(size, "-byte packets")
+                     : absl::StrCat(size, "-byte TCP segments (", tcp, ")");
+}
 
 struct NfPass {
   bool dropped = false;
@@ -103,6 +208,10 @@ class Walker {
   }
 
   absl::Status Run();
+  // Decides the TCP request checks whose server's MSS never became known (the request or its
+  // reply died on the way, or the server is outside the snapshot): with the client's own path
+  // MTU as the segment size, as without MSS knowledge.
+  void Finish();
   PathGraph TakeGraph() { return std::move(graph_); }
 
  private:
@@ -180,6 +289,28 @@ class Walker {
   void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
                           bool originated);
 
+  // ---- packet size / TCP MSS ----
+  // Checks the packet in flight against `check` at hop `v`: at once, or (the request of a TCP
+  // query without --size) kept in f.tcp.pending until the segment size is known. False when
+  // the packet is dropped here (the hop's action is set).
+  bool CheckSize(Vertex v, Flight& f, SizeCheck check);
+  // The check of a device's MTU (WARNING: PMTU discovery; FATAL for a --size packet).
+  SizeCheck DeviceMtuCheck(Vertex v, const Interface& dev);
+  // Decides the chain ending at `leaf` for client segments of `size` bytes (`why`: how it was
+  // negotiated).
+  void ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t size,
+                     const std::string& why);
+  // The request's checks of `f` (a reply reaching the client, or a request served outside the
+  // snapshot), for the server `server` whose MSS reached the client as `rcvd` (0: unknown).
+  void ResolveRequest(const std::shared_ptr<SizeCheckNode>& leaf, const TcpEnd* server,
+                      uint32_t rcvd, const std::string& clamps);
+  // iptables TCPMSS rules in mangle `hook` of `w` that the SYN (request) or SYN-ACK (reply)
+  // matches lower f.tcp.syn as xt_TCPMSS does (--set-mss; --clamp-mss-to-pmtu: the smaller of
+  // the output device's MTU and the MTU of the route back to the source, - 40; never raised).
+  void ClampMss(const Where& w, NfHook hook, const Packet& pkt, absl::string_view iif,
+                absl::string_view oif, Flight& f);
+  std::string Who(const Where& w) const;
+
   // ---- netfilter / NAT ----
   NfPass RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt, absl::string_view iif,
                  absl::string_view oif, std::optional<net::Ipv4> nexthop);
@@ -241,6 +372,8 @@ class Walker {
   // Size of the client's first packet (its route MTU, or --size): a TCP server's segments are
   // no larger (the client's MSS).
   uint32_t client_size_ = 0;
+  // Every request check made (creation order), for Finish.
+  std::vector<std::shared_ptr<SizeCheckNode>> size_checks_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -299,6 +432,129 @@ void Walker::InfoOnce(Vertex v, absl::string_view key, absl::string_view code,
                       absl::string_view msg) {
   if (!once_.insert(std::string(key)).second) return;
   Suspect(v, Level::kInfo, code, msg);
+}
+
+// ------------------------------------------------------------------------------------------
+// Packet size and TCP MSS.
+
+std::string Walker::Who(const Where& w) const {
+  return w.in_pod() ? absl::StrCat("pod ", w.pod->Key()) : absl::StrCat("node ", w.node_name);
+}
+
+bool Walker::CheckSize(Vertex v, Flight& f, SizeCheck check) {
+  if (check.limit == 0) return true;
+  if (f.tcp.active && !f.reply) {
+    auto n = std::make_shared<SizeCheckNode>();
+    n->check = std::move(check);
+    n->prev = f.tcp.pending;
+    n->client = f.tcp.pending ? f.tcp.pending->client : std::make_shared<TcpEnd>(f.tcp.self);
+    f.tcp.pending = n;
+    size_checks_.push_back(std::move(n));
+    return true;
+  }
+  if (f.size == 0 || f.size <= check.limit) return true;
+  bool forced = query_.size != 0 && !f.reply;  // --size sets the request's packets only
+  if (check.flag && check.flag(f.size, forced, f.tcp.active ? f.tcp.why : std::string()) &&
+      forced) {
+    graph_.hop(v).action = HopAction::kDrop;
+    return false;
+  }
+  if (check.settle) f.size = check.settle;
+  return true;
+}
+
+SizeCheck Walker::DeviceMtuCheck(Vertex v, const Interface& dev) {
+  SizeCheck c;
+  c.limit = dev.mtu;
+  c.settle = dev.mtu;
+  c.flag = [this, v, name = dev.name, mtu = dev.mtu](uint32_t size, bool forced,
+                                                     const std::string& tcp) {
+    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
+            absl::StrCat(SizeText(size, tcp), " exceed the MTU ", mtu, " of ", name,
+                         forced ? ": dropped (DF set)"
+                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
+    return true;
+  };
+  return c;
+}
+
+void Walker::ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t size,
+                           const std::string& why) {
+  std::vector<SizeCheckNode*> chain;
+  for (SizeCheckNode* n = leaf.get(); n; n = n->prev.get()) chain.push_back(n);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    SizeCheckNode& n = **it;
+    n.resolved = true;
+    if (size == 0 || size <= n.check.limit) continue;
+    if (n.check.flag && !n.flagged) {
+      n.flagged = true;
+      n.check.flag(size, false, why);
+    }
+    if (n.check.settle) size = std::min(size, n.check.settle);
+  }
+}
+
+void Walker::ResolveRequest(const std::shared_ptr<SizeCheckNode>& leaf, const TcpEnd* server,
+                            uint32_t rcvd, const std::string& clamps) {
+  if (!leaf) return;
+  const TcpEnd& client = *leaf->client;
+  uint32_t size = client.pmtu;
+  if (server && rcvd && (size == 0 || rcvd + kTcpIpHeaders < size)) size = rcvd + kTcpIpHeaders;
+  ResolveChecks(leaf, size, SegmentWhy(client, server, rcvd, clamps, size));
+}
+
+void Walker::Finish() {
+  for (auto it = size_checks_.rbegin(); it != size_checks_.rend(); ++it) {
+    if (!(*it)->resolved) ResolveRequest(*it, nullptr, 0, "");
+  }
+}
+
+void Walker::ClampMss(const Where& w, NfHook hook, const Packet& pkt, absl::string_view iif,
+                      absl::string_view oif, Flight& f) {
+  if (!f.tcp.active || f.tcp.syn == 0 || w.ns == nullptr || !w.ns->netfilter ||
+      !w.ns->netfilter->HasTarget("TCPMSS")) {
+    return;
+  }
+  Packet syn = pkt;
+  syn.tcp_flags = f.reply ? 0x12 : 0x02;  // the SYN-ACK / the SYN
+  model::NfContext ctx;
+  ctx.iif = iif;
+  ctx.oif = oif;
+  ctx.netstack = &w.ns->netstack;
+  std::vector<NfOutcome> outs =
+      w.ns->netfilter->EvaluateTable(model::NfTable::kMangle, hook, syn, ctx);
+  const NfOutcome* o = nullptr;  // the most probable certain accepted outcome, as RunHook's
+  for (const NfOutcome& c : outs) {
+    if (c.verdict != NfVerdict::kAccept) continue;
+    if (!o || (c.certain() && !o->certain()) ||
+        (c.certain() == o->certain() && c.probability > o->probability)) {
+      o = &c;
+    }
+  }
+  if (o == nullptr) return;
+  const Netstack& ns = w.ns->netstack;
+  for (const model::NfStep& step : o->steps) {
+    if (step.tcpmss == 0) continue;
+    uint32_t mss = step.tcpmss;
+    if (step.tcpmss == model::kNfTcpMssClampToPmtu) {
+      // xt_TCPMSS tcpmss_mangle_packet: min(dst_mtu(skb_dst), tcpmss_reverse_mtu) - 40.
+      const Interface* out = ns.FindInterface(oif);
+      uint32_t mtu = out ? out->mtu : 0;
+      model::Flow back;
+      back.dst = pkt.src;
+      RouteResult rb = ns.Lookup(back);
+      if (rb.ok()) {
+        TcpEnd b = MakeTcpEnd("", rb, ns.FindInterface(rb.oif));
+        if (b.pmtu && (mtu == 0 || b.pmtu < mtu)) mtu = b.pmtu;
+      }
+      if (mtu <= kTcpIpHeaders) continue;  // "unknown or invalid path-MTU": the kernel drops
+      mss = mtu - kTcpIpHeaders;
+    }
+    if (mss >= f.tcp.syn) continue;  // xt_TCPMSS never raises the MSS
+    f.tcp.syn = mss;
+    absl::StrAppend(&f.tcp.clamps, ", clamped to ", mss, " at ", w.ns->id, " by ",
+                    step.rule.ToString());
+  }
 }
 
 bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what) {
@@ -857,19 +1113,26 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   }
   // veth_xmit -> __dev_forward_skb: is_skb_forwardable() drops a frame longer than the
   // RECEIVING device's MTU + Ethernet header + VLAN_HLEN, silently (no ICMP, no PMTU signal).
-  uint32_t size = f.outer ? f.size + (f.encap_kind == "vxlan" ? 50 : 20) : f.size;
-  if (pif.mtu > 0 && size > pif.mtu + 4) {
-    bool forced = query_.size != 0 && !f.reply;
-    Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
-            absl::StrCat(size, "-byte packets leave ", oif.name, " (MTU ", oif.mtu, ") but ",
-                         pif.name, " at the other end of the veth has MTU ", pif.mtu,
-                         ": the veth drops them silently (is_skb_forwardable; no "
-                         "fragmentation-needed reaches the sender)"));
-    if (forced) {
-      graph_.hop(v).action = HopAction::kDrop;
-      return false;
-    }
-    if (!f.outer) f.size = pif.mtu;
+  uint32_t overhead = f.outer ? (f.encap_kind == "vxlan" ? kVxlanOverhead : kIpipOverhead) : 0;
+  if (pif.mtu > 0 && pif.mtu + 4 > overhead) {
+    std::string oname = oif.name, pname = pif.name;
+    uint32_t omtu = oif.mtu, pmtu = pif.mtu;
+    SizeCheck c;
+    c.limit = pif.mtu + 4 - overhead;
+    c.settle = f.outer ? 0 : pif.mtu;
+    c.flag = [this, v, overhead, oname, pname, omtu, pmtu](uint32_t size, bool forced,
+                                                          const std::string& tcp) {
+      std::string what = overhead ? absl::StrCat(size + overhead, "-byte packets (",
+                                                 SizeText(size, tcp), " encapsulated)")
+                                  : SizeText(size, tcp);
+      Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+              absl::StrCat(what, " leave ", oname, " (MTU ", omtu, ") but ", pname,
+                           " at the other end of the veth has MTU ", pmtu,
+                           ": the veth drops them silently (is_skb_forwardable; no "
+                           "fragmentation-needed reaches the sender)"));
+      return true;
+    };
+    if (!CheckSize(v, f, std::move(c))) return false;
   }
   return true;
 }
@@ -977,6 +1240,7 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
   if (!w.in_pod()) {
     NfPass nf = RunHook(w, v, NfHook::kOutput, f.pkt, "", r.oif, r.gateway);
     if (nf.dropped || !error_.ok()) return;
+    ClampMss(w, NfHook::kOutput, f.pkt, "", r.oif, f);
     Packet out = nf.accepted.front().packet;
     if (nf.accepted.front().dnat && !(out.dst == f.pkt.dst && out.dport == f.pkt.dport)) {
       br.nat.push_back(NatRecord{w.ns->id, f.pkt, out, true, false});
@@ -995,7 +1259,22 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
     return;
   }
   const Interface* out = ns.FindInterface(r.oif);
-  if (f.size == 0) {
+  if (f.tcp.active && f.reply && !f.tcp.self_known) {
+    // The server's SYN-ACK: its MSS from its route back to the client; its segments are at most
+    // the client's MSS (as received) + 40 (set by StartReply) and its own path MTU.
+    f.tcp.self = MakeTcpEnd(Who(w), r, out);
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    if (f.tcp.self.pmtu && f.tcp.self.pmtu < f.size) f.size = f.tcp.self.pmtu;
+    f.tcp.why = SegmentWhy(f.tcp.self, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.size);
+  } else if (f.size == 0 && !f.reply && query_.size == 0 && f.pkt.proto == model::kProtoTcp) {
+    // A TCP client: its SYN's MSS; the size of its segments waits for the server's MSS.
+    f.tcp.active = true;
+    f.tcp.self = MakeTcpEnd(Who(w), r, out);
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    f.size = f.tcp.self.pmtu;
+  } else if (f.size == 0) {
     if (query_.size && !f.reply) {
       f.size = query_.size;
     } else if (out) {
@@ -1322,6 +1601,7 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, in.route.oif, in.route.gateway);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
   if (nf.dropped || !error_.ok()) return;
+  if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, in.route.oif, f);
   pkt = nf.accepted.front().packet;
   if (!w.in_pod() && !f.outer) {
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
@@ -1450,6 +1730,7 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
     NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name,
                         route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
     if (nf.dropped || !error_.ok()) return;
+    ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name, f);
     const NfOutcome& o = nf.accepted.front();
     if (o.snat && !f.reply) {
       snat_done = true;
@@ -1481,18 +1762,23 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
     std::string dummy;
     if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
   }
-  if (f.size > oif->mtu && oif->mtu > 0) {
-    bool forced = query_.size != 0 && !f.reply;  // --size sets the request's packets only
-    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-            absl::StrCat(f.size, "-byte packets (", f.reply ? "the server's" : "the sender's",
-                         " MTU) exceed the MTU ", oif->mtu, " of ", oif->name,
-                         forced ? ": dropped (DF set)"
-                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-    if (forced) {
-      graph_.hop(v).action = HopAction::kDrop;
-      return;
-    }
-    f.size = oif->mtu;  // what PMTU discovery settles on
+  if (oif->mtu > 0) {
+    SizeCheck c;
+    c.limit = oif->mtu;
+    c.settle = oif->mtu;  // what PMTU discovery settles on
+    c.flag = [this, v, reply = f.reply, name = oif->name, mtu = oif->mtu](
+                 uint32_t size, bool forced, const std::string& tcp) {
+      std::string what =
+          tcp.empty() ? absl::StrCat(size, "-byte packets (", reply ? "the server's" : "the sender's",
+                                     " MTU)")
+                      : SizeText(size, tcp);
+      Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
+              absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
+                           forced ? ": dropped (DF set)"
+                                  : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
+      return true;
+    };
+    if (!CheckSize(v, f, std::move(c))) return;
   }
   Dispatch(w, v, *oif, route, std::move(f), std::move(br));
 }
@@ -1617,7 +1903,7 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
     if (tun.tunnel) outer_src = tun.tunnel->local;
     label = absl::StrCat("ipip ", tun.name);
   }
-  if (tun.mtu && f.size > tun.mtu) f.size = tun.mtu;  // PMTU discovery against the tunnel MTU
+  CheckSize(v, f, SizeCheck{tun.mtu, tun.mtu, nullptr});  // PMTU discovery against the tunnel MTU
   if (kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
   bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
   SendOuter(w, v, tun, kind, overhead, outer, outer_src, outer_fragments, std::move(f),
@@ -1673,32 +1959,38 @@ void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std
     if (nf.dropped || !error_.ok()) return;
     outer = nf.accepted.front().packet;
   }
-  uint32_t outer_size = f.size + overhead;
-  // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP layer
-  // fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only lowers the
-  // inner route's PMTU so that later DF packets get "fragmentation needed".
-  if (f.size && under->mtu && outer_size > under->mtu && outer_fragments) {
-    Suspect(v, Level::kWarning, "mtu_mismatch",
-            absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
-                         "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
-                         under->name, " has MTU ", under->mtu,
-                         ": the outer packet is fragmented (no DF) and the inner path MTU "
-                         "drops to ",
-                         under->mtu - overhead, " for later packets; ", tun.name,
-                         " MTU should be <= ", under->mtu - overhead));
-  } else if (f.size && under->mtu && outer_size > under->mtu) {
-    bool forced = query_.size != 0 && !f.reply;
-    Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
-            absl::StrCat(kind, " on ", tun.name, " (MTU ", tun.mtu, "): a ", f.size,
-                         "-byte packet becomes ", outer_size, " bytes (+", overhead, ") but ",
-                         under->name, " has MTU ", under->mtu,
-                         ": full-size packets are dropped after encapsulation (no PMTU signal "
-                         "reaches the sender); ",
-                         tun.name, " MTU should be <= ", under->mtu - overhead));
-    if (forced) {
-      graph_.hop(v).action = HopAction::kDrop;
-      return;
-    }
+  if (under->mtu > overhead) {
+    SizeCheck c;
+    c.limit = under->mtu - overhead;
+    c.flag = [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
+              uname = under->name, umtu = under->mtu](uint32_t size, bool forced,
+                                                      const std::string& tcp) {
+      std::string what =
+          tcp.empty() ? absl::StrCat("a ", size, "-byte packet")
+                      : absl::StrCat("a ", size, "-byte TCP segment (", tcp, ")");
+      std::string head = absl::StrCat(kind, " on ", tname, " (MTU ", tmtu, "): ", what,
+                                      " becomes ", size + overhead, " bytes (+", overhead,
+                                      ") but ", uname, " has MTU ", umtu);
+      if (outer_fragments) {
+        // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP
+        // layer fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only
+        // lowers the inner route's PMTU so that later DF packets get "fragmentation needed".
+        Suspect(v, Level::kWarning, "mtu_mismatch",
+                absl::StrCat(head,
+                             ": the outer packet is fragmented (no DF) and the inner path MTU "
+                             "drops to ",
+                             umtu - overhead, " for later packets; ", tname, " MTU should be <= ",
+                             umtu - overhead));
+        return false;
+      }
+      Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+              absl::StrCat(head,
+                           ": full-size packets are dropped after encapsulation (no PMTU signal "
+                           "reaches the sender); ",
+                           tname, " MTU should be <= ", umtu - overhead));
+      return true;
+    };
+    if (!CheckSize(v, f, std::move(c))) return;
   }
   CheckNeighbor(w, v, *under, r.gateway);
   outer.ttl = 64;
@@ -1724,18 +2016,7 @@ void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
                                       ": ", a.label, " cannot send"));
     return;
   }
-  if (a.check_device_mtu && f.size && tun->mtu && f.size > tun->mtu) {
-    bool forced = query_.size != 0 && !f.reply;
-    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-            absl::StrCat(f.size, "-byte packets exceed the MTU ", tun->mtu, " of ", tun->name,
-                         forced ? ": dropped (DF set)"
-                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-    if (forced) {
-      graph_.hop(v).action = HopAction::kDrop;
-      return;
-    }
-    f.size = tun->mtu;
-  }
+  if (a.check_device_mtu && tun->mtu && !CheckSize(v, f, DeviceMtuCheck(v, *tun))) return;
   const PluginAction::TunnelKey& key = *a.tunnel_key;
   Packet outer;
   outer.dst = key.remote;
@@ -1763,20 +2044,9 @@ void Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
     Drop(v, "link_down", absl::StrCat(a.label, ": ", oif->name, " is down"));
     return;
   }
-  if (f.size && oif->mtu && f.size > oif->mtu) {
-    // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
-    // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
-    bool forced = query_.size != 0 && !f.reply;
-    Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-            absl::StrCat(f.size, "-byte packets exceed the MTU ", oif->mtu, " of ", oif->name,
-                         forced ? ": dropped (DF set)"
-                                : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-    if (forced) {
-      graph_.hop(v).action = HopAction::kDrop;
-      return;
-    }
-    f.size = oif->mtu;
-  }
+  // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
+  // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
+  if (oif->mtu && !CheckSize(v, f, DeviceMtuCheck(v, *oif))) return;
   f.peer_expectation = a.peer_expectation;
   net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
   CheckNeighbor(w, v, *oif, a.nexthop);
@@ -2151,6 +2421,12 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
   h.action = HopAction::kServe;
   h.packet = f.pkt;
   if (f.reply) {
+    // The SYN-ACK reached the client: the server's MSS (after the clamps on the way back) sizes
+    // the client's segments.
+    if (f.tcp.active && f.tcp.request) {
+      ResolveRequest(f.tcp.request, f.tcp.self_known ? &f.tcp.self : nullptr, f.tcp.syn,
+                     f.tcp.clamps);
+    }
     // The reply reached the client: conntrack there matches it against the request it sent.
     if (client_where_.ns && w.ns && client_where_.ns != w.ns) {
       Drop(v, "route_mismatch",
@@ -2220,11 +2496,26 @@ void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
   // TCP: the server's segments are at most the client's MSS (its MTU - 40, announced in the
   // SYN), so the reply is no larger than the client's own packets. Other protocols: unknown,
   // full-size (the server's MTU).
-  if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) rf.size = client_size_;
+  if (f.tcp.active) {
+    rf.tcp.active = true;
+    rf.tcp.peer = f.tcp.self;
+    rf.tcp.peer_syn = f.tcp.syn;
+    rf.tcp.peer_clamps = f.tcp.clamps;
+    rf.tcp.request = f.tcp.pending;
+    rf.size = f.tcp.syn ? f.tcp.syn + kTcpIpHeaders : client_size_;
+    // Until the server's route is known (OriginateRouted): its own path MTU unknown.
+    TcpEnd server;
+    server.who = Who(w);
+    rf.tcp.why = SegmentWhy(server, &rf.tcp.peer, rf.tcp.peer_syn, rf.tcp.peer_clamps, rf.size);
+  } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
+    rf.size = client_size_;
+  }
   Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
 }
 
 void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+  // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
+  if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
   Hop h;
   h.kind = HopKind::kExternal;
   h.id = absl::StrCat("external:", ip.to_string());
@@ -2806,6 +3097,7 @@ absl::StatusOr<TraceResult> Trace(const model::Snapshot& snapshot, const Query& 
   Walker w(snapshot, query, plugin, options);
   SARENA_RETURN_IF_ERROR(w.Run());
   SARENA_RETURN_IF_ERROR(plugin.error());
+  w.Finish();
   TraceResult r;
   r.graph = w.TakeGraph();
   r.plugin = std::string(plugin.name());

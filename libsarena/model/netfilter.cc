@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -124,6 +125,7 @@ struct Target {
   uint16_t port_lo = 0, port_hi = 0;
   uint32_t mark_value = 0, mark_mask = 0;  // MARK/CONNMARK: new = (old & ~mask) ^ value
   int connmark_op = 0;         // 0 set-xmark, 1 save-mark, 2 restore-mark
+  uint32_t tcpmss = 0;         // TCPMSS: --set-mss value or kNfTcpMssClampToPmtu (NfStep::tcpmss)
   absl::string_view text;
 };
 
@@ -906,10 +908,23 @@ class RuleParser {
         }
       }
       if (!found) t.kind = TargetKind::kUnknown;
+    } else if (name == "TCPMSS") {
+      // iptables-extensions(8) TCPMSS: exactly one of --set-mss VALUE / --clamp-mss-to-pmtu;
+      // non-terminating. Applied by whoever follows a SYN (NfStep::tcpmss), not here.
+      t.kind = TargetKind::kContinue;
+      if (opt("--clamp-mss-to-pmtu") != nullptr) {
+        t.tcpmss = kNfTcpMssClampToPmtu;
+      } else if (const Opt* o = opt("--set-mss")) {
+        uint32_t v = 0;
+        if (o->values.size() != 1 || !absl::SimpleAtoi(o->values[0], &v) || v == 0 || v > 65535) {
+          return bad(*o);
+        }
+        t.tcpmss = v;
+      }
     } else if (name == "NOTRACK" || (name == "CT" && opt("--notrack") != nullptr)) {
       t.kind = TargetKind::kNotrack;
     } else if (name == "LOG" || name == "NFLOG" || name == "ULOG" || name == "TRACE" ||
-               name == "AUDIT" || name == "CT" || name == "TCPMSS" || name == "CHECKSUM" ||
+               name == "AUDIT" || name == "CT" || name == "CHECKSUM" ||
                name == "DSCP" || name == "TOS" || name == "TTL" || name == "CLASSIFY" ||
                name == "SET" || name == "TEE" || name == "IDLETIMER" || name == "LED" ||
                name == "SECMARK" || name == "CONNSECMARK") {
@@ -935,6 +950,7 @@ struct Netfilter::Impl {
   std::deque<std::string> strings;  // unescaped tokens and joined texts
   Table tables[kNumTables];
   size_t rule_count = 0;
+  absl::flat_hash_set<std::string> target_names;  // every -j/-g target used (HasTarget)
 };
 
 Netfilter::Netfilter() : impl_(std::make_shared<Impl>()) {}
@@ -1061,6 +1077,7 @@ absl::StatusOr<Netfilter> Netfilter::Parse(absl::string_view text, absl::string_
       if (!st.ok()) return err(st.message());
       Chain& c = cur->chains[it->second];
       rule.number = static_cast<int>(c.rules.size()) + 1;
+      if (!rule.target.name.empty()) im.target_names.insert(std::string(rule.target.name));
       c.rules.push_back(std::move(rule));
       ++im.rule_count;
       continue;
@@ -1101,6 +1118,10 @@ std::vector<std::string> Netfilter::Chains(NfTable table) const {
 }
 
 size_t Netfilter::rule_count() const { return impl_->rule_count; }
+
+bool Netfilter::HasTarget(absl::string_view target) const {
+  return impl_->target_names.contains(target);
+}
 
 absl::string_view Netfilter::text() const { return impl_->text; }
 
@@ -1236,7 +1257,8 @@ class Evaluator {
       }
       case MatchKind::kTcpFlags: {
         if (p.proto != kProtoTcp) return Tri::kNo;
-        uint32_t flags = p.ct_state == CtState::kNew ? 0x02 : 0x10;  // SYN, else ACK
+        uint32_t flags = p.tcp_flags ? p.tcp_flags
+                                     : p.ct_state == CtState::kNew ? 0x02 : 0x10;  // SYN, else ACK
         r = (flags & m.a) == m.b;
         break;
       }
@@ -1462,6 +1484,7 @@ class Evaluator {
       step.hook = hook_;
       step.rule = Ref(c, r);
       step.target = std::string(t.name);
+      step.tcpmss = t.tcpmss;
       step.branch_probability = branch_p;
       br.out.steps.push_back(step);
       Packet& p = br.out.packet;

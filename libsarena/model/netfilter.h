@@ -82,11 +82,19 @@ struct NfNote {
 };
 absl::string_view ToString(NfNote::Kind kind);  // "unknown_match", "unknown_target", ...
 
+/// NfStep::tcpmss of a `-j TCPMSS --clamp-mss-to-pmtu` rule (a value no --set-mss can have).
+inline constexpr uint32_t kNfTcpMssClampToPmtu = 0x10000;
+
 /// One step of an outcome's trace: a rule whose matches all held (its target was taken).
 struct NfStep {
   NfHook hook = NfHook::kPrerouting;
   NfRuleRef rule;
   std::string target;         // "ACCEPT", "DNAT", "KUBE-SVC-XYZ", ...
+  /// TCPMSS rules (iptables-extensions(8)): the --set-mss value in bytes (1..65535), or
+  /// kNfTcpMssClampToPmtu for --clamp-mss-to-pmtu; 0 for every other target. The evaluator does
+  /// not rewrite the packet (Packet has no MSS option): the caller following a SYN applies it
+  /// as xt_TCPMSS does (never raising the MSS).
+  uint32_t tcpmss = 0;
   /// When the rule (or an earlier one) was a statistic branch: the probability of this branch
   /// given that the rule was reached (e.g. 0.3333). 1 for ordinary rules.
   double branch_probability = 1.0;
@@ -176,6 +184,9 @@ class Netfilter {
   std::vector<std::string> Chains(NfTable table) const;
   /// Number of rules in total (all tables).
   size_t rule_count() const;
+  /// True when some rule of any table jumps to `target` ("TCPMSS", "KUBE-SERVICES", ...): a
+  /// cheap test before an evaluation that only matters when such a rule exists.
+  bool HasTarget(absl::string_view target) const;
   /// The iptables-save text the rules were parsed from.
   absl::string_view text() const;
 

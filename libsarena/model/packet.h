@@ -48,6 +48,10 @@ struct Packet {
   uint8_t tos = 0;
   uint8_t ttl = 64;
   uint32_t length = 0;  // total IP length in bytes (0 = unknown, no MTU reasoning)
+  /// TCP header flags as `-p tcp --tcp-flags` reads them (RFC 9293 3.1: FIN 0x01, SYN 0x02,
+  /// RST 0x04, PSH 0x08, ACK 0x10); 0 = implied by ct_state: SYN for kNew, else ACK. Set to
+  /// SYN|ACK (0x12) to evaluate rules on a connection's first reply segment.
+  uint8_t tcp_flags = 0;
 
   /// "tcp 10.0.0.1:1234 -> 10.0.0.2:80 mark 0x4000" (mark only when non-zero).
   std::string ToString() const;
