@@ -3,11 +3,15 @@
 #   1. generates a 5,000-node / 150,000-pod / 10,000-Service Calico snapshot into a temporary
 #      directory (bench/gen_cluster_snapshot_tool; ~19 GB on disk, deleted on exit),
 #   2. runs bench/diag_scale_bench on it (load wall/CPU, first-touch and warm trace latency per
-#      query kind, peak RSS),
+#      query kind, peak RSS, and the verdict mix: per query kind the reachable / degraded /
+#      unreachable counts and the most frequent WARNING-or-worse codes with an example each —
+#      the generated cluster is healthy, so every finding there must be one an expert agrees
+#      with; a new code or count in the mix is a regression to look at),
 #   3. the whole-system check: `/usr/bin/time -v sarena-diag trace` for one cross-node pod query
 #      and one ClusterIP query (load + one trace in a fresh process: wall, CPU, peak RSS).
 #
 # usage: bench/diag_scale.sh [BUILD_DIR]        (default: build)
+# A small run (a few seconds, ~0.3 GB): NODES=500 PODS_PER_NODE=10 SERVICES=500 QUERIES=500
 # env:   QUERIES=2000 BATCH=50 SEED=1 NODES=5000 PODS_PER_NODE=30 SERVICES=10000
 #        TMP_PARENT=/tmp (where the snapshot goes)  KEEP=1 (keep the snapshot, print its path)
 # Needs the targets gen_cluster_snapshot_tool, diag_scale_bench and sarena-diag built
@@ -67,7 +71,7 @@ cat "$dir"/snap/cluster/*.json > /dev/null
 echo
 echo "== diag_scale_bench ($queries queries, cache dropped every $batch)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bench" --snapshot "$dir/snap" --queries "$queries" --batch "$batch" --seed "$seed"
+"$bench" --snapshot "$dir/snap" --queries "$queries" --batch "$batch" --seed "$seed" | tee "$dir/bench.txt"
 
 echo
 echo "== whole system: sarena-diag trace in a fresh process (load + one trace)"
@@ -84,3 +88,7 @@ for kind in cross_node cluster_ip; do
   grep -E "Elapsed|User time|System time|Maximum resident" "$dir/$kind.time" | sed 's/^\s*/   /'
   echo "   verdict: $(grep -o '"verdict": *"[a-z]*"' "$dir/$kind.json" | head -1 | sed 's/.*: *//'), hops: $(grep -o '"id":' "$dir/$kind.json" | wc -l)"
 done
+
+echo
+echo "== verdict mix of the $queries generated queries (healthy cluster)"
+sed -n 's/^MIX //p' "$dir/bench.txt"

@@ -1,7 +1,10 @@
 // The issue 3 scale benchmark of the diagnoser: load a (generated) snapshot directory and trace
 // random queries through it with the library calls sarena-diag makes (Snapshot::Open,
 // ParseQuery, SelectPlugin("auto"), Trace), reporting load wall/CPU time, trace latency per
-// query kind and peak RSS.
+// query kind and peak RSS, and the verdict mix of the first-touch pass: per query kind the
+// verdict counts and the most frequent WARNING-or-worse "code LEVEL" with the number of queries
+// carrying it and one example message (the generated cluster is healthy: each finding there must
+// be one an expert agrees with), then "MIX reachable=N degraded=N unreachable=N".
 //
 //   diag_scale_bench --snapshot DIR [--queries 10000] [--seed 1] [--batch 50] [--repeat 1]
 //                    [--load_only]
