@@ -56,10 +56,10 @@ struct Env {
     cfg.pod_cidr_len = 24;
     Check(m.WriteConfig(cfg));
     for (uint32_t i = 10; i < 12; ++i) {
-      Check(m.endpoints.Update(
-          sarena::datapath::MakeEndpointKey(sarena::net::Ipv4(0x0af40100 + i)),
-          sarena::datapath::MakeEndpoint(1000 + i, {0x0a, 0, 0, 0, 0, uint8_t(i)},
-                                    {0x02, 0, 0, 0, 0, uint8_t(i)}, i)));
+      // Put: the hash entry and its slot (the programs' fast path), as sarenad writes them.
+      Check(m.endpoints.Put(sarena::net::Ipv4(0x0af40100 + i),
+                            sarena::datapath::MakeEndpoint(1000 + i, {0x0a, 0, 0, 0, 0, uint8_t(i)},
+                                                           {0x02, 0, 0, 0, 0, uint8_t(i)}, i)));
     }
   }
   ~Env() {

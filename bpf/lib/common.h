@@ -32,8 +32,15 @@ static __always_inline const struct sarena_config *sarena_config_get(void) {
   return cfg;
 }
 
-/* Endpoint for an IPv4 address (network byte order), or NULL. */
+/*
+ * Endpoint for an IPv4 address (network byte order), or NULL. The endpoint slot of the address
+ * (SARENA_MAP_ENDPOINT_SLOTS, one inlined array access) answers when it holds this address;
+ * otherwise the endpoint hash does (the authority, see sarena/abi.h).
+ */
 static __always_inline const struct sarena_endpoint *sarena_lookup_ipv4(__u32 addr_be) {
+  __u32 idx = bpf_ntohl(addr_be) & (SARENA_ENDPOINT_SLOTS - 1);
+  const struct sarena_endpoint_slot *slot = bpf_map_lookup_elem(&sarena_lxc4, &idx);
+  if (slot && slot->addr_be == addr_be && addr_be != 0) return &slot->ep;
   struct sarena_endpoint_key key = {};
   __builtin_memcpy(key.addr, &addr_be, sizeof(addr_be));
   key.family = SARENA_FAMILY_IPV4;

@@ -118,6 +118,15 @@ struct {
   __uint(pinning, LIBBPF_PIN_BY_NAME);
 } sarena_evlim SEC(".maps");
 
+/* SARENA_MAP_ENDPOINT_SLOTS: IPv4 endpoint copies by the address's low bits (sarena/abi.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, SARENA_ENDPOINT_SLOTS);
+  __type(key, __u32);
+  __type(value, struct sarena_endpoint_slot);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_lxc4 SEC(".maps");
+
 /* The identifiers above must spell the ABI names (what LIBBPF_PIN_BY_NAME pins). */
 #define SARENA_STR_(x) #x
 #define SARENA_STR(x) SARENA_STR_(x)
@@ -135,5 +144,6 @@ SARENA_ASSERT_MAP_NAME(sarena_ovl, SARENA_MAP_OVERLAY_CONFIG);
 SARENA_ASSERT_MAP_NAME(sarena_node_ctr, SARENA_MAP_NODE_COUNTERS);
 SARENA_ASSERT_MAP_NAME(sarena_events, SARENA_MAP_EVENTS);
 SARENA_ASSERT_MAP_NAME(sarena_evlim, SARENA_MAP_EVENT_LIMITS);
+SARENA_ASSERT_MAP_NAME(sarena_lxc4, SARENA_MAP_ENDPOINT_SLOTS);
 
 #endif /* SARENA_BPF_LIB_MAPS_H_ */

@@ -18,6 +18,7 @@ namespace sarena::datapath {
 
 using EndpointKey = ::sarena_endpoint_key;
 using Endpoint = ::sarena_endpoint;
+using EndpointSlot = ::sarena_endpoint_slot;
 using Config = ::sarena_config;
 using EndpointCounters = ::sarena_ep_counters;
 using DropCounter = ::sarena_drop_counter;
@@ -35,6 +36,12 @@ EndpointKey MakeEndpointKey(const net::Ipv4& ip, uint16_t cluster_id = 0);
 
 /// The IPv4 address of an endpoint key, or nullopt when its family is not IPv4.
 std::optional<net::Ipv4> EndpointKeyIpv4(const EndpointKey& key);
+
+/// The SARENA_MAP_ENDPOINT_SLOTS index of `ip`: its low 16 bits (host order), i.e.
+/// ntohl(addr) & (SARENA_ENDPOINT_SLOTS - 1), as bpf/lib/common.h computes it (sarena/abi.h).
+inline uint32_t EndpointSlotIndex(const net::Ipv4& ip) {
+  return ip.to_uint() & (SARENA_ENDPOINT_SLOTS - 1);
+}
 
 /// Builds an endpoint-map value. `ifindex` = host-side veth, `pod_mac` = the pod interface's MAC,
 /// `host_mac` = the host-side veth's MAC (the pod's gateway MAC), `endpoint_id` indexes the

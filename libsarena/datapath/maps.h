@@ -5,12 +5,14 @@
 #ifndef LIBSARENA_DATAPATH_MAPS_H_
 #define LIBSARENA_DATAPATH_MAPS_H_
 
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/map.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/net/ip.h"
@@ -19,14 +21,37 @@ namespace sarena::datapath {
 
 /// SARENA_MAP_ENDPOINTS (`sarena_lxc`): pod address -> endpoint (host veth ifindex, MACs, id).
 /// Keys are built with MakeEndpointKey (16-byte address + family + cluster id, sarena/abi.h).
+///
+/// With `slots` (SARENA_MAP_ENDPOINT_SLOTS, `sarena_lxc4`) the verbs below also keep the
+/// programs' fast path in step: an IPv4 entry of cluster 0 is copied to its slot
+/// (EndpointSlotIndex) after the hash write, and the slot is cleared before the hash delete; a
+/// slot holding another address is left alone (that endpoint is then found through the hash).
+/// Writes through the base class (tests, benchmarks) touch only the hash, which the programs
+/// consult whenever the slot does not hold the address — correct, just not the fast path.
 class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
  public:
-  explicit EndpointMap(bpf::Map<EndpointKey, Endpoint> map)
-      : bpf::Map<EndpointKey, Endpoint>(std::move(map)) {}
+  using SlotMap = bpf::Map<uint32_t, EndpointSlot>;
 
-  /// Creates or replaces the entry of `ip`. Errors: the map update's (ErrnoStatus).
+  explicit EndpointMap(bpf::Map<EndpointKey, Endpoint> map,
+                       std::optional<SlotMap> slots = std::nullopt)
+      : bpf::Map<EndpointKey, Endpoint>(std::move(map)), slots_(std::move(slots)) {}
+
+  /// The slot map, when this view has one.
+  const std::optional<SlotMap>& slots() const { return slots_; }
+
+  /// Creates or replaces the entry of `ip` (then its slot). Errors: the map update's
+  /// (ErrnoStatus).
   absl::Status Put(const net::Ipv4& ip, const Endpoint& endpoint) const {
-    return Update(MakeEndpointKey(ip), endpoint);
+    SARENA_RETURN_IF_ERROR(Update(MakeEndpointKey(ip), endpoint));
+    return PutSlot(ip, endpoint);
+  }
+  /// Replaces the existing entry of `key` (bpf::UpdateFlags::kExist: kNotFound when absent),
+  /// then the slot of its address (IPv4, cluster 0). Used for flag changes (SARENA_EP_F_TRACE).
+  absl::Status Replace(const EndpointKey& key, const Endpoint& endpoint) const {
+    SARENA_RETURN_IF_ERROR(Update(key, endpoint, bpf::UpdateFlags::kExist));
+    std::optional<net::Ipv4> ip = EndpointKeyIpv4(key);
+    if (!ip || key.cluster_id != 0) return absl::OkStatus();
+    return PutSlot(*ip, endpoint);
   }
   /// The entry of `ip`. Errors: kNotFound when absent.
   absl::StatusOr<Endpoint> Get(const net::Ipv4& ip) const { return Lookup(MakeEndpointKey(ip)); }
@@ -38,10 +63,26 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
     if (absl::IsNotFound(ep.status())) return false;
     if (!ep.ok()) return ep.status();
     if (owner_ifindex != 0 && ep->ifindex != owner_ifindex) return false;
+    SARENA_RETURN_IF_ERROR(ClearSlot(ip));
     absl::Status st = Delete(MakeEndpointKey(ip));
     if (absl::IsNotFound(st)) return false;
     if (!st.ok()) return st;
     return true;
+  }
+  /// Copies every IPv4 (cluster 0) entry of the hash to its slot (where the slot is free or
+  /// already this address's), e.g. after an upgrade created the slot map next to a populated
+  /// hash. Returns the number of slots written. Errors: map errors.
+  absl::StatusOr<int> SyncSlots() const {
+    if (!slots_) return 0;
+    SARENA_ASSIGN_OR_RETURN(auto entries, LookupBatch());
+    int written = 0;
+    for (const auto& [key, ep] : entries) {
+      std::optional<net::Ipv4> ip = EndpointKeyIpv4(key);
+      if (!ip || key.cluster_id != 0) continue;
+      SARENA_RETURN_IF_ERROR(PutSlot(*ip, ep));
+      ++written;
+    }
+    return written;
   }
   /// The IPv4 addresses that have an entry (entries of other families are skipped).
   absl::StatusOr<std::vector<net::Ipv4>> Addresses() const {
@@ -53,6 +94,31 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
     }
     return out;
   }
+
+ private:
+  // Writes the slot of `ip` unless another address holds it.
+  absl::Status PutSlot(const net::Ipv4& ip, const Endpoint& endpoint) const {
+    if (!slots_) return absl::OkStatus();
+    const uint32_t idx = EndpointSlotIndex(ip);
+    SARENA_ASSIGN_OR_RETURN(EndpointSlot cur, slots_->Lookup(idx));
+    const uint32_t be = net::ToBe32(ip);
+    if (cur.addr_be != 0 && cur.addr_be != be) return absl::OkStatus();
+    EndpointSlot slot = {};
+    slot.addr_be = be;
+    slot.ep = endpoint;
+    return slots_->Update(idx, slot);
+  }
+  // Empties the slot of `ip` when it holds `ip`.
+  absl::Status ClearSlot(const net::Ipv4& ip) const {
+    if (!slots_) return absl::OkStatus();
+    const uint32_t idx = EndpointSlotIndex(ip);
+    SARENA_ASSIGN_OR_RETURN(EndpointSlot cur, slots_->Lookup(idx));
+    if (cur.addr_be != net::ToBe32(ip)) return absl::OkStatus();
+    EndpointSlot empty = {};
+    return slots_->Update(idx, empty);
+  }
+
+  std::optional<SlotMap> slots_;
 };
 
 /// SARENA_MAP_TUNNELS (`sarena_tun`, LPM trie): remote pod CIDR -> the peer node owning it.

@@ -252,7 +252,15 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(const MonitorOptions& opt
   if (options.type == EventType::kTrace) {
     const std::string lxc_path = Pin(options.pin_root, SARENA_MAP_ENDPOINTS);
     SARENA_ASSIGN_OR_RETURN(auto raw, (bpf::Map<EndpointKey, Endpoint>::FromPin(lxc_path)));
-    EndpointMap endpoints(std::move(raw));
+    // The slots copy the flags too (sarena/abi.h); a datapath older than them has none.
+    std::optional<EndpointMap::SlotMap> slots;
+    auto slot_pin = EndpointMap::SlotMap::FromPin(Pin(options.pin_root, SARENA_MAP_ENDPOINT_SLOTS));
+    if (slot_pin.ok()) {
+      slots.emplace(std::move(*slot_pin));
+    } else if (!absl::IsNotFound(slot_pin.status())) {
+      return slot_pin.status();
+    }
+    EndpointMap endpoints(std::move(raw), std::move(slots));
     std::optional<std::pair<EndpointKey, Endpoint>> found;
     SARENA_RETURN_IF_ERROR(endpoints.ForEach([&](const EndpointKey& k, const Endpoint& v) {
       if (v.endpoint_id != *options.endpoint) return true;
@@ -266,7 +274,7 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(const MonitorOptions& opt
     }
     Endpoint marked = found->second;
     marked.flags |= SARENA_EP_F_TRACE;
-    SARENA_RETURN_IF_ERROR(endpoints.Update(found->first, marked, bpf::UpdateFlags::kExist));
+    SARENA_RETURN_IF_ERROR(endpoints.Replace(found->first, marked));
     impl.traced_key = found->first;
     impl.traced_ifindex = marked.ifindex;
     impl.endpoints.emplace(std::move(endpoints));
@@ -283,7 +291,7 @@ Monitor::~Monitor() {
     return;
   }
   ep->flags &= ~SARENA_EP_F_TRACE;
-  (void)impl_->endpoints->Update(impl_->traced_key, *ep, bpf::UpdateFlags::kExist);
+  (void)impl_->endpoints->Replace(impl_->traced_key, *ep);
 }
 
 absl::StatusOr<int> Monitor::Poll(absl::Duration timeout,

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <optional>
@@ -109,7 +110,17 @@ absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
                                                    pin_root, SARENA_MAP_OVERLAY_CONFIG)));
   SARENA_ASSIGN_OR_RETURN(auto node_counters, (MapFromPin<PerCpuMap<uint32_t, NodeCounters>>(
                                                   pin_root, SARENA_MAP_NODE_COUNTERS)));
-  return Maps{EndpointMap(std::move(endpoints)), std::move(config), std::move(ep_counters),
+  // The slot map is optional here: a datapath older than it has only the hash (the programs
+  // then never read slots, and this view writes none).
+  std::optional<EndpointMap::SlotMap> slots;
+  absl::StatusOr<EndpointMap::SlotMap> slot_pin =
+      MapFromPin<EndpointMap::SlotMap>(pin_root, SARENA_MAP_ENDPOINT_SLOTS);
+  if (slot_pin.ok()) {
+    slots.emplace(std::move(*slot_pin));
+  } else if (!absl::IsNotFound(slot_pin.status())) {
+    return slot_pin.status();
+  }
+  return Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config), std::move(ep_counters),
               std::move(drops),                  std::move(host_flows), TunnelMap(std::move(tunnels)),
               PeerMap(std::move(peers)),         std::move(overlay_config),
               std::move(node_counters)};
@@ -203,6 +214,10 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->pin_root = options.pin_root;
+  struct stat slot_pin_st;
+  const bool slots_were_pinned =
+      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_ENDPOINT_SLOTS).c_str(),
+           &slot_pin_st) == 0;
   SARENA_ASSIGN_OR_RETURN(impl->from_container,
                           OpenAndLoad<struct from_container>(
                               "from_container", impl->pin_root, from_container__open_opts,
@@ -244,10 +259,17 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           (MapFromLibbpf<Map<uint32_t, OverlayConfig>>(m.sarena_ovl)));
   SARENA_ASSIGN_OR_RETURN(auto node_counters,
                           (MapFromLibbpf<PerCpuMap<uint32_t, NodeCounters>>(m.sarena_node_ctr)));
-  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints)), std::move(config),
+  SARENA_ASSIGN_OR_RETURN(auto slots,
+                          (MapFromLibbpf<EndpointMap::SlotMap>(m.sarena_lxc4)));
+  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config),
                           std::move(ep_counters), std::move(drops), std::move(host_flows),
                           TunnelMap(std::move(tunnels)), PeerMap(std::move(peers)),
                           std::move(overlay_config), std::move(node_counters)});
+  // A pinned endpoint hash from before the slot map existed (an upgraded sarenad): copy its
+  // entries to the new slots so the running pods get the fast path too.
+  if (!slots_were_pinned) {
+    SARENA_RETURN_IF_ERROR(impl->maps->endpoints.SyncSlots().status());
+  }
   return Objects(std::move(impl));
 }
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -389,6 +390,81 @@ TEST_F(MapTest, EndpointMapVerbsRespectOwnership) {
   auto again = m.RemoveIfOwner(ip, 7);  // idempotent
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(*again);
+}
+
+// The endpoint slots (SARENA_MAP_ENDPOINT_SLOTS): Put copies the entry to the slot of the
+// address's low 16 bits, a slot held by another address is left alone, RemoveIfOwner clears
+// only its own slot, Replace (the trace flag) updates the copy too.
+TEST_F(MapTest, EndpointMapKeepsTheSlotsInStep) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const EndpointMap& m = objs->maps().endpoints;
+  ASSERT_TRUE(m.slots().has_value());
+  const auto& slots = *m.slots();
+  EXPECT_EQ(slots.name(), SARENA_MAP_ENDPOINT_SLOTS);
+  EXPECT_EQ(slots.info().type, uint32_t{BPF_MAP_TYPE_ARRAY});
+  EXPECT_EQ(slots.info().max_entries, SARENA_ENDPOINT_SLOTS);
+  const auto ip = boost::asio::ip::make_address_v4("10.9.1.5");
+  const auto twin = boost::asio::ip::make_address_v4("10.8.1.5");  // same low 16 bits
+  const uint32_t idx = ::sarena::datapath::EndpointSlotIndex(ip);
+  EXPECT_EQ(idx, 0x0105u);
+  const net::Mac mac{2, 0, 0, 0, 0, 5};
+  ASSERT_TRUE(m.Put(ip, MakeEndpoint(7, mac, mac, 3)).ok());
+  auto slot = slots.Lookup(idx);
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  EXPECT_EQ(slot->addr_be, net::ToBe32(ip));
+  EXPECT_EQ(slot->ep.ifindex, 7u);
+  EXPECT_EQ(slot->ep.endpoint_id, 3u);
+
+  ASSERT_TRUE(m.Put(twin, MakeEndpoint(9, mac, mac, 4)).ok());  // collides: hash only
+  EXPECT_EQ(slots.Lookup(idx)->addr_be, net::ToBe32(ip));
+  EXPECT_EQ(m.Get(twin)->ifindex, 9u);
+  Endpoint traced = MakeEndpoint(7, mac, mac, 3, SARENA_EP_F_TRACE);
+  ASSERT_TRUE(m.Replace(MakeEndpointKey(ip), traced).ok());
+  EXPECT_EQ(slots.Lookup(idx)->ep.flags, SARENA_EP_F_TRACE);
+  EXPECT_EQ(m.Replace(MakeEndpointKey(boost::asio::ip::make_address_v4("10.9.1.6")), traced)
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  auto twin_gone = m.RemoveIfOwner(twin, 9);  // not the slot's owner: slot untouched
+  ASSERT_TRUE(twin_gone.ok() && *twin_gone);
+  EXPECT_EQ(slots.Lookup(idx)->addr_be, net::ToBe32(ip));
+  auto other = m.RemoveIfOwner(ip, 8);  // another veth's DEL: neither entry nor slot
+  ASSERT_TRUE(other.ok() && !*other);
+  EXPECT_EQ(slots.Lookup(idx)->addr_be, net::ToBe32(ip));
+  auto own = m.RemoveIfOwner(ip, 7);
+  ASSERT_TRUE(own.ok() && *own);
+  EXPECT_EQ(slots.Lookup(idx)->addr_be, 0u);
+  EXPECT_EQ(slots.Lookup(idx)->ep.ifindex, 0u);
+}
+
+// An upgrade: a pinned endpoint hash from before the slots existed (entries written, then the
+// slot pin removed). The next Load creates the slot map and copies the hash into it.
+TEST_F(MapTest, LoadFillsNewSlotsFromAPinnedEndpointHash) {
+  ::sarena::testing::ScopedBpffs fs;
+  const auto ip = boost::asio::ip::make_address_v4("10.9.2.7");
+  const net::Mac mac{2, 0, 0, 0, 0, 7};
+  {
+    auto objs = Objects::Load({.pin_root = fs.path()});
+    ASSERT_TRUE(objs.ok()) << objs.status();
+    ASSERT_TRUE(objs->maps().endpoints.Update(MakeEndpointKey(ip), MakeEndpoint(11, mac, mac, 5))
+                    .ok());
+  }
+  ASSERT_EQ(unlink(absl::StrCat(fs.path(), "/", SARENA_MAP_ENDPOINT_SLOTS).c_str()), 0);
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  auto slot = objs->maps().endpoints.slots()->Lookup(::sarena::datapath::EndpointSlotIndex(ip));
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  EXPECT_EQ(slot->addr_be, net::ToBe32(ip));
+  EXPECT_EQ(slot->ep.ifindex, 11u);
+  // A reload with the slot pin present reuses it (no second sync needed, entry kept).
+  auto again = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->maps().endpoints.slots()->Lookup(0x0207)->ep.ifindex, 11u);
+  auto pinned = Maps::FromPinRoot(fs.path());
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_TRUE(pinned->endpoints.slots().has_value());
 }
 
 TEST_F(MapTest, IncompatiblePinFailsTheLoadWithLibbpfsExplanation) {

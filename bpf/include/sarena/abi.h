@@ -24,6 +24,7 @@
 #define SARENA_MAP_NODE_COUNTERS "sarena_node_ctr" /* per-peer-node per-CPU counters */
 #define SARENA_MAP_EVENTS "sarena_events"      /* ring buffer of struct sarena_event (monitor) */
 #define SARENA_MAP_EVENT_LIMITS "sarena_evlim" /* per-CPU event token buckets, by event type */
+#define SARENA_MAP_ENDPOINT_SLOTS "sarena_lxc4" /* array: IPv4 endpoint copies, by address bits */
 
 /* ---- Limits. ---- */
 #define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
@@ -58,6 +59,23 @@ struct sarena_endpoint {
   __u8 host_mac[6];  /* MAC of the host-side veth: the pod's gateway MAC */
   __u32 flags;       /* SARENA_EP_F_* */
   __u32 endpoint_id; /* index into SARENA_MAP_EP_COUNTERS, < SARENA_MAX_ENDPOINTS */
+};
+
+/*
+ * Endpoint slots (SARENA_MAP_ENDPOINT_SLOTS, a BPF_MAP_TYPE_ARRAY of SARENA_ENDPOINT_SLOTS
+ * entries): the per-packet fast path in front of the endpoint hash. The IPv4 endpoint A is copied
+ * at index ntohl(A) & (SARENA_ENDPOINT_SLOTS - 1) (the low 16 bits: unique for every address of a
+ * node pod CIDR up to /16), so the programs find it with one array access instead of hashing the
+ * 20-byte key. A slot is valid when addr_be != 0 and equals the looked-up address; any other slot
+ * (empty, or taken by another address with the same low bits) sends the lookup on to the hash, so
+ * the hash stays the one authority and a slot is only ever a copy of its entry. Written only by
+ * sarenad through EndpointMap (libsarena/datapath/maps.h): the slot is written after the hash
+ * entry and cleared before it is deleted; a slot already holding another address is left alone.
+ */
+#define SARENA_ENDPOINT_SLOTS 65536u /* a power of 2 */
+struct sarena_endpoint_slot {
+  __u32 addr_be;               /* the endpoint's IPv4 address, network byte order; 0 = empty */
+  struct sarena_endpoint ep;   /* a copy of the endpoint map's entry of addr_be */
 };
 
 /* Config flags. */
@@ -291,6 +309,7 @@ struct sarena_node_counters {
 #ifdef __cplusplus
 static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
+static_assert(sizeof(struct sarena_endpoint_slot) == 28, "abi: endpoint slot");
 static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
@@ -306,6 +325,7 @@ static_assert(sizeof(struct sarena_event_limit) == 40, "abi: event limit");
 #else
 _Static_assert(sizeof(struct sarena_endpoint_key) == 20, "abi: endpoint key");
 _Static_assert(sizeof(struct sarena_endpoint) == 24, "abi: endpoint value");
+_Static_assert(sizeof(struct sarena_endpoint_slot) == 28, "abi: endpoint slot");
 _Static_assert(sizeof(struct sarena_config) == 36, "abi: config");
 _Static_assert(sizeof(struct sarena_ep_counters) == 32, "abi: counters");
 _Static_assert(sizeof(struct sarena_drop_counter) == 16, "abi: drop counter");
