@@ -1235,6 +1235,25 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
   if (!f.reply && (!client_packet_ || client_packet_->src.is_unspecified())) {
     client_packet_ = f.pkt;
   }
+  // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
+  // them; a Service's DNAT re-routes the packet, not the socket).
+  if (f.tcp.active && f.reply && !f.tcp.self_known) {
+    // The server's SYN-ACK: its MSS from its route back to the client; its segments are at most
+    // the client's MSS (as received) + 40 (set by StartReply) and its own path MTU.
+    f.tcp.self = MakeTcpEnd(Who(w), r, ns.FindInterface(r.oif));
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    if (f.tcp.self.pmtu && f.tcp.self.pmtu < f.size) f.size = f.tcp.self.pmtu;
+    f.tcp.why = SegmentWhy(f.tcp.self, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.size);
+  } else if (!f.tcp.active && f.size == 0 && !f.reply && query_.size == 0 &&
+             f.pkt.proto == model::kProtoTcp) {
+    // A TCP client: its SYN's MSS; the size of its segments waits for the server's MSS.
+    f.tcp.active = true;
+    f.tcp.self = MakeTcpEnd(Who(w), r, ns.FindInterface(r.oif));
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    f.size = f.tcp.self.pmtu;
+  }
   // kube-proxy's nat OUTPUT runs for locally generated packets of the node netns.
   if (!w.in_pod() && !f.reply && !service_done && ServiceStage(w, v, "", f, br, true)) return;
   if (!w.in_pod()) {
@@ -1259,21 +1278,8 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
     return;
   }
   const Interface* out = ns.FindInterface(r.oif);
-  if (f.tcp.active && f.reply && !f.tcp.self_known) {
-    // The server's SYN-ACK: its MSS from its route back to the client; its segments are at most
-    // the client's MSS (as received) + 40 (set by StartReply) and its own path MTU.
-    f.tcp.self = MakeTcpEnd(Who(w), r, out);
-    f.tcp.self_known = true;
-    f.tcp.syn = f.tcp.self.mss;
-    if (f.tcp.self.pmtu && f.tcp.self.pmtu < f.size) f.size = f.tcp.self.pmtu;
-    f.tcp.why = SegmentWhy(f.tcp.self, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.size);
-  } else if (f.size == 0 && !f.reply && query_.size == 0 && f.pkt.proto == model::kProtoTcp) {
-    // A TCP client: its SYN's MSS; the size of its segments waits for the server's MSS.
-    f.tcp.active = true;
-    f.tcp.self = MakeTcpEnd(Who(w), r, out);
-    f.tcp.self_known = true;
-    f.tcp.syn = f.tcp.self.mss;
-    f.size = f.tcp.self.pmtu;
+  if (f.tcp.active) {
+    // Sized above (TCP: the path MTU and the MSS).
   } else if (f.size == 0) {
     if (query_.size && !f.reply) {
       f.size = query_.size;

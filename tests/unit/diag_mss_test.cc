@@ -49,9 +49,9 @@ void SetMtu(Scratch& s, const std::string& rel, const std::string& ifname, int m
   });
 }
 
-// Adds `rule` ("-A FORWARD ...") to a mangle table in front of node-b's iptables-save.
-void AddMangleRule(Scratch& s, const std::string& rule) {
-  s.Replace("nodes/node-b/iptables-save.txt", "*filter\n",
+// Adds `rule` ("-A FORWARD ...") to a mangle table in front of `node`'s iptables-save.
+void AddMangleRule(Scratch& s, const std::string& rule, const std::string& node = "node-b") {
+  s.Replace(absl::StrCat("nodes/", node, "/iptables-save.txt"), "*filter\n",
             absl::StrCat("*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n"
                          ":FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n",
                          rule, "\nCOMMIT\n*filter\n"));
@@ -151,6 +151,22 @@ TEST(DiagMss, AClampSetTooHighIsStillFlaggedAndNamed) {
   auto ok = TraceLib(h.dir(), "node:node-a", "pod:default/server:8080/tcp");
   ASSERT_TRUE(ok.status.ok()) << ok.status;
   EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
+}
+
+TEST(DiagMss, AClampInTheClientsOutputLowersItsOwnSyn) {
+  // node-a's OUTPUT clamps its SYN to 1300: the server's segments (1340) fit the 1400-byte veth
+  // on the way back; the client's own (min(1500, 1410 + 40) = 1450) still do not.
+  Scratch s("calico-vxlan");
+  MakeCrossSubnet(s);
+  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+  AddMangleRule(s, "-A OUTPUT -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1300",
+                "node-a");
+  auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch", "CRITICAL"), nullptr) << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->id(), "node-b");
 }
 
 TEST(DiagMss, ARouteAdvmssIsTheMssTheClientAnnounces) {
