@@ -49,6 +49,13 @@ void SetMtu(Scratch& s, const std::string& rel, const std::string& ifname, int m
   });
 }
 
+// MakeCrossSubnet with node-b's side of the workload veth at 1400 bytes: a hop in the middle
+// that neither end's route shows.
+void MakeMiddleHop(Scratch& s) {
+  MakeCrossSubnet(s);
+  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+}
+
 // Adds `rule` ("-A FORWARD ...") to a mangle table in front of `node`'s iptables-save.
 void AddMangleRule(Scratch& s, const std::string& rule, const std::string& node = "node-b") {
   s.Replace(absl::StrCat("nodes/", node, "/iptables-save.txt"), "*filter\n",
@@ -91,8 +98,7 @@ TEST(DiagMss, ASmallerMiddleHopIsFlaggedWithTheNegotiatedMss) {
   // node-b's side of the workload veth at 1400: neither end's route shows it. The client sends
   // min(1500, 1410 + 40) = 1450-byte segments, the server min(1450, 1460 + 40) = 1450.
   Scratch s("calico-vxlan");
-  MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+  MakeMiddleHop(s);
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
   ASSERT_TRUE(t.status.ok()) << t.status;
   EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
@@ -115,8 +121,7 @@ TEST(DiagMss, ASmallerMiddleHopIsFlaggedWithTheNegotiatedMss) {
 
 TEST(DiagMss, AnMssClampThatFitsTheMiddleHopFixesIt) {
   Scratch s("calico-vxlan");
-  MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+  MakeMiddleHop(s);
   // Both SYNs cross node-b's FORWARD: each MSS becomes min(1400, 1500) - 40 = 1360.
   AddMangleRule(s, "-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu");
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
@@ -132,8 +137,7 @@ TEST(DiagMss, AnMssClampThatFitsTheMiddleHopFixesIt) {
 
 TEST(DiagMss, AClampSetTooHighIsStillFlaggedAndNamed) {
   Scratch s("calico-vxlan");
-  MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+  MakeMiddleHop(s);
   AddMangleRule(s, "-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1380");
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
   ASSERT_TRUE(t.status.ok()) << t.status;
@@ -153,43 +157,34 @@ TEST(DiagMss, AClampSetTooHighIsStillFlaggedAndNamed) {
   EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
 }
 
-TEST(DiagMss, AClampInTheClientsOutputLowersItsOwnSyn) {
-  // node-a's OUTPUT clamps its SYN to 1300: the server's segments (1340) fit the 1400-byte veth
-  // on the way back; the client's own (min(1500, 1410 + 40) = 1450) still do not.
-  Scratch s("calico-vxlan");
-  MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
-  AddMangleRule(s, "-A OUTPUT -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1300",
-                "node-a");
-  auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
-  EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch", "CRITICAL"), nullptr) << t.text;
-  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
-  ASSERT_NE(m, nullptr) << t.text;
-  EXPECT_EQ(HopOf(t.report, m)->id(), "node-b");
-}
-
-TEST(DiagMss, ARouteAdvmssIsTheMssTheClientAnnounces) {
-  // node-a's route to the block announces advmss 1300: the server's segments are 1340 bytes and
-  // fit the 1400-byte veth on their way back; the client's still do not.
-  Scratch s("calico-vxlan");
-  MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
-  s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
-    for (auto& r : *v->mutable_list_value()->mutable_values()) {
-      auto& f = *r.mutable_struct_value()->mutable_fields();
-      if (f["dst"].string_value() != "10.66.2.192/26") continue;
-      google::protobuf::Value m;
-      (*m.mutable_struct_value()->mutable_fields())["advmss"].set_number_value(1300);
-      *f["metrics"].mutable_list_value()->add_values() = m;
+TEST(DiagMss, TheClientsOwnMssFromItsOutputClampOrItsRouteAdvmss) {
+  // node-a announces 1300 (a TCPMSS in its mangle OUTPUT, or advmss on its route to the block):
+  // the server's segments (1340) fit the 1400-byte veth on the way back; the client's own
+  // (min(1500, 1410 + 40) = 1450) still do not.
+  for (bool clamp : {true, false}) {
+    Scratch s("calico-vxlan");
+    MakeMiddleHop(s);
+    if (clamp) {
+      AddMangleRule(s, "-A OUTPUT -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1300",
+                    "node-a");
+    } else {
+      s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
+        for (auto& r : *v->mutable_list_value()->mutable_values()) {
+          auto& f = *r.mutable_struct_value()->mutable_fields();
+          if (f["dst"].string_value() != "10.66.2.192/26") continue;
+          google::protobuf::Value m;
+          (*m.mutable_struct_value()->mutable_fields())["advmss"].set_number_value(1300);
+          *f["metrics"].mutable_list_value()->add_values() = m;
+        }
+      });
     }
-  });
-  auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
-  EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch", "CRITICAL"), nullptr) << t.text;
-  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
-  ASSERT_NE(m, nullptr) << t.text;
-  EXPECT_EQ(HopOf(t.report, m)->id(), "node-b");
+    auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
+    ASSERT_TRUE(t.status.ok()) << t.status;
+    EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch", "CRITICAL"), nullptr) << clamp << t.text;
+    const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
+    ASSERT_NE(m, nullptr) << clamp << t.text;
+    EXPECT_EQ(HopOf(t.report, m)->id(), "node-b");
+  }
 }
 
 TEST(ModelNetfilterTcpMss, TargetOptionsAndSynAckFlags) {
