@@ -25,7 +25,8 @@
  * connection kube-proxy DNAT'ed to this pod; it goes back through the host stack (TC_ACT_OK) so
  * conntrack reverses the NAT, instead of reaching the client from the backend's address. A TCP
  * SYN a pod sends straight to another pod, local or remote, clears the record of its source port
- * (port reuse).
+ * (port reuse). The host-flow map is consulted for a local destination only when that endpoint
+ * has opened a host flow (SARENA_MAP_FLOW_OPENERS).
  *
  * Events (docs/monitor.md): every drop is reported by the drop helper (lib/common.h); a packet
  * of a traced endpoint (SARENA_EP_F_TRACE in its entry) that passed anti-spoofing is reported as
@@ -78,13 +79,30 @@ static __always_inline int sarena_is_tcp_syn(__u8 flags) {
  * pod opened and are not recorded. A lookup hit refreshes the LRU entry.
  */
 static __always_inline void sarena_note_host_flow(struct __sk_buff *skb,
+                                                  const struct sarena_endpoint *src,
                                                   const struct sarena_ipv4_info *ip) {
   struct sarena_flow_key key;
   sarena_flow_key_src(ip, &key);
   if (bpf_map_lookup_elem(&sarena_flows, &key)) return;
   if (ip->proto == IPPROTO_TCP && !sarena_is_tcp_syn(sarena_tcp_flags(skb, ip))) return;
+  /* The opener mark goes first: a reply can only follow this packet, so it sees the mark. */
+  __u32 idx = src->endpoint_id;
+  __u32 *opener = bpf_map_lookup_elem(&sarena_flow_eps, &idx);
+  if (opener && *opener == 0) *opener = 1;
   __u64 now = bpf_ktime_get_ns();
   bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
+}
+
+/*
+ * sarena_is_host_flow_reply for a packet to the local endpoint `dst`: the LRU is consulted only
+ * when `dst` has opened a host flow (SARENA_MAP_FLOW_OPENERS; one inlined array read otherwise).
+ */
+static __always_inline int sarena_is_host_flow_reply_to(const struct sarena_endpoint *dst,
+                                                        const struct sarena_ipv4_info *ip) {
+  __u32 idx = dst->endpoint_id;
+  const __u32 *opener = bpf_map_lookup_elem(&sarena_flow_eps, &idx);
+  if (opener && *opener == 0) return 0;
+  return sarena_is_host_flow_reply(ip);
 }
 
 /*
@@ -117,7 +135,7 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
     sarena_forget_reused_port(skb, &ip);
-    if (sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
+    if (sarena_is_host_flow_reply_to(dst, &ip)) return TC_ACT_OK;
     const struct sarena_config *cfg = sarena_config_get();
     return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
   }
@@ -133,7 +151,7 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
       return sarena_forward_to_peer(skb, &ip, tun, ovl);
     }
   }
-  sarena_note_host_flow(skb, &ip);
+  sarena_note_host_flow(skb, src, &ip);
   return TC_ACT_OK;
 }
 

@@ -127,6 +127,15 @@ struct {
   __uint(pinning, LIBBPF_PIN_BY_NAME);
 } sarena_lxc4 SEC(".maps");
 
+/* SARENA_MAP_FLOW_OPENERS: endpoint ids that have opened host flows (sarena/abi.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, SARENA_MAX_ENDPOINTS);
+  __type(key, __u32);
+  __type(value, __u32);
+  __uint(pinning, LIBBPF_PIN_BY_NAME);
+} sarena_flow_eps SEC(".maps");
+
 /* The identifiers above must spell the ABI names (what LIBBPF_PIN_BY_NAME pins). */
 #define SARENA_STR_(x) #x
 #define SARENA_STR(x) SARENA_STR_(x)
@@ -145,5 +154,6 @@ SARENA_ASSERT_MAP_NAME(sarena_node_ctr, SARENA_MAP_NODE_COUNTERS);
 SARENA_ASSERT_MAP_NAME(sarena_events, SARENA_MAP_EVENTS);
 SARENA_ASSERT_MAP_NAME(sarena_evlim, SARENA_MAP_EVENT_LIMITS);
 SARENA_ASSERT_MAP_NAME(sarena_lxc4, SARENA_MAP_ENDPOINT_SLOTS);
+SARENA_ASSERT_MAP_NAME(sarena_flow_eps, SARENA_MAP_FLOW_OPENERS);
 
 #endif /* SARENA_BPF_LIB_MAPS_H_ */

@@ -120,10 +120,17 @@ absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
   } else if (!absl::IsNotFound(slot_pin.status())) {
     return slot_pin.status();
   }
+  std::optional<Map<uint32_t, uint32_t>> flow_openers;
+  auto openers_pin = MapFromPin<Map<uint32_t, uint32_t>>(pin_root, SARENA_MAP_FLOW_OPENERS);
+  if (openers_pin.ok()) {
+    flow_openers.emplace(std::move(*openers_pin));
+  } else if (!absl::IsNotFound(openers_pin.status())) {
+    return openers_pin.status();
+  }
   return Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config), std::move(ep_counters),
               std::move(drops),                  std::move(host_flows), TunnelMap(std::move(tunnels)),
               PeerMap(std::move(peers)),         std::move(overlay_config),
-              std::move(node_counters)};
+              std::move(node_counters),          std::move(flow_openers)};
 }
 
 absl::Status Maps::WriteConfig(const Config& cfg) const { return config.Update(0, cfg); }
@@ -172,6 +179,16 @@ absl::Status Maps::ResetNodeCounters(uint32_t node_id) const {
   return node_counters.UpdateAll(node_id, zero);
 }
 
+absl::Status Maps::MarkFlowOpener(uint32_t endpoint_id) const {
+  if (endpoint_id >= SARENA_MAX_ENDPOINTS) {
+    return absl::InvalidArgumentError(absl::StrCat("mark host-flow opener: endpoint id ",
+                                                   endpoint_id, " must be < ",
+                                                   SARENA_MAX_ENDPOINTS));
+  }
+  if (!flow_openers) return absl::OkStatus();
+  return flow_openers->Update(endpoint_id, 1);
+}
+
 absl::StatusOr<std::vector<DropCounter>> Maps::ReadDrops() const {
   std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
   for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
@@ -214,10 +231,11 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->pin_root = options.pin_root;
-  struct stat slot_pin_st;
+  struct stat pin_st;
   const bool slots_were_pinned =
-      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_ENDPOINT_SLOTS).c_str(),
-           &slot_pin_st) == 0;
+      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_ENDPOINT_SLOTS).c_str(), &pin_st) == 0;
+  const bool openers_were_pinned =
+      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_FLOW_OPENERS).c_str(), &pin_st) == 0;
   SARENA_ASSIGN_OR_RETURN(impl->from_container,
                           OpenAndLoad<struct from_container>(
                               "from_container", impl->pin_root, from_container__open_opts,
@@ -261,14 +279,25 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           (MapFromLibbpf<PerCpuMap<uint32_t, NodeCounters>>(m.sarena_node_ctr)));
   SARENA_ASSIGN_OR_RETURN(auto slots,
                           (MapFromLibbpf<EndpointMap::SlotMap>(m.sarena_lxc4)));
+  SARENA_ASSIGN_OR_RETURN(auto flow_openers,
+                          (MapFromLibbpf<Map<uint32_t, uint32_t>>(m.sarena_flow_eps)));
   impl->maps.emplace(Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config),
                           std::move(ep_counters), std::move(drops), std::move(host_flows),
                           TunnelMap(std::move(tunnels)), PeerMap(std::move(peers)),
-                          std::move(overlay_config), std::move(node_counters)});
+                          std::move(overlay_config), std::move(node_counters),
+                          std::move(flow_openers)});
   // A pinned endpoint hash from before the slot map existed (an upgraded sarenad): copy its
   // entries to the new slots so the running pods get the fast path too.
   if (!slots_were_pinned) {
     SARENA_RETURN_IF_ERROR(impl->maps->endpoints.SyncSlots().status());
+  }
+  // Likewise a new opener map next to pinned host flows: mark every endpoint, so no recorded
+  // flow's reply skips the host-flow map (pods created from now on are marked by the datapath).
+  if (!openers_were_pinned) {
+    SARENA_ASSIGN_OR_RETURN(auto entries, impl->maps->endpoints.LookupBatch());
+    for (const auto& [key, ep] : entries) {
+      SARENA_RETURN_IF_ERROR(impl->maps->MarkFlowOpener(ep.endpoint_id));
+    }
   }
   return Objects(std::move(impl));
 }

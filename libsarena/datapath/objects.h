@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct Maps {
   PeerMap peers;                                         // SARENA_MAP_PEERS, hash
   bpf::Map<uint32_t, OverlayConfig> overlay_config;      // SARENA_MAP_OVERLAY_CONFIG, array of 1
   bpf::PerCpuMap<uint32_t, NodeCounters> node_counters;  // SARENA_MAP_NODE_COUNTERS, by node_id
+  /// SARENA_MAP_FLOW_OPENERS, array by endpoint_id (nonzero: the endpoint opened a host flow).
+  /// nullopt only in FromPinRoot views of a datapath older than the map.
+  std::optional<bpf::Map<uint32_t, uint32_t>> flow_openers;
 
   /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad), checking
   /// their key/value sizes against sarena/abi.h. Errors: kNotFound naming the missing pin,
@@ -73,6 +77,11 @@ struct Maps {
   /// Zeroes the counters of `node_id` on every CPU (call when a node id is (re)assigned).
   /// kInvalidArgument when >= SARENA_MAX_PEERS.
   absl::Status ResetNodeCounters(uint32_t node_id) const;
+  /// Marks `endpoint_id` as an opener of host flows (SARENA_MAP_FLOW_OPENERS), so that
+  /// from_container consults SARENA_MAP_HOST_FLOWS for packets to it. Whoever writes a host flow
+  /// other than the datapath (tests, an upgrade) calls this. No-op without the map.
+  /// kInvalidArgument when >= SARENA_MAX_ENDPOINTS; map errors otherwise.
+  absl::Status MarkFlowOpener(uint32_t endpoint_id) const;
   /// Drop counters summed over CPUs; index = enum sarena_drop_reason, size SARENA_DROP_REASON_MAX.
   absl::StatusOr<std::vector<DropCounter>> ReadDrops() const;
 };

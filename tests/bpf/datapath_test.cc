@@ -494,6 +494,7 @@ TEST_F(DatapathTest, ADirectSynFromTheSamePortForgetsTheHostFlow) {
 TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
   // A non-first fragment has no L4 header: its flow key has port 0.
   ASSERT_TRUE(maps().host_flows.Update(Flow(kA.ip, 0, testing::kIpprotoUdp), 1).ok());
+  ASSERT_TRUE(maps().MarkFlowOpener(kA.id).ok());  // as the datapath does when it records one
   Ipv4Spec frag{.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp};
   frag.frag_off = 0x00b9;  // offset 185*8, MF clear
   auto pkt = BuildIpv4(frag);

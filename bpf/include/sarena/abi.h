@@ -25,6 +25,7 @@
 #define SARENA_MAP_EVENTS "sarena_events"      /* ring buffer of struct sarena_event (monitor) */
 #define SARENA_MAP_EVENT_LIMITS "sarena_evlim" /* per-CPU event token buckets, by event type */
 #define SARENA_MAP_ENDPOINT_SLOTS "sarena_lxc4" /* array: IPv4 endpoint copies, by address bits */
+#define SARENA_MAP_FLOW_OPENERS "sarena_flow_eps" /* array: endpoint ids that opened host flows */
 
 /* ---- Limits. ---- */
 #define SARENA_MAX_ENDPOINTS 65536 /* entries of the endpoint map and of the counter array */
@@ -220,6 +221,18 @@ struct sarena_flow_key {
   __u8 proto;    /* IPPROTO_* */
   __u8 pad;      /* must be zero */
 };
+
+/*
+ * Host-flow openers (SARENA_MAP_FLOW_OPENERS, a BPF_MAP_TYPE_ARRAY of SARENA_MAX_ENDPOINTS
+ * __u32, index = endpoint_id): nonzero once the endpoint has had a host flow recorded (set by
+ * from_container before it records one; never cleared by the datapath). A pod-to-local-pod
+ * packet consults SARENA_MAP_HOST_FLOWS only when its destination endpoint's entry is nonzero,
+ * so pods that never opened a flow through the host stack cost one array read instead of an LRU
+ * lookup. A reused endpoint_id may inherit a stale nonzero entry: that only costs the lookup.
+ * Whoever writes SARENA_MAP_HOST_FLOWS other than from_container (tests) sets the opener too.
+ * When the map is first created next to a pinned host-flow map (an upgrade), sarenad marks every
+ * endpoint of the endpoint map (libsarena/datapath/objects.cc), so no recorded flow is skipped.
+ */
 
 /* ---- Cluster datapath (multi-node). ---- */
 
