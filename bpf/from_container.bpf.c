@@ -25,8 +25,9 @@
  * connection kube-proxy DNAT'ed to this pod; it goes back through the host stack (TC_ACT_OK) so
  * conntrack reverses the NAT, instead of reaching the client from the backend's address. A TCP
  * SYN a pod sends straight to another pod, local or remote, clears the record of its source port
- * (port reuse). The host-flow map is consulted for a local destination only when that endpoint
- * has opened a host flow (SARENA_MAP_FLOW_OPENERS).
+ * (port reuse). Between two local pods both steps are skipped for a pod that never opened a
+ * host flow (SARENA_MAP_FLOW_OPENERS): the reply check looks at the destination's mark, the
+ * port-reuse step at the source's (records of an unmarked pod are never consulted locally).
  *
  * Events (docs/monitor.md): every drop is reported by the drop helper (lib/common.h); a packet
  * of a traced endpoint (SARENA_EP_F_TRACE in its entry) that passed anti-spoofing is reported as
@@ -93,16 +94,11 @@ static __always_inline void sarena_note_host_flow(struct __sk_buff *skb,
   bpf_map_update_elem(&sarena_flows, &key, &now, BPF_ANY);
 }
 
-/*
- * sarena_is_host_flow_reply for a packet to the local endpoint `dst`: the LRU is consulted only
- * when `dst` has opened a host flow (SARENA_MAP_FLOW_OPENERS; one inlined array read otherwise).
- */
-static __always_inline int sarena_is_host_flow_reply_to(const struct sarena_endpoint *dst,
-                                                        const struct sarena_ipv4_info *ip) {
-  __u32 idx = dst->endpoint_id;
+/* True unless `ep` is known never to have opened a host flow (SARENA_MAP_FLOW_OPENERS). */
+static __always_inline int sarena_may_have_host_flows(const struct sarena_endpoint *ep) {
+  __u32 idx = ep->endpoint_id;
   const __u32 *opener = bpf_map_lookup_elem(&sarena_flow_eps, &idx);
-  if (opener && *opener == 0) return 0;
-  return sarena_is_host_flow_reply(ip);
+  return !opener || *opener != 0;
 }
 
 /*
@@ -134,8 +130,10 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
 
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
-    sarena_forget_reused_port(skb, &ip);
-    if (sarena_is_host_flow_reply_to(dst, &ip)) return TC_ACT_OK;
+    /* Host-flow records are keyed by the pod that opened them: for a pod pair that never did,
+     * there is nothing to forget and no reply to recognise (one array read each). */
+    if (sarena_may_have_host_flows(src)) sarena_forget_reused_port(skb, &ip);
+    if (sarena_may_have_host_flows(dst) && sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
     const struct sarena_config *cfg = sarena_config_get();
     return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);
   }
