@@ -135,6 +135,10 @@ class Plugin {
   /// trace fails with it (sarena-diag exits 2). OK by default.
   virtual absl::Status error() const { return absl::OkStatus(); }
 
+  // The default hooks do nothing; their parameters keep their names for the docs (and stay
+  // quiet under a user's -Wextra -Werror).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
   /// Once per node the walk enters: node-wide expectations (sysctls, devices, annotations).
   virtual void CheckNode(const PluginContext& ctx, const Where& where, PathGraph::Vertex hop) {}
 
@@ -180,6 +184,7 @@ class Plugin {
                                 PathGraph::Vertex hop, const HookPacket& p) {
     return PluginAction::Continue();
   }
+#pragma GCC diagnostic pop
 };
 
 /// The plugin with no CNI knowledge.

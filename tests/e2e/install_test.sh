@@ -94,13 +94,14 @@ header_set() {
 }
 sn_check "installed headers = libsarena/*/*.h minus sarena::*::internal, + *.pb.h, sarena/abi.h" header_set
 
-# Each header as the only include of a translation unit, compiled from outside the tree with
+# Each header as the only include of a translation unit (-Wall -Wextra: a user's -Werror must not trip on
+# our headers), compiled from outside the tree with
 # nothing but the prefix's pkg-config flags.
 headers_alone() {
   local cflags; cflags=$(pkg-config --cflags libsarena) || return 1
   (cd "$PREFIX/include" && find . -name '*.h' | sed 's|^\./||' | sort) |
     (cd "$SN_DIR" && xargs -P "$JOBS" -I{} sh -c \
-      "printf '#include <%s>\n#include <%s>\n' {} {} | c++ -std=c++20 -fsyntax-only -Wall -x c++ $cflags - 2>&1 | sed 's|^|{}: |'") \
+      "printf '#include <%s>\n#include <%s>\n' {} {} | c++ -std=c++20 -fsyntax-only -Wall -Wextra -x c++ $cflags - 2>&1 | sed 's|^|{}: |'") \
       >"$SN_DIR/headers.log"
   [ ! -s "$SN_DIR/headers.log" ] || { head -40 "$SN_DIR/headers.log"; return 1; }
 }
