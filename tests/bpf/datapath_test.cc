@@ -64,7 +64,14 @@ constexpr char kNodeIp[] = "10.244.1.1";
 
 net::Ipv4 Ip(const std::string& s) { return boost::asio::ip::make_address_v4(s); }
 
-class DatapathTest : public ::testing::Test {
+// How the fixture writes the endpoints: every test runs on both lookup paths of the programs
+// (bpf/lib/common.h sarena_lookup_ipv4).
+enum class EndpointWrite {
+  kHashOnly,  // raw endpoint-hash writes: the slots stay empty, every lookup falls back to the hash
+  kPut,       // EndpointMap::Put, as sarenad writes them: hash + slot (the fast path)
+};
+
+class DatapathTest : public ::testing::TestWithParam<EndpointWrite> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(::sarena::testing::IsRoot()) << "the bpf tier needs root (CI runs as root)";
@@ -73,11 +80,26 @@ class DatapathTest : public ::testing::Test {
     objs_.emplace(std::move(*objs));
     WriteConfig();
     for (const auto* ep : {&kA, &kB, &kC}) {
-      ASSERT_TRUE(maps().endpoints
-                      .Update(MakeEndpointKey(Ip(ep->ip)),
-                              MakeEndpoint(ep->ifindex, ep->pod_mac, ep->host_mac, ep->id))
-                      .ok());
+      const auto value = MakeEndpoint(ep->ifindex, ep->pod_mac, ep->host_mac, ep->id);
+      if (GetParam() == EndpointWrite::kPut) {
+        ASSERT_TRUE(maps().endpoints.Put(Ip(ep->ip), value).ok());
+      } else {
+        ASSERT_TRUE(maps().endpoints.Update(MakeEndpointKey(Ip(ep->ip)), value).ok());
+      }
     }
+  }
+
+  // The slot of `ep` (SARENA_MAP_ENDPOINT_SLOTS).
+  datapath::EndpointSlot Slot(const TestEndpoint& ep) {
+    auto slot = maps().endpoints.slots()->Lookup(datapath::EndpointSlotIndex(Ip(ep.ip)));
+    EXPECT_TRUE(slot.ok()) << slot.status();
+    return slot.ok() ? *slot : datapath::EndpointSlot{};
+  }
+  // Whether from_container has marked `ep` as a host-flow opener (SARENA_MAP_FLOW_OPENERS).
+  bool IsFlowOpener(const TestEndpoint& ep) {
+    auto v = maps().flow_openers->Lookup(ep.id);
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() && *v != 0;
   }
 
   void WriteConfig(uint32_t net_ifindex = 501) {
@@ -166,7 +188,7 @@ class DatapathTest : public ::testing::Test {
 
 Ipv4Spec AtoB() { return Ipv4Spec{.saddr = kA.ip, .daddr = kB.ip}; }
 
-TEST_F(DatapathTest, DeliversPodToPodAndCounts) {
+TEST_P(DatapathTest, DeliversPodToPodAndCounts) {
   auto pkt = BuildIpv4(AtoB());
   auto r = FromContainer(pkt, kA);
   ExpectDelivered(pkt, r, kB);
@@ -179,7 +201,7 @@ TEST_F(DatapathTest, DeliversPodToPodAndCounts) {
   EXPECT_EQ(b.tx_packets, 0u);
 }
 
-TEST_F(DatapathTest, PerEndpointCountersAccumulate) {
+TEST_P(DatapathTest, PerEndpointCountersAccumulate) {
   auto pkt = BuildIpv4(AtoB());
   constexpr int kN = 25;
   for (int i = 0; i < kN; ++i) ASSERT_EQ(FromContainer(pkt, kA).retval, uint32_t{TC_ACT_REDIRECT});
@@ -191,7 +213,7 @@ TEST_F(DatapathTest, PerEndpointCountersAccumulate) {
   EXPECT_EQ(Counters(kB).rx_bytes, uint64_t{kN} * (pkt.size() + udp.size()));
 }
 
-TEST_F(DatapathTest, ChecksumStaysCorrectAcrossRandomHeaders) {
+TEST_P(DatapathTest, ChecksumStaysCorrectAcrossRandomHeaders) {
   std::mt19937 rng(42);
   const TestEndpoint* eps[] = {&kA, &kB, &kC};
   for (int i = 0; i < 300; ++i) {
@@ -211,7 +233,7 @@ TEST_F(DatapathTest, ChecksumStaysCorrectAcrossRandomHeaders) {
   }
 }
 
-TEST_F(DatapathTest, UnknownDestinationsArePassedToTheHostStack) {
+TEST_P(DatapathTest, UnknownDestinationsArePassedToTheHostStack) {
   for (const char* dst : {"8.8.8.8", kNodeIp, "10.96.0.10", "10.244.1.200", "10.244.2.7"}) {
     SCOPED_TRACE(dst);
     auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = dst});
@@ -221,7 +243,7 @@ TEST_F(DatapathTest, UnknownDestinationsArePassedToTheHostStack) {
   EXPECT_EQ(Counters(kB).rx_packets, 0u);
 }
 
-TEST_F(DatapathTest, WithoutConfigUnknownDestinationsPassButEndpointsAreStillDelivered) {
+TEST_P(DatapathTest, WithoutConfigUnknownDestinationsPassButEndpointsAreStillDelivered) {
   WriteConfig(/*net_ifindex=*/0);
   auto to_host = BuildIpv4({.saddr = kA.ip, .daddr = "8.8.8.8"});
   ExpectPassedUntouched(to_host, FromContainer(to_host, kA));
@@ -236,7 +258,7 @@ TEST_F(DatapathTest, WithoutConfigUnknownDestinationsPassButEndpointsAreStillDel
     EXPECT_EQ(Drops(static_cast<sarena_drop_reason>(reason)), 0u) << DropReasonName(reason);
 }
 
-TEST_F(DatapathTest, FromHostDeliversToEndpointsAndPassesEverythingElse) {
+TEST_P(DatapathTest, FromHostDeliversToEndpointsAndPassesEverythingElse) {
   auto node_to_b = BuildIpv4({.saddr = "192.168.0.1", .daddr = kB.ip, .ttl = 64});
   ExpectDelivered(node_to_b, FromHost(node_to_b), kB);
   EXPECT_EQ(Counters(kB).rx_packets, 1u);
@@ -252,14 +274,14 @@ TEST_F(DatapathTest, FromHostDeliversToEndpointsAndPassesEverythingElse) {
   EXPECT_TRUE(flows->empty());
 }
 
-TEST_F(DatapathTest, FromHostDropsPodCidrDestinationsWithoutEndpoint) {
+TEST_P(DatapathTest, FromHostDropsPodCidrDestinationsWithoutEndpoint) {
   auto pkt = BuildIpv4({.saddr = "192.168.0.1", .daddr = "10.244.1.200"});
   auto r = FromHost(pkt);
   EXPECT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_SHOT));
   EXPECT_EQ(Drops(SARENA_DROP_NO_ENDPOINT), 1u);
 }
 
-TEST_F(DatapathTest, TtlOneAndZeroAreDroppedAndCounted) {
+TEST_P(DatapathTest, TtlOneAndZeroAreDroppedAndCounted) {
   for (uint8_t ttl : {1, 0}) {
     SCOPED_TRACE(int{ttl});
     Ipv4Spec s = AtoB();
@@ -280,14 +302,14 @@ TEST_F(DatapathTest, TtlOneAndZeroAreDroppedAndCounted) {
   ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
 }
 
-TEST_F(DatapathTest, TtlOneToTheHostPathIsLeftToTheKernel) {
+TEST_P(DatapathTest, TtlOneToTheHostPathIsLeftToTheKernel) {
   // The host path does not route, so it does not decrement: the kernel forwards (and sends the
   // ICMP time-exceeded) if it must.
   auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = "8.8.8.8", .ttl = 1});
   ExpectToHost(pkt, FromContainer(pkt, kA));
 }
 
-TEST_F(DatapathTest, TruncatedFramesAreNeverDelivered) {
+TEST_P(DatapathTest, TruncatedFramesAreNeverDelivered) {
   // Linux 6.18's BPF_PROG_TEST_RUN itself refuses IPv4-EtherType frames shorter than
   // Ethernet + 20 bytes (EINVAL), so below 34 bytes either the kernel refuses the run or the
   // program must drop; from 34 bytes on the program must drop.
@@ -315,7 +337,7 @@ TEST_F(DatapathTest, TruncatedFramesAreNeverDelivered) {
   EXPECT_FALSE(TestRun(objs_->prog_fd(Program::kFromContainer), runt).ok());
 }
 
-TEST_F(DatapathTest, TruncationIsCountedWithTheRightReason) {
+TEST_P(DatapathTest, TruncationIsCountedWithTheRightReason) {
   auto full = BuildIpv4(AtoB());
   auto with_options = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip, .ihl = 15});
   uint64_t before = Drops(SARENA_DROP_TRUNCATED);
@@ -342,7 +364,7 @@ TEST_F(DatapathTest, TruncationIsCountedWithTheRightReason) {
   EXPECT_EQ(Drops(SARENA_DROP_BAD_IP_HEADER), 0u);
 }
 
-TEST_F(DatapathTest, EthernetPaddingAfterTheDatagramIsAccepted) {
+TEST_P(DatapathTest, EthernetPaddingAfterTheDatagramIsAccepted) {
   // Minimum-size Ethernet frames carry padding after a short datagram: tot_len < frame.
   Ipv4Spec s{.saddr = kA.ip, .daddr = kB.ip, .proto = testing::kIpprotoUdp, .payload = 0};
   auto pkt = BuildIpv4(s);  // 14 + 20 + 8 = 42 bytes
@@ -350,7 +372,7 @@ TEST_F(DatapathTest, EthernetPaddingAfterTheDatagramIsAccepted) {
   ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
 }
 
-TEST_F(DatapathTest, BadIpHeadersAreDropped) {
+TEST_P(DatapathTest, BadIpHeadersAreDropped) {
   auto base = BuildIpv4(AtoB());
   const size_t ip = testing::kEthHlen;
   auto fix_csum = [&](std::vector<uint8_t>& p) {
@@ -379,7 +401,7 @@ TEST_F(DatapathTest, BadIpHeadersAreDropped) {
   EXPECT_EQ(Counters(kB).rx_packets, 0u);
 }
 
-TEST_F(DatapathTest, IpOptionsAreDeliveredWithCorrectChecksum) {
+TEST_P(DatapathTest, IpOptionsAreDeliveredWithCorrectChecksum) {
   for (int ihl = 6; ihl <= 15; ++ihl) {
     SCOPED_TRACE(ihl);
     Ipv4Spec s = AtoB();
@@ -390,7 +412,7 @@ TEST_F(DatapathTest, IpOptionsAreDeliveredWithCorrectChecksum) {
   }
 }
 
-TEST_F(DatapathTest, PortsAreReadAfterIpOptions) {
+TEST_P(DatapathTest, PortsAreReadAfterIpOptions) {
   for (int ihl = 5; ihl <= 15; ++ihl) {
     SCOPED_TRACE(ihl);
     // A opens A:40000 -> ClusterIP:80 (SYN): the host flow key has the port after the options.
@@ -412,7 +434,7 @@ TEST_F(DatapathTest, PortsAreReadAfterIpOptions) {
   }
 }
 
-TEST_F(DatapathTest, HostFlowRepliesAreNotShortCircuited) {
+TEST_P(DatapathTest, HostFlowRepliesAreNotShortCircuited) {
   // A opens A:40000 -> ClusterIP 10.96.0.10:80; kube-proxy DNATs it to C:8080 in the host.
   auto syn = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80,
                         .tcp_flags = 0x02});
@@ -437,7 +459,7 @@ TEST_F(DatapathTest, HostFlowRepliesAreNotShortCircuited) {
   ExpectDelivered(reply, FromContainer(reply, kC), kA);
 }
 
-TEST_F(DatapathTest, OnlyFlowsThePodOpensAreRecorded) {
+TEST_P(DatapathTest, OnlyFlowsThePodOpensAreRecorded) {
   // B answers a kubelet probe from the node (B accepted the connection): SYN-ACK and data
   // segments from B:8080 must not make pod -> B:8080 traffic take the host path.
   for (uint8_t flags : {uint8_t{0x12}, uint8_t{0x10}, uint8_t{0x18}, uint8_t{0x11}, uint8_t{0x04}}) {
@@ -462,7 +484,7 @@ TEST_F(DatapathTest, OnlyFlowsThePodOpensAreRecorded) {
   EXPECT_FALSE(HasFlow(Flow(kA.ip, 41001, testing::kIpprotoTcp)));
 }
 
-TEST_F(DatapathTest, ADirectSynFromTheSamePortForgetsTheHostFlow) {
+TEST_P(DatapathTest, ADirectSynFromTheSamePortForgetsTheHostFlow) {
   // A:40000 -> ClusterIP (DNAT'ed to C:8080 in the host), closed; then the kernel reuses
   // A:40000 for a direct connection to C:8080. C's replies to it must be delivered directly:
   // through the host they would meet the old connection's conntrack entry and be un-DNAT'ed.
@@ -491,7 +513,7 @@ TEST_F(DatapathTest, ADirectSynFromTheSamePortForgetsTheHostFlow) {
   EXPECT_FALSE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
 }
 
-TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
+TEST_P(DatapathTest, NonFirstFragmentsUseZeroPorts) {
   // A non-first fragment has no L4 header: its flow key has port 0.
   ASSERT_TRUE(maps().host_flows.Update(Flow(kA.ip, 0, testing::kIpprotoUdp), 1).ok());
   ASSERT_TRUE(maps().MarkFlowOpener(kA.id).ok());  // as the datapath does when it records one
@@ -504,7 +526,7 @@ TEST_F(DatapathTest, NonFirstFragmentsUseZeroPorts) {
   ExpectDelivered(pkt, FromContainer(pkt, kC), kA);
 }
 
-TEST_F(DatapathTest, SpoofedSourcesAreDropped) {
+TEST_P(DatapathTest, SpoofedSourcesAreDropped) {
   // B's address sent from A's veth.
   auto pkt = BuildIpv4({.saddr = kB.ip, .daddr = kC.ip});
   EXPECT_EQ(FromContainer(pkt, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
@@ -517,7 +539,7 @@ TEST_F(DatapathTest, SpoofedSourcesAreDropped) {
   EXPECT_EQ(Counters(kB).tx_packets, 0u);
 }
 
-TEST_F(DatapathTest, NonIpv4EtherTypesPassUntouched) {
+TEST_P(DatapathTest, NonIpv4EtherTypesPassUntouched) {
   auto ipv4_to_b = BuildIpv4(AtoB());
   std::vector<std::vector<uint8_t>> frames;
   auto v6 = ipv4_to_b;  // IPv6 EtherType
@@ -548,7 +570,7 @@ TEST_F(DatapathTest, NonIpv4EtherTypesPassUntouched) {
   EXPECT_EQ(Counters(kB).rx_packets, 0u);
 }
 
-TEST_F(DatapathTest, ArpForTheGatewayIsAnswered) {
+TEST_P(DatapathTest, ArpForTheGatewayIsAnswered) {
   auto req = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kNodeIp});
   auto r = FromContainer(req, kA);
   ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
@@ -578,7 +600,7 @@ TEST_F(DatapathTest, ArpForTheGatewayIsAnswered) {
   EXPECT_EQ(MacAt(rb.data_out, 0), kB.pod_mac);
 }
 
-TEST_F(DatapathTest, ArpIsNotAnsweredForOthersOrFromTheWrongDevice) {
+TEST_P(DatapathTest, ArpIsNotAnsweredForOthersOrFromTheWrongDevice) {
   // A's request arriving on B's veth.
   auto req = BuildArp({.eth_src = kA.pod_mac, .sha = kA.pod_mac, .spa = kA.ip, .tpa = kNodeIp});
   ExpectPassedUntouched(req, FromContainer(req, kB));
@@ -595,6 +617,97 @@ TEST_F(DatapathTest, ArpIsNotAnsweredForOthersOrFromTheWrongDevice) {
   // from_host never answers ARP.
   ExpectPassedUntouched(req, FromHost(req));
 }
+
+// ---- The fast paths: endpoint slots and host-flow openers. ----
+
+TEST_P(DatapathTest, SlotsMirrorTheEndpointsOnlyWhenPut) {
+  const datapath::EndpointSlot a = Slot(kA);
+  if (GetParam() == EndpointWrite::kPut) {
+    EXPECT_EQ(a.addr_be, net::ToBe32(Ip(kA.ip)));
+    EXPECT_EQ(a.ep.ifindex, kA.ifindex);
+    EXPECT_EQ(a.ep.endpoint_id, kA.id);
+  } else {
+    EXPECT_EQ(a.addr_be, 0u) << "raw hash writes leave the slot empty: the hash path is tested";
+  }
+}
+
+// A slot holding another address (same low 16 bits, e.g. an endpoint outside a /16 pod CIDR)
+// is not this address's: the lookup goes on to the hash, for the source and the destination.
+TEST_P(DatapathTest, ASlotOfAnotherAddressFallsBackToTheHash) {
+  datapath::EndpointSlot other = {};
+  other.addr_be = net::ToBe32(Ip("10.99.1.11"));  // B's low 16 bits (0x010b), not B
+  other.ep = MakeEndpoint(4242, {0x0a, 0, 0, 0, 0, 0x42}, {0x02, 0, 0, 0, 0, 0x42}, 42);
+  ASSERT_TRUE(
+      maps().endpoints.slots()->Update(datapath::EndpointSlotIndex(Ip(kB.ip)), other).ok());
+  ASSERT_TRUE(maps().endpoints.Update(MakeEndpointKey(Ip(kB.ip)),
+                                      MakeEndpoint(kB.ifindex, kB.pod_mac, kB.host_mac, kB.id))
+                  .ok());
+  auto to_b = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip});
+  ExpectDelivered(to_b, FromContainer(to_b, kA), kB);
+  ExpectDelivered(to_b, FromHost(to_b), kB);
+  auto from_b = BuildIpv4({.saddr = kB.ip, .daddr = kC.ip});
+  ExpectDelivered(from_b, FromContainer(from_b, kB), kC);
+  EXPECT_EQ(Counters(kB).tx_packets, 1u);
+  // For its own address the slot is trusted without the hash (the fast path: EndpointMap writes
+  // a slot only as the copy of a hash entry, so here it stands for an entry of 10.99.1.11).
+  auto to_other = BuildIpv4({.saddr = kA.ip, .daddr = "10.99.1.11"});
+  auto r = FromContainer(to_other, kA);
+  ASSERT_EQ(r.retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
+  EXPECT_EQ(MacAt(r.data_out, 0), (net::Mac{0x0a, 0, 0, 0, 0, 0x42}));
+}
+
+// The flags travel with the copy: a traced endpoint (Replace, as `sarena monitor --type trace`
+// marks it; it writes the slot when empty too) is still delivered and counted on the slot path.
+TEST_P(DatapathTest, ReplacedFlagsReachTheSlot) {
+  ASSERT_TRUE(maps().endpoints
+                  .Replace(MakeEndpointKey(Ip(kB.ip)),
+                           MakeEndpoint(kB.ifindex, kB.pod_mac, kB.host_mac, kB.id,
+                                        SARENA_EP_F_TRACE))
+                  .ok());
+  EXPECT_EQ(Slot(kB).ep.flags, SARENA_EP_F_TRACE);
+  auto pkt = BuildIpv4({.saddr = kA.ip, .daddr = kB.ip});
+  ExpectDelivered(pkt, FromContainer(pkt, kA), kB);
+  EXPECT_EQ(Counters(kB).rx_packets, 1u);
+}
+
+// Host-flow openers: a pod is marked when from_container records its first host flow, and the
+// LRU is consulted between local pods only for marked pods.
+TEST_P(DatapathTest, RecordingAHostFlowMarksTheOpener) {
+  EXPECT_FALSE(IsFlowOpener(kA));
+  auto pod_to_pod = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080,
+                               .tcp_flags = 0x02});
+  ExpectDelivered(pod_to_pod, FromContainer(pod_to_pod, kA), kC);
+  EXPECT_FALSE(IsFlowOpener(kA)) << "direct pod-to-pod traffic opens no host flow";
+  auto svc_syn = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40001, .dport = 80,
+                            .tcp_flags = 0x02});
+  ExpectToHost(svc_syn, FromContainer(svc_syn, kA));
+  EXPECT_TRUE(IsFlowOpener(kA));
+  EXPECT_FALSE(IsFlowOpener(kC));
+}
+
+TEST_P(DatapathTest, RecordsOfAnUnmarkedPodAreNotConsultedBetweenLocalPods) {
+  // A record the datapath did not write (A never opened a host flow; e.g. a reused address whose
+  // new endpoint has not): ignored between local pods, both by the reply check and the SYN step.
+  const FlowKey key = Flow(kA.ip, 40000, testing::kIpprotoTcp);
+  ASSERT_TRUE(maps().host_flows.Update(key, 1).ok());
+  auto reply = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .sport = 8080, .dport = 40000});
+  ExpectDelivered(reply, FromContainer(reply, kC), kA);
+  auto direct_syn = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080,
+                               .tcp_flags = 0x02});
+  ExpectDelivered(direct_syn, FromContainer(direct_syn, kA), kC);
+  EXPECT_TRUE(HasFlow(key)) << "nothing to forget for an unmarked pod";
+  // Marked (as the datapath or an upgrade does), the same record is honoured again.
+  ASSERT_TRUE(maps().MarkFlowOpener(kA.id).ok());
+  ExpectToHost(reply, FromContainer(reply, kC));
+  ExpectDelivered(direct_syn, FromContainer(direct_syn, kA), kC);
+  EXPECT_FALSE(HasFlow(key));
+}
+
+INSTANTIATE_TEST_SUITE_P(EndpointLookup, DatapathTest,
+                         ::testing::Values(EndpointWrite::kHashOnly, EndpointWrite::kPut),
+                         [](const ::testing::TestParamInfo<EndpointWrite>& info) {
+                           return info.param == EndpointWrite::kPut ? "Slots" : "HashOnly";
+                         });
 
 }  // namespace
 }  // namespace sarena::bpf
