@@ -23,6 +23,7 @@
 #include "libsarena/base/log.h"
 #include "libsarena/daemon/cluster_node.h"
 #include "libsarena/daemon/endpoint_manager.h"
+#include "libsarena/daemon/instance_lock.h"
 #include "libsarena/daemon/metrics_node.h"
 #include "libsarena/daemon/metrics_server.h"
 #include "libsarena/daemon/server.h"
@@ -239,6 +240,10 @@ int main(int argc, char** argv) {
   o.mtu = absl::GetFlag(FLAGS_mtu) ? absl::GetFlag(FLAGS_mtu) : 1500;
   o.redirect_peer = absl::GetFlag(FLAGS_redirect_peer);
   o.ip_forward = absl::GetFlag(FLAGS_ip_forward);
+
+  // One sarenad per network namespace, checked before anything on the node is touched.
+  auto instance = sarena::daemon::NetnsInstanceLock::Acquire();
+  if (!instance.ok()) return Fail(instance.status());
 
   std::unique_ptr<sarena::daemon::EndpointManager> manager;
   sarena::daemon::Handler handler;
