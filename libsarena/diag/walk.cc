@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -118,7 +119,7 @@ struct TcpFlight {
   uint32_t peer_syn = 0;
   std::string peer_clamps;
   std::shared_ptr<SizeCheckNode> request;  // the request's checks, decided when the reply arrives
-  std::string why;      // how the reply's segment size was negotiated
+  uint32_t segment = 0;  // the reply's negotiated segment size (bytes), for its messages
 };
 
 // The packet in flight.
@@ -290,16 +291,20 @@ class Walker {
                           bool originated);
 
   // ---- packet size / TCP MSS ----
-  // Checks the packet in flight against `check` at hop `v`: at once, or (the request of a TCP
-  // query without --size) kept in f.tcp.pending until the segment size is known. False when
-  // the packet is dropped here (the hop's action is set).
-  bool CheckSize(Vertex v, Flight& f, SizeCheck check);
-  // The check of a device's MTU (WARNING: PMTU discovery; FATAL for a --size packet).
-  SizeCheck DeviceMtuCheck(Vertex v, const Interface& dev);
+  // Checks the packet in flight against `limit` / `settle` (SizeCheck) at hop `v`: at once, or
+  // (the request of a TCP query without --size) kept in f.tcp.pending until the segment size is
+  // known. `make_flag` builds the SizeCheck::flag, only when it may be needed. False when the
+  // packet is dropped here (the hop's action is set).
+  bool CheckSize(Vertex v, Flight& f, uint32_t limit, uint32_t settle,
+                 absl::FunctionRef<SizeFlag()> make_flag);
+  // The flag of a device's MTU check (WARNING: PMTU discovery; FATAL for a --size packet).
+  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev);
+  // How the reply's segments of `f` got their size (SegmentWhy).
+  std::string ReplyWhy(const Flight& f) const;
   // Decides the chain ending at `leaf` for client segments of `size` bytes (`why`: how it was
-  // negotiated).
+  // negotiated, built when a check fails).
   void ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t size,
-                     const std::string& why);
+                     absl::FunctionRef<std::string()> why);
   // The request's checks of `f` (a reply reaching the client, or a request served outside the
   // snapshot), for the server `server` whose MSS reached the client as `rcvd` (0: unknown).
   void ResolveRequest(const std::shared_ptr<SizeCheckNode>& leaf, const TcpEnd* server,
@@ -441,45 +446,49 @@ std::string Walker::Who(const Where& w) const {
   return w.in_pod() ? absl::StrCat("pod ", w.pod->Key()) : absl::StrCat("node ", w.node_name);
 }
 
-bool Walker::CheckSize(Vertex v, Flight& f, SizeCheck check) {
-  if (check.limit == 0) return true;
+bool Walker::CheckSize(Vertex v, Flight& f, uint32_t limit, uint32_t settle,
+                       absl::FunctionRef<SizeFlag()> make_flag) {
+  if (limit == 0) return true;
   if (f.tcp.active && !f.reply) {
     auto n = std::make_shared<SizeCheckNode>();
-    n->check = std::move(check);
+    n->check = SizeCheck{limit, settle, make_flag()};
     n->prev = f.tcp.pending;
     n->client = f.tcp.pending ? f.tcp.pending->client : std::make_shared<TcpEnd>(f.tcp.self);
     f.tcp.pending = n;
     size_checks_.push_back(std::move(n));
     return true;
   }
-  if (f.size == 0 || f.size <= check.limit) return true;
+  if (f.size == 0 || f.size <= limit) return true;
   bool forced = query_.size != 0 && !f.reply;  // --size sets the request's packets only
-  if (check.flag && check.flag(f.size, forced, f.tcp.active ? f.tcp.why : std::string()) &&
-      forced) {
+  SizeFlag flag = make_flag();
+  if (flag && flag(f.size, forced, f.tcp.active ? ReplyWhy(f) : std::string()) && forced) {
     graph_.hop(v).action = HopAction::kDrop;
     return false;
   }
-  if (check.settle) f.size = check.settle;
+  if (settle) f.size = settle;
   return true;
 }
 
-SizeCheck Walker::DeviceMtuCheck(Vertex v, const Interface& dev) {
-  SizeCheck c;
-  c.limit = dev.mtu;
-  c.settle = dev.mtu;
-  c.flag = [this, v, name = dev.name, mtu = dev.mtu](uint32_t size, bool forced,
-                                                     const std::string& tcp) {
+std::string Walker::ReplyWhy(const Flight& f) const {
+  TcpEnd server = f.tcp.self;
+  if (server.who.empty()) server.who = "the server";
+  return SegmentWhy(server, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.tcp.segment);
+}
+
+SizeFlag Walker::DeviceMtuFlag(Vertex v, const Interface& dev) {
+  return [this, v, name = dev.name, mtu = dev.mtu](uint32_t size, bool forced,
+                                                   const std::string& tcp) {
     Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
             absl::StrCat(SizeText(size, tcp), " exceed the MTU ", mtu, " of ", name,
                          forced ? ": dropped (DF set)"
                                 : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
     return true;
   };
-  return c;
 }
 
 void Walker::ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t size,
-                           const std::string& why) {
+                           absl::FunctionRef<std::string()> why) {
+  std::optional<std::string> text;
   std::vector<SizeCheckNode*> chain;
   for (SizeCheckNode* n = leaf.get(); n; n = n->prev.get()) chain.push_back(n);
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -488,7 +497,8 @@ void Walker::ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t 
     if (size == 0 || size <= n.check.limit) continue;
     if (n.check.flag && !n.flagged) {
       n.flagged = true;
-      n.check.flag(size, false, why);
+      if (!text) text = why();
+      n.check.flag(size, false, *text);
     }
     if (n.check.settle) size = std::min(size, n.check.settle);
   }
@@ -500,7 +510,7 @@ void Walker::ResolveRequest(const std::shared_ptr<SizeCheckNode>& leaf, const Tc
   const TcpEnd& client = *leaf->client;
   uint32_t size = client.pmtu;
   if (server && rcvd && (size == 0 || rcvd + kTcpIpHeaders < size)) size = rcvd + kTcpIpHeaders;
-  ResolveChecks(leaf, size, SegmentWhy(client, server, rcvd, clamps, size));
+  ResolveChecks(leaf, size, [&] { return SegmentWhy(client, server, rcvd, clamps, size); });
 }
 
 void Walker::Finish() {
@@ -1115,13 +1125,9 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   // RECEIVING device's MTU + Ethernet header + VLAN_HLEN, silently (no ICMP, no PMTU signal).
   uint32_t overhead = f.outer ? (f.encap_kind == "vxlan" ? kVxlanOverhead : kIpipOverhead) : 0;
   if (pif.mtu > 0 && pif.mtu + 4 > overhead) {
-    std::string oname = oif.name, pname = pif.name;
-    uint32_t omtu = oif.mtu, pmtu = pif.mtu;
-    SizeCheck c;
-    c.limit = pif.mtu + 4 - overhead;
-    c.settle = f.outer ? 0 : pif.mtu;
-    c.flag = [this, v, overhead, oname, pname, omtu, pmtu](uint32_t size, bool forced,
-                                                          const std::string& tcp) {
+    auto make = [&]() -> SizeFlag {
+      return [this, v, overhead, oname = oif.name, pname = pif.name, omtu = oif.mtu,
+              pmtu = pif.mtu](uint32_t size, bool forced, const std::string& tcp) {
       std::string what = overhead ? absl::StrCat(size + overhead, "-byte packets (",
                                                  SizeText(size, tcp), " encapsulated)")
                                   : SizeText(size, tcp);
@@ -1130,9 +1136,10 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
                            " at the other end of the veth has MTU ", pmtu,
                            ": the veth drops them silently (is_skb_forwardable; no "
                            "fragmentation-needed reaches the sender)"));
-      return true;
+        return true;
+      };
     };
-    if (!CheckSize(v, f, std::move(c))) return false;
+    if (!CheckSize(v, f, pif.mtu + 4 - overhead, f.outer ? 0 : pif.mtu, make)) return false;
   }
   return true;
 }
@@ -1244,7 +1251,7 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
     f.tcp.self_known = true;
     f.tcp.syn = f.tcp.self.mss;
     if (f.tcp.self.pmtu && f.tcp.self.pmtu < f.size) f.size = f.tcp.self.pmtu;
-    f.tcp.why = SegmentWhy(f.tcp.self, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.size);
+    f.tcp.segment = f.size;
   } else if (!f.tcp.active && f.size == 0 && !f.reply && query_.size == 0 &&
              f.pkt.proto == model::kProtoTcp) {
     // A TCP client: its SYN's MSS; the size of its segments waits for the server's MSS.
@@ -1769,10 +1776,8 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
     if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
   }
   if (oif->mtu > 0) {
-    SizeCheck c;
-    c.limit = oif->mtu;
-    c.settle = oif->mtu;  // what PMTU discovery settles on
-    c.flag = [this, v, reply = f.reply, name = oif->name, mtu = oif->mtu](
+    auto make = [&]() -> SizeFlag {
+      return [this, v, reply = f.reply, name = oif->name, mtu = oif->mtu](
                  uint32_t size, bool forced, const std::string& tcp) {
       std::string what =
           tcp.empty() ? absl::StrCat(size, "-byte packets (", reply ? "the server's" : "the sender's",
@@ -1782,9 +1787,11 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
               absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
                            forced ? ": dropped (DF set)"
                                   : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-      return true;
+        return true;
+      };
     };
-    if (!CheckSize(v, f, std::move(c))) return;
+    // After a mismatch: what PMTU discovery settles on.
+    if (!CheckSize(v, f, oif->mtu, oif->mtu, make)) return;
   }
   Dispatch(w, v, *oif, route, std::move(f), std::move(br));
 }
@@ -1909,7 +1916,7 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
     if (tun.tunnel) outer_src = tun.tunnel->local;
     label = absl::StrCat("ipip ", tun.name);
   }
-  CheckSize(v, f, SizeCheck{tun.mtu, tun.mtu, nullptr});  // PMTU discovery against the tunnel MTU
+  CheckSize(v, f, tun.mtu, tun.mtu, [] { return SizeFlag(); });  // PMTU discovery vs the tunnel
   if (kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
   bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
   SendOuter(w, v, tun, kind, overhead, outer, outer_src, outer_fragments, std::move(f),
@@ -1966,9 +1973,8 @@ void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std
     outer = nf.accepted.front().packet;
   }
   if (under->mtu > overhead) {
-    SizeCheck c;
-    c.limit = under->mtu - overhead;
-    c.flag = [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
+    auto make = [&]() -> SizeFlag {
+      return [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
               uname = under->name, umtu = under->mtu](uint32_t size, bool forced,
                                                       const std::string& tcp) {
       std::string what =
@@ -1994,9 +2000,10 @@ void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std
                            ": full-size packets are dropped after encapsulation (no PMTU signal "
                            "reaches the sender); ",
                            tname, " MTU should be <= ", umtu - overhead));
-      return true;
+        return true;
+      };
     };
-    if (!CheckSize(v, f, std::move(c))) return;
+    if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return;
   }
   CheckNeighbor(w, v, *under, r.gateway);
   outer.ttl = 64;
@@ -2022,7 +2029,10 @@ void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
                                       ": ", a.label, " cannot send"));
     return;
   }
-  if (a.check_device_mtu && tun->mtu && !CheckSize(v, f, DeviceMtuCheck(v, *tun))) return;
+  if (a.check_device_mtu && !CheckSize(v, f, tun->mtu, tun->mtu,
+                                       [&] { return DeviceMtuFlag(v, *tun); })) {
+    return;
+  }
   const PluginAction::TunnelKey& key = *a.tunnel_key;
   Packet outer;
   outer.dst = key.remote;
@@ -2052,7 +2062,7 @@ void Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
   }
   // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
   // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
-  if (oif->mtu && !CheckSize(v, f, DeviceMtuCheck(v, *oif))) return;
+  if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(v, *oif); })) return;
   f.peer_expectation = a.peer_expectation;
   net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
   CheckNeighbor(w, v, *oif, a.nexthop);
@@ -2510,9 +2520,8 @@ void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
     rf.tcp.request = f.tcp.pending;
     rf.size = f.tcp.syn ? f.tcp.syn + kTcpIpHeaders : client_size_;
     // Until the server's route is known (OriginateRouted): its own path MTU unknown.
-    TcpEnd server;
-    server.who = Who(w);
-    rf.tcp.why = SegmentWhy(server, &rf.tcp.peer, rf.tcp.peer_syn, rf.tcp.peer_clamps, rf.size);
+    rf.tcp.self.who = Who(w);
+    rf.tcp.segment = rf.size;
   } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
     rf.size = client_size_;
   }
