@@ -5,6 +5,7 @@
 #ifndef LIBSARENA_DATAPATH_MAPS_H_
 #define LIBSARENA_DATAPATH_MAPS_H_
 
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -69,20 +70,37 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
     if (!st.ok()) return st;
     return true;
   }
-  /// Copies every IPv4 (cluster 0) entry of the hash to its slot (where the slot is free or
-  /// already this address's), e.g. after an upgrade created the slot map next to a populated
-  /// hash. Returns the number of slots written. Errors: map errors.
-  absl::StatusOr<int> SyncSlots() const {
+  /// Makes the slots exactly the copies the verbs above would have written from the current hash:
+  /// every IPv4 (cluster 0) entry in its slot (a slot already holding a still-present address
+  /// keeps it), every other slot empty. For a start over pins another writer may have changed
+  /// (an upgrade that created the slot map, a downgrade that left it stale). Returns the number
+  /// of slots rewritten. Errors: map errors.
+  absl::StatusOr<int> ReconcileSlots() const {
     if (!slots_) return 0;
     SARENA_ASSIGN_OR_RETURN(auto entries, LookupBatch());
-    int written = 0;
+    SARENA_ASSIGN_OR_RETURN(auto current, slots_->LookupBatch());
+    std::vector<EndpointSlot> want(SARENA_ENDPOINT_SLOTS);  // zero = empty
+    std::vector<EndpointSlot> have(SARENA_ENDPOINT_SLOTS);
+    for (const auto& [idx, cur] : current) {
+      if (idx < SARENA_ENDPOINT_SLOTS) have[idx] = cur;
+    }
     for (const auto& [key, ep] : entries) {
       std::optional<net::Ipv4> ip = EndpointKeyIpv4(key);
       if (!ip || key.cluster_id != 0) continue;
-      SARENA_RETURN_IF_ERROR(PutSlot(*ip, ep));
-      ++written;
+      const uint32_t idx = EndpointSlotIndex(*ip);
+      const uint32_t be = net::ToBe32(*ip);
+      // First address wins a shared slot, except that the current holder keeps it.
+      if (want[idx].addr_be != 0 && have[idx].addr_be != be) continue;
+      want[idx].addr_be = be;
+      want[idx].ep = ep;
     }
-    return written;
+    int rewritten = 0;
+    for (uint32_t idx = 0; idx < SARENA_ENDPOINT_SLOTS; ++idx) {
+      if (std::memcmp(&want[idx], &have[idx], sizeof(EndpointSlot)) == 0) continue;
+      SARENA_RETURN_IF_ERROR(slots_->Update(idx, want[idx]));
+      ++rewritten;
+    }
+    return rewritten;
   }
   /// The IPv4 addresses that have an entry (entries of other families are skipped).
   absl::StatusOr<std::vector<net::Ipv4>> Addresses() const {

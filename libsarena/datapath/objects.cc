@@ -3,7 +3,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <optional>
@@ -189,6 +188,19 @@ absl::Status Maps::MarkFlowOpener(uint32_t endpoint_id) const {
   return flow_openers->Update(endpoint_id, 1);
 }
 
+absl::Status Maps::MarkRecordedFlowOpeners() const {
+  if (!flow_openers) return absl::OkStatus();
+  SARENA_ASSIGN_OR_RETURN(auto flows, host_flows.LookupBatch());
+  for (const auto& [key, first_seen] : flows) {
+    (void)first_seen;
+    absl::StatusOr<Endpoint> ep = endpoints.Get(net::FromBe32(key.addr_be));
+    if (absl::IsNotFound(ep.status())) continue;  // its pod is gone: nothing to mark
+    if (!ep.ok()) return ep.status();
+    SARENA_RETURN_IF_ERROR(MarkFlowOpener(ep->endpoint_id));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<DropCounter>> Maps::ReadDrops() const {
   std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
   for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
@@ -231,11 +243,6 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->pin_root = options.pin_root;
-  struct stat pin_st;
-  const bool slots_were_pinned =
-      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_ENDPOINT_SLOTS).c_str(), &pin_st) == 0;
-  const bool openers_were_pinned =
-      stat(absl::StrCat(options.pin_root, "/", SARENA_MAP_FLOW_OPENERS).c_str(), &pin_st) == 0;
   SARENA_ASSIGN_OR_RETURN(impl->from_container,
                           OpenAndLoad<struct from_container>(
                               "from_container", impl->pin_root, from_container__open_opts,
@@ -286,19 +293,12 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           TunnelMap(std::move(tunnels)), PeerMap(std::move(peers)),
                           std::move(overlay_config), std::move(node_counters),
                           std::move(flow_openers)});
-  // A pinned endpoint hash from before the slot map existed (an upgraded sarenad): copy its
-  // entries to the new slots so the running pods get the fast path too.
-  if (!slots_were_pinned) {
-    SARENA_RETURN_IF_ERROR(impl->maps->endpoints.SyncSlots().status());
-  }
-  // Likewise a new opener map next to pinned host flows: mark every endpoint, so no recorded
-  // flow's reply skips the host-flow map (pods created from now on are marked by the datapath).
-  if (!openers_were_pinned) {
-    SARENA_ASSIGN_OR_RETURN(auto entries, impl->maps->endpoints.LookupBatch());
-    for (const auto& [key, ep] : entries) {
-      SARENA_RETURN_IF_ERROR(impl->maps->MarkFlowOpener(ep.endpoint_id));
-    }
-  }
+  // The pins may have been written by another sarenad version (an upgrade that created the slot
+  // or opener map next to populated pins, a downgrade that left them stale): rebuild the slots
+  // from the hash, and mark every endpoint that has a recorded host flow as an opener, so the
+  // fast paths never disagree with the hash and no recorded flow's reply skips the LRU.
+  SARENA_RETURN_IF_ERROR(impl->maps->endpoints.ReconcileSlots().status());
+  SARENA_RETURN_IF_ERROR(impl->maps->MarkRecordedFlowOpeners());
   return Objects(std::move(impl));
 }
 

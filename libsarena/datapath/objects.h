@@ -82,6 +82,10 @@ struct Maps {
   /// other than the datapath (tests, an upgrade) calls this. No-op without the map.
   /// kInvalidArgument when >= SARENA_MAX_ENDPOINTS; map errors otherwise.
   absl::Status MarkFlowOpener(uint32_t endpoint_id) const;
+  /// Marks the endpoint of every address that has a record in SARENA_MAP_HOST_FLOWS as an opener
+  /// (records of addresses without an endpoint are skipped). Objects::Load calls it, so pins
+  /// written by a sarenad older than the opener map lose no reply. Errors: map errors.
+  absl::Status MarkRecordedFlowOpeners() const;
   /// Drop counters summed over CPUs; index = enum sarena_drop_reason, size SARENA_DROP_REASON_MAX.
   absl::StatusOr<std::vector<DropCounter>> ReadDrops() const;
 };

@@ -467,6 +467,43 @@ TEST_F(MapTest, LoadFillsNewSlotsFromAPinnedEndpointHash) {
   EXPECT_TRUE(pinned->endpoints.slots().has_value());
 }
 
+// A downgrade and back: pins changed by a sarenad that knew no slots or openers (hash-only
+// writes, a host flow recorded without its mark). The next Load rebuilds every slot from the
+// hash (stale ones emptied or rewritten) and marks the endpoints that have recorded flows.
+TEST_F(MapTest, LoadReconcilesStaleSlotsAndMarksRecordedFlowOpeners) {
+  ::sarena::testing::ScopedBpffs fs;
+  const auto kept = boost::asio::ip::make_address_v4("10.9.3.1");
+  const auto gone = boost::asio::ip::make_address_v4("10.9.3.2");
+  const auto moved = boost::asio::ip::make_address_v4("10.9.3.3");
+  const net::Mac mac{2, 0, 0, 0, 0, 3};
+  {
+    auto objs = Objects::Load({.pin_root = fs.path()});
+    ASSERT_TRUE(objs.ok()) << objs.status();
+    const EndpointMap& m = objs->maps().endpoints;
+    ASSERT_TRUE(m.Put(kept, MakeEndpoint(21, mac, mac, 1)).ok());
+    ASSERT_TRUE(m.Put(gone, MakeEndpoint(22, mac, mac, 2)).ok());
+    ASSERT_TRUE(m.Put(moved, MakeEndpoint(23, mac, mac, 3)).ok());
+    // What an older sarenad does: hash writes only.
+    ASSERT_TRUE(m.Delete(MakeEndpointKey(gone)).ok());
+    ASSERT_TRUE(m.Update(MakeEndpointKey(moved), MakeEndpoint(33, mac, mac, 3)).ok());
+    FlowKey flow = {};
+    flow.addr_be = net::ToBe32(kept);
+    flow.port_be = htons(40000);
+    flow.proto = 6;
+    ASSERT_TRUE(objs->maps().host_flows.Update(flow, 1).ok());
+    EXPECT_EQ(*objs->maps().flow_openers->Lookup(1), 0u);
+  }
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const auto& slots = *objs->maps().endpoints.slots();
+  using ::sarena::datapath::EndpointSlotIndex;
+  EXPECT_EQ(slots.Lookup(EndpointSlotIndex(kept))->ep.ifindex, 21u);
+  EXPECT_EQ(slots.Lookup(EndpointSlotIndex(gone))->addr_be, 0u) << "stale slot emptied";
+  EXPECT_EQ(slots.Lookup(EndpointSlotIndex(moved))->ep.ifindex, 33u) << "stale copy rewritten";
+  EXPECT_EQ(*objs->maps().flow_openers->Lookup(1), 1u) << "kept has a recorded flow";
+  EXPECT_EQ(*objs->maps().flow_openers->Lookup(3), 0u);
+}
+
 TEST_F(MapTest, IncompatiblePinFailsTheLoadWithLibbpfsExplanation) {
   ::sarena::testing::ScopedBpffs fs;
   // A stale sarena_lxc from an older ABI (value 16 bytes instead of 24).

@@ -71,7 +71,8 @@ struct sarena_endpoint {
  * (empty, or taken by another address with the same low bits) sends the lookup on to the hash, so
  * the hash stays the one authority and a slot is only ever a copy of its entry. Written only by
  * sarenad through EndpointMap (libsarena/datapath/maps.h): the slot is written after the hash
- * entry and cleared before it is deleted; a slot already holding another address is left alone.
+ * entry and cleared before it is deleted; a slot already holding another address is left alone;
+ * at every start all slots are rebuilt from the hash (EndpointMap::ReconcileSlots).
  */
 #define SARENA_ENDPOINT_SLOTS 65536u /* a power of 2 */
 struct sarena_endpoint_slot {
@@ -230,8 +231,9 @@ struct sarena_flow_key {
  * so pods that never opened a flow through the host stack cost one array read instead of an LRU
  * lookup. A reused endpoint_id may inherit a stale nonzero entry: that only costs the lookup.
  * Whoever writes SARENA_MAP_HOST_FLOWS other than from_container (tests) sets the opener too.
- * When the map is first created next to a pinned host-flow map (an upgrade), sarenad marks every
- * endpoint of the endpoint map (libsarena/datapath/objects.cc), so no recorded flow is skipped.
+ * At every start sarenad marks the endpoint of every address with a recorded host flow
+ * (libsarena/datapath/objects.cc), so pins from an older sarenad (no opener map, or one it did
+ * not keep) lose no recorded flow.
  */
 
 /* ---- Cluster datapath (multi-node). ---- */
