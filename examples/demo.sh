@@ -69,7 +69,7 @@ if nsenter --net="/var/run/netns/$NS" "$SN_BIN/sarena-diag" collect --out "$SNAP
   "$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "pod:default/ctr-$SN_ID-client" --dst "pod:default/ctr-$SN_ID-web:8080/tcp" | sed 's/^/   /'
   sn_check "sarena-diag says reachable" sn_eq "$("$SN_BIN/sarena-diag" trace --snapshot "$SNAP" --src "pod:default/ctr-$SN_ID-client" --dst "pod:default/ctr-$SN_ID-web:8080/tcp" -o json | jq -r .verdict)" reachable
   echo "   now break it: delete web's endpoint-map entry behind sarenad's back"
-  bpftool map delete pinned "$(sn_bpffs $NODE)/sarena_lxc" key hex $(printf '%02x ' ${WEB//./ }) $(printf '00 %.0s' {1..12}) 01 00 00 00
+  sn_ep_delete $NODE "$WEB"   # its sarena_lxc entry and the slot copy the programs read first
   rm -rf "$SNAP"
   nsenter --net="/var/run/netns/$NS" "$SN_BIN/sarena-diag" collect --out "$SNAP" \
     --socket "$(sn_sock $NODE)" --bpffs "$(sn_bpffs $NODE)" >>"$SN_DIR/collect.log" 2>&1

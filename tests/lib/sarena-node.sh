@@ -249,3 +249,48 @@ sn_del_runtime() {
 
 # sn_check_runtime NODE CID NETNS PREVRESULT: CHECK with the cached prevResult (libcni).
 sn_check_runtime() { sn_cni "$1" CHECK "$2" "$3" eth0 "$(sn_conf11 "$1" "\"prevResult\":$4")"; }
+
+# ---- Endpoint entries as the programs see them (faults injected behind sarenad's back) ----
+# The programs look an IPv4 endpoint up in its slot (sarena_lxc4, an array indexed by the
+# address's low 16 bits, holding {addr_be, struct sarena_endpoint}) and fall back to the hash
+# (sarena_lxc) only when the slot holds another address (bpf/include/sarena/abi.h). A fault
+# "the endpoint's entry is missing / wrong" therefore edits both, as EndpointMap does.
+# sn_ep_key IP: the hash key (struct sarena_endpoint_key: 16-byte address, family 1, cluster 0).
+sn_ep_key() { printf '%02x ' ${1//./ }; printf '00 %.0s' {1..12}; printf '01 00 00 00'; }
+# sn_ep_slot_key IP: the slot index, a u32 in host (little-endian) byte order.
+sn_ep_slot_key() { local o=(${1//./ }); printf '%02x %02x 00 00' "${o[3]}" "${o[2]}"; }
+_sn_hex() { jq -r '.value | map(ltrimstr("0x")) | join(" ")'; }
+# sn_ep_save NODE IP: prints "HASH_VALUE;SLOT_VALUE" (hex bytes) for sn_ep_restore.
+sn_ep_save() {
+  local b; b=$(sn_bpffs "$1")
+  printf '%s;%s\n' "$(bpftool map lookup pinned "$b/sarena_lxc" key hex $(sn_ep_key "$2") -j | _sn_hex)" \
+    "$(bpftool map lookup pinned "$b/sarena_lxc4" key hex $(sn_ep_slot_key "$2") -j | _sn_hex)"
+}
+# _sn_slot_holds SLOT_VALUE IP: the slot's addr_be is IP.
+_sn_slot_holds() { [ "$(cut -d' ' -f1-4 <<<"$1")" = "$(printf '%02x %02x %02x %02x' ${2//./ })" ]; }
+# sn_ep_delete NODE IP: deletes the hash entry and clears the slot if it holds IP.
+sn_ep_delete() {
+  local b saved; b=$(sn_bpffs "$1"); saved=$(sn_ep_save "$1" "$2")
+  bpftool map delete pinned "$b/sarena_lxc" key hex $(sn_ep_key "$2") || return 1
+  if _sn_slot_holds "${saved#*;}" "$2"; then
+    bpftool map update pinned "$b/sarena_lxc4" key hex $(sn_ep_slot_key "$2") value hex $(printf '00 %.0s' {1..28})
+  fi
+}
+# sn_ep_set_pod_mac NODE IP MAC: rewrites the entry's pod MAC (bytes 4..9 of struct
+# sarena_endpoint) in the hash and in the slot copy.
+sn_ep_set_pod_mac() {
+  local b saved v s m; b=$(sn_bpffs "$1"); saved=$(sn_ep_save "$1" "$2")
+  m=(${3//:/ }); v=(${saved%;*}); s=(${saved#*;})
+  v[4]=${m[0]} v[5]=${m[1]} v[6]=${m[2]} v[7]=${m[3]} v[8]=${m[4]} v[9]=${m[5]}
+  bpftool map update pinned "$b/sarena_lxc" key hex $(sn_ep_key "$2") value hex "${v[@]}" || return 1
+  if _sn_slot_holds "${saved#*;}" "$2"; then
+    s[8]=${m[0]} s[9]=${m[1]} s[10]=${m[2]} s[11]=${m[3]} s[12]=${m[4]} s[13]=${m[5]}
+    bpftool map update pinned "$b/sarena_lxc4" key hex $(sn_ep_slot_key "$2") value hex "${s[@]}"
+  fi
+}
+# sn_ep_restore NODE IP SAVED: writes back what sn_ep_save printed.
+sn_ep_restore() {
+  local b; b=$(sn_bpffs "$1")
+  bpftool map update pinned "$b/sarena_lxc" key hex $(sn_ep_key "$2") value hex ${3%;*} || return 1
+  bpftool map update pinned "$b/sarena_lxc4" key hex $(sn_ep_slot_key "$2") value hex ${3#*;}
+}

@@ -447,8 +447,6 @@ fault_expect() {
   fi
 }
 
-ep_key() { printf '%02x ' ${P_IP[$1]//./ }; printf '00 %.0s' {1..12}; printf '01 00 00 00'; }
-
 inject() {
   local type=$1 place=${2:-} ns=${P_NS[${2:-sn1}]:-}
   case $type in
@@ -465,15 +463,12 @@ inject() {
     svc_noep) kube_proxy "$2" noep ;;
     drop) cn_exec "$ns" iptables -I "$3" 1 "$4" "$5" -j DROP ;;
     ep_missing|ep_mac)
-      local pin; pin="$(sn_bpffs sn1)/sarena_lxc"
-      SAVED=$(bpftool map lookup pinned "$pin" key hex $(ep_key "$2") -j |
-        jq -r '.value | map(ltrimstr("0x")) | join(" ")')
+      # The hash entry and the slot copy the programs read first (tests/lib/sarena-node.sh).
+      SAVED=$(sn_ep_save sn1 "${P_IP[$2]}")
       if [ "$type" = ep_missing ]; then
-        bpftool map delete pinned "$pin" key hex $(ep_key "$2")
+        sn_ep_delete sn1 "${P_IP[$2]}"
       else
-        local v=($SAVED)
-        v[4]=02 v[5]=de v[6]=ad v[7]=be v[8]=ef v[9]=01
-        bpftool map update pinned "$pin" key hex $(ep_key "$2") value hex "${v[@]}"
+        sn_ep_set_pod_mac sn1 "${P_IP[$2]}" 02:de:ad:be:ef:01
       fi ;;
   esac
 }
@@ -515,8 +510,7 @@ revert() {
       for p in ${T_NODES[$F_TOPO]} ${T_PODS[$F_TOPO]}; do ip -n "${P_NS[$p]}" route flush cache; done ;;
     svc_noep) kube_proxy "$2" ;;
     drop) cn_exec "$ns" iptables -D "$3" "$4" "$5" -j DROP ;;
-    ep_missing|ep_mac)
-      bpftool map update pinned "$(sn_bpffs sn1)/sarena_lxc" key hex $(ep_key "$2") value hex $SAVED ;;
+    ep_missing|ep_mac) sn_ep_restore sn1 "${P_IP[$2]}" "$SAVED" ;;
   esac
 }
 

@@ -38,11 +38,10 @@ agree() {  # agree NAME WANT_VERDICT WANT_CODE
 
 sn_check "healthy node: diag and kernel agree on reachable" agree healthy reachable ""
 
-KEY="$(printf '%02x ' ${B//./ })$(printf '00 %.0s' {1..12})01 00 00 00"
-saved=$(bpftool map lookup pinned "$(sn_bpffs $NODE)/sarena_lxc" key hex $KEY -j | jq -r '.value | map(ltrimstr("0x")) | join(" ")')
-bpftool map delete pinned "$(sn_bpffs $NODE)/sarena_lxc" key hex $KEY
+saved=$(sn_ep_save $NODE "$B")
+sn_ep_delete $NODE "$B"   # the hash entry and its slot copy (what the programs read)
 sn_check "endpoint-map entry deleted: both unreachable, endpoint_map_missing" agree nomap unreachable endpoint_map_missing
-bpftool map update pinned "$(sn_bpffs $NODE)/sarena_lxc" key hex $KEY value hex $saved
+sn_ep_restore $NODE "$B" "$saved"
 sn_check "entry restored: reachable again" agree restored reachable ""
 
 ip netns exec "$(sn_pod_ns b)" ip link set eth0 down
