@@ -285,6 +285,37 @@ absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
         r.endpoint_id = e.endpoint_id;
         return true;
       }));
+  // The programs read an IPv4 endpoint's slot copy (sarena_lxc4) before the hash: where the slot
+  // holds the address, its copy is what they deliver with, whatever the hash says (a hash entry
+  // edited or deleted behind sarenad's back keeps its old copy in the slot until sarenad's next
+  // start rebuilds the slots).
+  auto from_slot = [&](const std::string& key, EndpointRow* r) -> absl::Status {
+    absl::StatusOr<net::Ipv4> ip = net::ParseIpv4(key, "endpoint ip");
+    if (!ip.ok()) return absl::OkStatus();  // not IPv4: no slot
+    SARENA_ASSIGN_OR_RETURN(std::optional<datapath::Endpoint> slot, maps.endpoints.SlotCopy(*ip));
+    if (!slot) return absl::OkStatus();
+    const std::string pod_mac = net::FormatMac(datapath::ToMac(slot->pod_mac));
+    const std::string host_mac = net::FormatMac(datapath::ToMac(slot->host_mac));
+    if (!r->in_map) {
+      notes->push_back(absl::StrCat("endpoint ", key, " has no entry in the pinned endpoint hash ("
+                                    SARENA_MAP_ENDPOINTS ") but its slot copy in "
+                                    SARENA_MAP_ENDPOINT_SLOTS " still serves it: the programs use "
+                                    "the slot (sarenad rebuilds the slots from the hash when it starts)"));
+    } else if (r->host_ifindex != slot->ifindex || r->pod_mac != pod_mac ||
+               r->host_mac != host_mac || r->endpoint_id != slot->endpoint_id) {
+      notes->push_back(absl::StrCat("endpoint ", key, ": the slot copy in " SARENA_MAP_ENDPOINT_SLOTS
+                                    " differs from its entry in " SARENA_MAP_ENDPOINTS
+                                    "; the programs use the slot's"));
+    }
+    r->ip = key;
+    r->in_map = true;
+    r->host_ifindex = slot->ifindex;
+    r->pod_mac = pod_mac;
+    r->host_mac = host_mac;
+    r->endpoint_id = slot->endpoint_id;
+    return absl::OkStatus();
+  };
+  for (auto& [key, r] : rows) SARENA_RETURN_IF_ERROR(from_slot(key, &r));
   if (!daemon_json.empty()) {
     auto doc = model::JsonDoc::Parse(daemon_json, "sarena endpoint list");
     if (doc.ok()) {
@@ -296,6 +327,11 @@ absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
         if (!e.is_object() || !ip || !ip->is_string()) continue;
         std::string key(ip->str());
         auto it = rows.find(key);
+        if (it == rows.end()) {
+          EndpointRow slot_row;
+          SARENA_RETURN_IF_ERROR(from_slot(key, &slot_row));
+          if (slot_row.in_map) it = rows.emplace(key, std::move(slot_row)).first;
+        }
         if (it == rows.end()) {
           notes->push_back(absl::StrCat("sarenad records endpoint ", key,
                                         " but the pinned endpoint map has no entry for it"));

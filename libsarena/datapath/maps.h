@@ -56,6 +56,16 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
   }
   /// The entry of `ip`. Errors: kNotFound when absent.
   absl::StatusOr<Endpoint> Get(const net::Ipv4& ip) const { return Lookup(MakeEndpointKey(ip)); }
+
+  /// The slot copy of `ip` when its slot holds exactly `ip` (what the programs use before the
+  /// hash, bpf/lib/common.h sarena_lookup_ipv4), else nullopt (also without a slot map). For
+  /// readers that must see what the programs see (sarena-diag collect). Errors: map errors.
+  absl::StatusOr<std::optional<Endpoint>> SlotCopy(const net::Ipv4& ip) const {
+    if (!slots_) return std::optional<Endpoint>();
+    SARENA_ASSIGN_OR_RETURN(EndpointSlot cur, slots_->Lookup(EndpointSlotIndex(ip)));
+    if (cur.addr_be == 0 || cur.addr_be != net::ToBe32(ip)) return std::optional<Endpoint>();
+    return std::optional<Endpoint>(cur.ep);
+  }
   /// Removes the entry of `ip` only when it still points at `owner_ifindex` (0 = whoever owns
   /// it): an endpoint never deletes the entry another endpoint took over. Returns whether an
   /// entry was removed; absent is not an error (CNI DEL is idempotent). Errors: map errors.
