@@ -4,9 +4,9 @@ source to every destination it has, in every output format, written one file per
 
 A refactor of the walk must not change a byte of it (issue 12's acceptance check):
 
-    python3 tests/lib/diag_corpus.py build/tools/sarena-diag/sarena-diag /tmp/corpus-before
+    python3 tests/lib/diag_corpus.py build/tools/sarena-diag /tmp/corpus-before
     ... change the code, rebuild ...
-    python3 tests/lib/diag_corpus.py build/tools/sarena-diag/sarena-diag /tmp/corpus-after
+    python3 tests/lib/diag_corpus.py build/tools/sarena-diag /tmp/corpus-after
     diff -r /tmp/corpus-before /tmp/corpus-after
 
 Sources: node:NAME for each node directory, pod:NS/NAME for each pod of cluster/pods.json.
