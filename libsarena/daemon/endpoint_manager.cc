@@ -98,15 +98,13 @@ absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store) {
         "state in '", ipam_dir, "' and the endpoint records disagree (left untouched; fix or ",
         "remove the files by hand): ", absl::StrJoin(problems, "; ")));
   }
-  for (const auto& [key, ip] : to_claim) {
-    SARENA_RETURN_IF_ERROR(ipam.Claim(key, ip));
-    SARENA_LOG(Warning, "IPAM: allocation of ", ip.to_string(), " for ", key.ToString(),
-               " was missing (endpoint record '", store.PathOf(key), "'); restored");
-  }
+  // The record is the allocation's durable copy (ADD writes no allocation file): adopt it.
+  for (const auto& [key, ip] : to_claim) SARENA_RETURN_IF_ERROR(ipam.Adopt(key, ip));
   for (const IpamAllocation& a : ipam.List()) {
     if (!store.Get(a.key)) {
       SARENA_LOG(Warning, "IPAM: ", a.ip.to_string(), " is allocated to ", a.key.ToString(),
-                 " without an endpoint record (an interrupted ADD); kept until its DEL or GC");
+                 " without an endpoint record (an interrupted ADD of an older sarenad); kept ",
+                 "until its DEL or GC");
     }
   }
   return static_cast<int>(to_claim.size());
@@ -242,7 +240,9 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
   }
 
   SARENA_ASSIGN_OR_RETURN(uint32_t endpoint_id, FreeEndpointId());
-  absl::StatusOr<net::Ipv4> ip = ipam_->Allocate(key);
+  // In memory only: the endpoint record written below carries the address and is the one
+  // durable write of this ADD; until it is on disk nothing has been replied.
+  absl::StatusOr<net::Ipv4> ip = ipam_->Reserve(key);
   if (!ip.ok()) {
     return absl::IsResourceExhausted(ip.status())
                ? cni::WithCniCode(ip.status(), ErrorCode::kIpamExhausted)

@@ -37,16 +37,18 @@ struct DaemonOptions {
 
 /// Cross-checks the IPAM allocations against the endpoint records at start, before anything
 /// touches the kernel (issue: "never a second pod on a live pod's IP"):
-/// - a record whose allocation file is missing is repaired by claiming its address for its key
-///   (Ipam::Claim, durable), logged as a warning naming the record file;
+/// - a record without an allocation file (every ADD since issue 9 item 3: the record is the
+///   allocation's one durable copy; or a file removed by hand) gives its address to its key in
+///   memory (Ipam::Adopt);
 /// - a record whose key holds a different address, whose address is allocated to another key,
 ///   that shares its address, its host veth or its endpoint_id with another record (one DEL would
 ///   take the other pod's veth or counters), or whose address is not allocatable in the
 ///   pod CIDR refuses the start: kDataLoss naming the record file(s) and the allocation file,
 ///   nothing changed (an operator must look);
-/// - an allocation without a record (a crash between allocation and record in ADD) stays: its
-///   network is unknown, so only the runtime's DEL of that attachment releases it (logged).
-/// Returns the number of allocations repaired.
+/// - an allocation file without a record (an older sarenad's crash between allocation and record
+///   in ADD) stays: its network is unknown, so only the runtime's DEL of that attachment
+///   releases it (logged).
+/// Returns the number of addresses adopted from records.
 absl::StatusOr<int> CrossCheckState(Ipam& ipam, const EndpointStore& store);
 
 class EndpointManager {

@@ -161,16 +161,10 @@ absl::StatusOr<net::Ipv4> Ipam::Allocate(const EndpointKey& key) {
   absl::MutexLock lock(&mu_);
   if (auto it = by_key_.find(key); it != by_key_.end()) return net::Ipv4(it->second);
 
-  const uint32_t gw = options_.gateway.to_uint();
-  auto used = by_ip_.lower_bound(first_);
-  uint64_t candidate = first_;
-  while (candidate <= last_) {
-    while (used != by_ip_.end() && used->first < candidate) ++used;
-    if (candidate == gw || (used != by_ip_.end() && used->first == candidate)) {
-      ++candidate;
-      continue;
-    }
-    const uint32_t ip = static_cast<uint32_t>(candidate);
+  for (uint64_t candidate = first_; candidate <= last_;) {
+    const std::optional<uint32_t> free = LowestFree(candidate);
+    if (!free) break;
+    const uint32_t ip = *free;
     absl::Status st = CreateFileExclusive(dir_, FormatIp(ip), FileContent(key));
     if (st.ok()) {
       by_key_[key] = ip;
@@ -182,38 +176,98 @@ absl::StatusOr<net::Ipv4> Ipam::Allocate(const EndpointKey& key) {
     // never overwrite it; skip the address.
     SARENA_LOG(Warning, "IPAM: allocation file for ", FormatIp(ip),
                " exists but was not loaded; skipping that address: ", st.message());
-    ++candidate;
+    candidate = static_cast<uint64_t>(ip) + 1;
   }
   return absl::ResourceExhaustedError(absl::StrCat("pod CIDR ", options_.pod_cidr.to_string(),
                                                    " exhausted (", by_ip_.size(),
                                                    " addresses in use)"));
 }
 
+absl::Status Ipam::CheckClaim(absl::string_view verb, const EndpointKey& key, uint32_t want,
+                              bool* held) const {
+  *held = false;
+  const std::string ip = FormatIp(want);
+  if (!Allocatable(want)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        verb, " ", ip, " for ", key.ToString(), ": not allocatable in pod CIDR ",
+        options_.pod_cidr.to_string(), " (gateway ", options_.gateway.to_string(), ")"));
+  }
+  auto where = [&](uint32_t v, const EndpointKey& owner) {
+    return record_backed_.count(owner)
+               ? absl::StrCat("the endpoint record of ", owner.ToString())
+               : absl::StrCat("'", dir_, "/", FormatIp(v), "'");
+  };
+  if (auto it = by_key_.find(key); it != by_key_.end()) {
+    if (it->second == want) {
+      *held = true;
+      return absl::OkStatus();
+    }
+    return absl::AlreadyExistsError(absl::StrCat(verb, " ", ip, " for ", key.ToString(),
+                                                 ": the key holds ", FormatIp(it->second), " (",
+                                                 where(it->second, key), ")"));
+  }
+  if (auto it = by_ip_.find(want); it != by_ip_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat(verb, " ", ip, " for ", key.ToString(), ": ",
+                                                 where(want, it->second), " allocates it to ",
+                                                 it->second.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Ipam::Claim(const EndpointKey& key, const net::Ipv4& ip) {
   SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
   const uint32_t want = ip.to_uint();
-  if (!Allocatable(want)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "claim ", ip.to_string(), " for ", key.ToString(), ": not allocatable in pod CIDR ",
-        options_.pod_cidr.to_string(), " (gateway ", options_.gateway.to_string(), ")"));
-  }
   absl::MutexLock lock(&mu_);
-  if (auto it = by_key_.find(key); it != by_key_.end()) {
-    if (it->second == want) return absl::OkStatus();
-    return absl::AlreadyExistsError(absl::StrCat("claim ", ip.to_string(), " for ",
-                                                 key.ToString(), ": the key holds ",
-                                                 FormatIp(it->second), " ('", dir_, "/",
-                                                 FormatIp(it->second), "')"));
-  }
-  if (auto it = by_ip_.find(want); it != by_ip_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat("claim ", ip.to_string(), " for ",
-                                                 key.ToString(), ": '", dir_, "/", FormatIp(want),
-                                                 "' allocates it to ", it->second.ToString()));
-  }
+  bool held = false;
+  SARENA_RETURN_IF_ERROR(CheckClaim("claim", key, want, &held));
+  if (held) return absl::OkStatus();
   SARENA_RETURN_IF_ERROR(CreateFileExclusive(dir_, FormatIp(want), FileContent(key)));
   by_key_[key] = want;
   by_ip_[want] = key;
   return absl::OkStatus();
+}
+
+absl::Status Ipam::Adopt(const EndpointKey& key, const net::Ipv4& ip) {
+  SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
+  const uint32_t want = ip.to_uint();
+  absl::MutexLock lock(&mu_);
+  bool held = false;
+  SARENA_RETURN_IF_ERROR(CheckClaim("adopt", key, want, &held));
+  if (held) return absl::OkStatus();
+  by_key_[key] = want;
+  by_ip_[want] = key;
+  record_backed_.insert(key);
+  return absl::OkStatus();
+}
+
+std::optional<uint32_t> Ipam::LowestFree(uint64_t candidate) const {
+  const uint32_t gw = options_.gateway.to_uint();
+  auto used = by_ip_.lower_bound(static_cast<uint32_t>(candidate));
+  while (candidate <= last_) {
+    while (used != by_ip_.end() && used->first < candidate) ++used;
+    if (candidate == gw || (used != by_ip_.end() && used->first == candidate)) {
+      ++candidate;
+      continue;
+    }
+    return static_cast<uint32_t>(candidate);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<net::Ipv4> Ipam::Reserve(const EndpointKey& key) {
+  SARENA_RETURN_IF_ERROR(ValidateEndpointKey(key));
+  absl::MutexLock lock(&mu_);
+  if (auto it = by_key_.find(key); it != by_key_.end()) return net::Ipv4(it->second);
+  const std::optional<uint32_t> ip = LowestFree(first_);
+  if (!ip) {
+    return absl::ResourceExhaustedError(absl::StrCat("pod CIDR ", options_.pod_cidr.to_string(),
+                                                     " exhausted (", by_ip_.size(),
+                                                     " addresses in use)"));
+  }
+  by_key_[key] = *ip;
+  by_ip_[*ip] = key;
+  record_backed_.insert(key);
+  return net::Ipv4(*ip);
 }
 
 absl::StatusOr<std::optional<net::Ipv4>> Ipam::Release(const EndpointKey& key) {
@@ -222,10 +276,12 @@ absl::StatusOr<std::optional<net::Ipv4>> Ipam::Release(const EndpointKey& key) {
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return std::optional<net::Ipv4>();
   const uint32_t ip = it->second;
-  SARENA_ASSIGN_OR_RETURN(bool existed, RemoveFileDurable(dir_, FormatIp(ip)));
-  if (!existed) {
-    SARENA_LOG(Warning, "IPAM: allocation file '", dir_, "/", FormatIp(ip), "' of ", key.ToString(),
-               " was already gone");
+  if (!record_backed_.erase(key)) {
+    SARENA_ASSIGN_OR_RETURN(bool existed, RemoveFileDurable(dir_, FormatIp(ip)));
+    if (!existed) {
+      SARENA_LOG(Warning, "IPAM: allocation file '", dir_, "/", FormatIp(ip), "' of ",
+                 key.ToString(), " was already gone");
+    }
   }
   by_key_.erase(it);
   by_ip_.erase(ip);
@@ -243,7 +299,9 @@ std::vector<IpamAllocation> Ipam::List() const {
   absl::MutexLock lock(&mu_);
   std::vector<IpamAllocation> out;
   out.reserve(by_ip_.size());
-  for (const auto& [ip, key] : by_ip_) out.push_back(IpamAllocation{net::Ipv4(ip), key});
+  for (const auto& [ip, key] : by_ip_) {
+    out.push_back(IpamAllocation{net::Ipv4(ip), key, record_backed_.count(key) == 0});
+  }
   return out;
 }
 

@@ -1,8 +1,19 @@
 // Pod IP address management for one node: allocates IPv4 addresses from the node's pod CIDR and
-// persists every allocation under --state-dir so a daemon restart (or crash) keeps them.
+// keeps every allocation durable under --state-dir so a daemon restart (or crash) keeps them.
 //
-// On-disk layout (modelled on the CNI reference plugin host-local's disk store,
-// plugins/ipam/host-local/backend/disk):
+// Two kinds of allocation, both durable:
+//  - record-backed (Reserve, Adopt): the address lives in memory here and durably in the
+//    endpoint record that carries it (EndpointStore, <state_dir>/endpoints/*.json, field "ip").
+//    This is what ADD uses since issue 9 item 3: one durable write per ADD (the record) instead of
+//    two (an allocation file, then the record). At start the daemon re-adopts every record's
+//    address (CrossCheckState). A crash between Reserve and the record's write loses the
+//    reservation, which is right: the ADD never replied, so no pod holds the address.
+//  - file-backed (Allocate, Claim): one file per address, below. Written by sarenad before
+//    issue 9 item 3 and still read, so a node upgraded in place keeps its allocations; Release
+//    removes the file.
+//
+// On-disk layout of file-backed allocations (modelled on the CNI reference plugin host-local's
+// disk store, plugins/ipam/host-local/backend/disk):
 //   <state_dir>/ipam/<ip>     one file per allocated address, e.g. "10.244.1.2", containing
 //                             "<containerID>\n<ifname>" ("\r\n" as host-local writes it is
 //                             accepted)
@@ -33,11 +44,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/daemon/endpoint_key.h"
@@ -55,10 +68,13 @@ struct IpamOptions {
   net::Ipv4 gateway;
 };
 
-/// One persisted allocation.
+/// One allocation.
 struct IpamAllocation {
   net::Ipv4 ip;
   EndpointKey key;
+  /// true: <dir>/<ip> holds it (Allocate, Claim, or a file written by an older sarenad);
+  /// false: record-backed (Reserve, Adopt) — its endpoint record is its only durable copy.
+  bool in_file = true;
 };
 
 class Ipam {
@@ -86,6 +102,19 @@ class Ipam {
   /// "pod CIDR 10.244.1.0/24 exhausted (253 addresses in use)"; ErrnoStatus on I/O failure.
   absl::StatusOr<net::Ipv4> Allocate(const EndpointKey& key);
 
+  /// Returns the address held by `key`, or reserves the lowest free one in memory only: the
+  /// caller makes it durable by writing the endpoint record that carries it (EndpointStore::Put)
+  /// before anyone relies on it, or returns it with Release. Same order and idempotence as
+  /// Allocate; a record-backed and a file-backed allocation never share an address.
+  /// Errors: kInvalidArgument from ValidateEndpointKey; kResourceExhausted as Allocate.
+  absl::StatusOr<net::Ipv4> Reserve(const EndpointKey& key);
+
+  /// Records in memory that `key` holds `ip` because its endpoint record says so (at start,
+  /// CrossCheckState). Idempotent when `key` already holds `ip` (file- or record-backed).
+  /// Errors: as Claim (kInvalidArgument outside the allocatable range; kAlreadyExists when `key`
+  /// holds another address or `ip` is held by another key, naming both).
+  absl::Status Adopt(const EndpointKey& key, const net::Ipv4& ip);
+
   /// Records that `key` holds exactly `ip` (used at start to repair an endpoint record whose
   /// allocation file is missing, so the live pod's address is never handed out again). Durable
   /// like Allocate. Idempotent when `key` already holds `ip`.
@@ -95,8 +124,9 @@ class Ipam {
   absl::Status Claim(const EndpointKey& key, const net::Ipv4& ip);
 
   /// Releases the address of `key`. Idempotent: returns the released address, or std::nullopt
-  /// when `key` held none (CNI DEL must succeed when things are already gone). The file removal
-  /// is fsynced before this returns. Errors: kInvalidArgument (invalid key); ErrnoStatus on I/O.
+  /// when `key` held none (CNI DEL must succeed when things are already gone). A file-backed
+  /// allocation's file removal is fsynced before this returns; a record-backed one is released
+  /// in memory (its durable copy is the endpoint record, which the caller deletes first). Errors: kInvalidArgument (invalid key); ErrnoStatus on I/O.
   absl::StatusOr<std::optional<net::Ipv4>> Release(const EndpointKey& key);
 
   /// The address allocated to `key`, if any.
@@ -125,6 +155,11 @@ class Ipam {
   Ipam(IpamOptions options, std::string dir, UniqueFd lock_fd);
   absl::Status Load();
   bool Allocatable(uint32_t ip_host_order) const;
+  // Lowest free allocatable address at or after `from` (host byte order), if any.
+  std::optional<uint32_t> LowestFree(uint64_t from) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kInvalidArgument / kAlreadyExists as Claim; OK with *held = true when key already holds ip.
+  absl::Status CheckClaim(absl::string_view verb, const EndpointKey& key, uint32_t ip,
+                          bool* held) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const IpamOptions options_;
   const std::string dir_;
@@ -136,6 +171,7 @@ class Ipam {
   mutable absl::Mutex mu_;
   std::map<EndpointKey, uint32_t> by_key_ ABSL_GUARDED_BY(mu_);  // ip in host byte order
   std::map<uint32_t, EndpointKey> by_ip_ ABSL_GUARDED_BY(mu_);   // ordered: lowest-free scan
+  std::set<EndpointKey> record_backed_ ABSL_GUARDED_BY(mu_);     // no file: Reserve / Adopt
 };
 
 }  // namespace sarena::daemon

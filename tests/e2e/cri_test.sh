@@ -250,8 +250,8 @@ rx=$("$BIN/sarena" --socket "$SSOCK" -o json endpoint list | jq "[.endpoints[].c
 sn_check "the eBPF datapath delivered the packets (rx_packets=$rx)" test "${rx:-0}" -gt 0
 
 ls /run/containerd/s/* >"$DIR/shim-sockets" 2>/dev/null
-sn_check "sarenad holds $IP1 and an endpoint record of $P1 (state dir)" bash -c \
-  "[ -e '$DIR/sarena-state/ipam/$IP1' ] && grep -rqs '$S1' '$DIR/sarena-state/endpoints'"
+sn_check "sarenad's endpoint record of $P1 holds $IP1 (state dir)" bash -c \
+  "[ \"\$(jq -r --arg c '$S1' 'select(.ref.container_id == \$c) | .ip' '$DIR/sarena-state/endpoints/'*.json)\" = '$IP1' ]"
 
 # StopPodSandbox: the sandbox's processes end and its network is torn down (CNI DEL).
 sn_check "StopPodSandbox $P1" cri stop "$S1"
@@ -276,7 +276,8 @@ sn_check "ListPodSandbox is empty" bash -c "[ -z \"\$($CRI --endpoint $SOCK list
 sn_check "no endpoint left in sarenad" bash -c "[ \"\$($BIN/sarena --socket $SSOCK -o json endpoint list | jq '.endpoints | length')\" = 0 ]"
 sn_check "no sarenad endpoint record left (only its lock file)" bash -c \
   "[ -z \"\$(ls -A '$DIR/sarena-state/endpoints' | grep -vx lock)\" ]"
-sn_check "no IP left allocated" bash -c "[ -z \"\$(ls '$DIR/sarena-state/ipam' | grep '^$CLUSTER')\" ]"
+sn_check "no IP left allocated (no allocation file, sarenad holds none)" bash -c \
+  "[ -z \"\$(ls '$DIR/sarena-state/ipam' | grep '^$CLUSTER')\" ] && [ \"\$($BIN/sarena --socket $SSOCK -o json status | jq '.ips_used // 0')\" = 0 ]"
 sn_check "endpoint map empty" bash -c "[ \"\$(bpftool map dump pinned $BPFFS/sarena_lxc -j | jq length)\" = 0 ]"
 sn_check "no lxc veth left ($VETH1 $VETH2)" bash -c "! ip link show '$VETH1' >/dev/null 2>&1 && ! ip link show '$VETH2' >/dev/null 2>&1"
 sn_check "no netns mount left" bash -c \

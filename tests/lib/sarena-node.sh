@@ -218,14 +218,24 @@ sn_kill9() {
   kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
 }
 
+# sn_ipam_count NODE: addresses allocated on disk — the union of <state>/ipam/<ip> files (written
+# by sarenad before issue 9 item 3, still read) and the "ip" of every endpoint record (since then
+# the record is the allocation's one durable copy).
+sn_ipam_count() {
+  local st; st=$(sn_state "$1")
+  { find "$st/ipam" -type f ! -name lock ! -name '.tmp-*' -printf '%f\n' 2>/dev/null
+    find "$st/endpoints" -type f -name '*.json' -exec jq -r .ip {} + 2>/dev/null; } | sort -u | grep -c .
+}
+
 # sn_state_counts NODE: "veths=N map=N ipam=N records=N pins=N" — what a pod leaves behind
-# (lxc veths in the node netns, sarena_lxc entries, ipam files, endpoint records, tc link pins).
+# (lxc veths in the node netns, sarena_lxc entries, allocated addresses (sn_ipam_count),
+# endpoint records, tc link pins).
 sn_state_counts() {
   local st; st=$(sn_state "$1")
   printf 'veths=%s map=%s ipam=%s records=%s pins=%s\n' \
     "$(ip netns exec "$(sn_node_ns "$1")" ip -o link show | grep -c ': lxc')" \
     "$(sn_map_len "$1")" \
-    "$(find "$st/ipam" -type f ! -name lock 2>/dev/null | wc -l)" \
+    "$(sn_ipam_count "$1")" \
     "$(find "$st/endpoints" -type f -name '*.json' 2>/dev/null | wc -l)" \
     "$(find "$(sn_bpffs "$1")/links" -name 'lxc*' 2>/dev/null | wc -l)"
 }

@@ -82,7 +82,8 @@ HOSTIF_B=$(jq -r '.interfaces[0].name' <<<"$RES_B")
 sn_check "DEL pod b succeeds" sn_cni $NODE DEL "ctr-$SN_ID-b" "/var/run/netns/$(sn_pod_ns b)" eth0
 sn_check "veth $HOSTIF_B is gone" bash -c "! ip netns exec $NS ip link show $HOSTIF_B 2>/dev/null"
 sn_check "endpoint-map entry for $B is gone (2 entries left)" sn_eq "$(sn_map_len $NODE)" 2
-sn_check "IPAM file for $B is gone" test ! -e "$(sn_state $NODE)/ipam/$B"
+sn_check "no allocation file or endpoint record holds $B (2 allocations left)" bash -c \
+  "[ ! -e '$(sn_state $NODE)/ipam/$B' ] && ! grep -rqsF '\"$B\"' '$(sn_state $NODE)/endpoints' && [ $(sn_ipam_count $NODE) = 2 ]"
 sn_check "eth0 is gone from pod b" bash -c "! ip netns exec $(sn_pod_ns b) ip link show eth0 2>/dev/null"
 sn_check "second DEL of pod b succeeds" sn_cni $NODE DEL "ctr-$SN_ID-b" "/var/run/netns/$(sn_pod_ns b)" eth0
 sn_check "DEL of a never-added container succeeds" sn_cni $NODE DEL "ctr-$SN_ID-never" "" eth0
@@ -100,7 +101,8 @@ out=$(sn_cni n2 ADD "ctr-$SN_ID-y" "/var/run/netns/$SN_ID-y" eth0); rc=$?
 sn_check "ADD on a full /30 fails with code 101 naming the pod CIDR" bash -c "[ $rc -ne 0 ] && jq -e '.code == 101 and (.msg | contains(\"10.245.0.0/30\"))' <<<'$out'"
 sn_check "no eth0 left in the pod" bash -c "! ip netns exec $SN_ID-y ip link show eth0 2>/dev/null"
 sn_check "only pod x's veth in the node" sn_eq "$(ip netns exec "$NS2" ip -o link show type veth | grep -c lxc)" 1
-sn_check "only one IPAM file" sn_eq "$(ls "$(sn_state n2)/ipam" | grep -c '^10\.')" 1
+sn_check "only one address allocated (pod x's record, no allocation file)" \
+  sn_eq "$(sn_ipam_count n2)/$(ls "$(sn_state n2)/ipam" | grep -c '^10\.')" 1/0
 sn_check "only one endpoint-map entry" sn_eq "$(sn_map_len n2)" 1
 
 sn_summary

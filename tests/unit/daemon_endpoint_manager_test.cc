@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -81,6 +82,19 @@ class EndpointManagerTest : public ::testing::Test {
     return out;
   }
   bool IpamFile(const std::string& ip) { return fs::exists(options_.state_dir + "/ipam/" + ip); }
+  uint32_t IpsUsed() {
+    v1::Request r;
+    r.mutable_status();
+    return manager_->Handle(r, {}).status().ips_used();
+  }
+  std::vector<std::string> Files(const std::string& sub) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(options_.state_dir + "/" + sub)) {
+      out.push_back(e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
   std::string dir_;
   DaemonOptions options_;
@@ -99,7 +113,7 @@ TEST_F(EndpointManagerTest, AddRecordsNetworkAndDatapathFailureLeavesNothing) {
   v1::Response bad = Add("b");
   ASSERT_TRUE(bad.has_error());
   EXPECT_THAT(bad.error().message(), HasSubstr("netlink says no"));
-  EXPECT_FALSE(IpamFile("10.250.0.3"));  // the allocation was rolled back
+  EXPECT_EQ(IpsUsed(), 1u);  // the reservation was rolled back
   EXPECT_EQ(Listed(), std::vector<std::string>{"a"});
   v1::Response again = Add("b");  // and the next ADD gets that address
   ASSERT_FALSE(again.has_error()) << again.error().message();
@@ -116,7 +130,8 @@ TEST_F(EndpointManagerTest, DelIsIdempotentAndARecordlessDelSparesAnotherOwnersV
   ASSERT_FALSE(d2.has_error());
   EXPECT_FALSE(d2.endpoint_del().existed());
   EXPECT_TRUE(world_.veths.empty());
-  EXPECT_FALSE(IpamFile("10.250.0.2"));
+  EXPECT_EQ(IpsUsed(), 0u);
+  EXPECT_EQ(Files("endpoints"), std::vector<std::string>{"lock"});
 
   // A veth carrying the derived name of ghost/eth0 but marked for someone else.
   world_.veths[datapath::HostVethName("ghost", "eth0")] = {"sarena:someone/eth0", ""};
@@ -155,10 +170,56 @@ TEST_F(EndpointManagerTest, RestartRestoresLiveEndpointsKeepsVanishedOnesAndPrun
   EXPECT_EQ(world_.restores, 2);
   EXPECT_EQ(world_.entries.size(), 1u);  // a's entry; b's and the orphan pruned
   EXPECT_EQ(world_.pins, std::set<std::string>{datapath::HostVethName("a", "eth0")});
-  EXPECT_TRUE(IpamFile("10.250.0.3"));  // b's IP stays allocated until its DEL or GC
+  EXPECT_EQ(IpsUsed(), 2u);  // b's IP stays allocated (by its record) until its DEL or GC
   EXPECT_EQ(Listed(), (std::vector<std::string>{"a", "b"}));
   ASSERT_FALSE(Del("b").has_error());
+  EXPECT_EQ(IpsUsed(), 1u);
+}
+
+// Issue 9 item 3: one durable write per ADD. The endpoint record carries the address; no
+// allocation file is written, and a restart (a crash right after the reply looks the same on
+// disk: nothing is written at shutdown) gives the address back to its pod, never to a new one.
+TEST_F(EndpointManagerTest, AddWritesOnlyTheRecordAndARestartKeepsItsAddress) {
+  ASSERT_TRUE(Start().ok());
+  v1::Response a = Add("a");
+  ASSERT_FALSE(a.has_error()) << a.error().message();
+  EXPECT_EQ(Files("ipam"), std::vector<std::string>{"lock"});
+  EXPECT_EQ(Files("endpoints"), (std::vector<std::string>{"a:eth0.json", "lock"}));
+  ASSERT_TRUE(Start().ok());
+  EXPECT_EQ(IpsUsed(), 1u);
+  v1::Response b = Add("b");
+  ASSERT_FALSE(b.has_error()) << b.error().message();
+  EXPECT_EQ(b.endpoint_add().endpoint().ip(), "10.250.0.3");
+  v1::Response again = Add("a");  // the runtime's retried ADD gets the same attachment
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  EXPECT_EQ(again.endpoint_add().endpoint().ip(), "10.250.0.2");
+}
+
+// State written by a sarenad from before issue 9 item 3 (an allocation file plus the record)
+// loads, keeps its address, and DEL removes both files.
+TEST_F(EndpointManagerTest, AllocationFileOfAnOlderSarenadIsReadAndRemovedByDel) {
+  ASSERT_TRUE(Start().ok());
+  ASSERT_FALSE(Add("old").has_error());
+  manager_.reset();
+  {
+    auto ipam = Ipam::Open({.state_dir = options_.state_dir,
+                            .pod_cidr = options_.pod_cidr,
+                            .gateway = options_.node_ip});
+    ASSERT_TRUE(ipam.ok());
+    ASSERT_TRUE((*ipam)->Claim(EndpointKey{"old", "eth0"},
+                               boost::asio::ip::make_address_v4("10.250.0.2"))
+                    .ok());
+  }
+  ASSERT_TRUE(IpamFile("10.250.0.2"));
+  ASSERT_TRUE(Start().ok());
+  EXPECT_EQ(IpsUsed(), 1u);
+  v1::Response n = Add("new");
+  ASSERT_FALSE(n.has_error()) << n.error().message();
+  EXPECT_EQ(n.endpoint_add().endpoint().ip(), "10.250.0.3");
   EXPECT_FALSE(IpamFile("10.250.0.3"));
+  ASSERT_FALSE(Del("old").has_error());
+  EXPECT_FALSE(IpamFile("10.250.0.2"));
+  EXPECT_EQ(IpsUsed(), 1u);
 }
 
 TEST_F(EndpointManagerTest, StartRefusedByTheCrossCheckNeverMakesTheDatapath) {

@@ -78,23 +78,58 @@ TEST_F(DaemonStateCheckTest, ConsistentStateNeedsNoRepair) {
 }
 
 // The defect: the allocation file of a live pod vanished (an operator's cleanup, a restore from
-// backup); the next ADD got the live pod's address.
-TEST_F(DaemonStateCheckTest, RecordWithoutAllocationIsRepairedSoTheAddressIsNotReused) {
+// backup); the next ADD got the live pod's address. Since issue 9 item 3 every ADD is in this
+// state on purpose (the record is the allocation's one durable copy): the record's address is
+// adopted at every start.
+TEST_F(DaemonStateCheckTest, RecordWithoutAllocationFileKeepsItsAddressSoItIsNotReused) {
   OpenBoth();
   ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
   ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
   ASSERT_TRUE(fs::remove(dir_ + "/ipam/10.244.1.2"));
   OpenBoth();
   ASSERT_FALSE(ipam_->Lookup(EndpointKey{"a", "eth0"}).has_value());
-  auto repaired = CrossCheckState(*ipam_, *store_);
-  ASSERT_TRUE(repaired.ok()) << repaired.status();
-  EXPECT_EQ(*repaired, 1);
-  EXPECT_TRUE(fs::exists(dir_ + "/ipam/10.244.1.2"));  // durable, survives the next start
-  auto next = ipam_->Allocate(EndpointKey{"b", "eth0"});
+  auto adopted = CrossCheckState(*ipam_, *store_);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  EXPECT_EQ(*adopted, 1);
+  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));  // no write at start: the record is it
+  EXPECT_FALSE(ipam_->List().at(0).in_file);
+  auto next = ipam_->Reserve(EndpointKey{"b", "eth0"});
   ASSERT_TRUE(next.ok());
   EXPECT_NE(next->to_string(), "10.244.1.2");
+  EXPECT_NE(ipam_->Allocate(EndpointKey{"c", "eth0"})->to_string(), "10.244.1.2");
   OpenBoth();
+  ASSERT_TRUE(CrossCheckState(*ipam_, *store_).ok());
   EXPECT_EQ(ipam_->Lookup(EndpointKey{"a", "eth0"})->to_string(), "10.244.1.2");
+}
+
+TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInMemory) {
+  OpenBoth();
+  auto a = ipam_->Reserve(EndpointKey{"a", "eth0"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->to_string(), "10.244.1.2");
+  EXPECT_EQ(*ipam_->Reserve(EndpointKey{"a", "eth0"}), *a);  // idempotent
+  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));
+  ASSERT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
+  EXPECT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
+  auto taken = ipam_->Adopt(EndpointKey{"c", "eth0"}, Ip("10.244.1.2"));
+  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(taken.message(), HasSubstr("the endpoint record of a/eth0"));
+  EXPECT_EQ(ipam_->Adopt(EndpointKey{"c", "eth0"}, Ip("10.244.1.1")).code(),
+            absl::StatusCode::kInvalidArgument);  // the gateway
+  EXPECT_EQ(ipam_->Claim(EndpointKey{"d", "eth0"}, Ip("10.244.1.3")).code(),
+            absl::StatusCode::kAlreadyExists);  // a file never shadows a record-backed address
+  EXPECT_EQ(ipam_->Allocate(EndpointKey{"d", "eth0"})->to_string(), "10.244.1.4");
+  EXPECT_EQ(ipam_->InUse(), 3u);
+  auto released = ipam_->Release(EndpointKey{"a", "eth0"});
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->value().to_string(), "10.244.1.2");
+  EXPECT_TRUE(fs::exists(dir_ + "/ipam/10.244.1.4"));
+  ASSERT_TRUE(ipam_->Release(EndpointKey{"d", "eth0"}).ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.4"));
+  EXPECT_EQ(ipam_->Reserve(EndpointKey{"e", "eth0"})->to_string(), "10.244.1.2");
+  // Nothing of a reservation survives a restart without its record.
+  OpenBoth();
+  EXPECT_EQ(ipam_->InUse(), 0u);
 }
 
 TEST_F(DaemonStateCheckTest, AddressAllocatedToAnotherKeyRefusesStartNamingBothFiles) {
