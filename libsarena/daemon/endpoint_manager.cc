@@ -253,41 +253,63 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
     if (!r.ok()) SARENA_LOG(Error, "rollback: release ", ip->to_string(), ": ", r.status().message());
   };
 
+  // The endpoint record (which carries the address) is this ADD's one durable write. The
+  // datapath runs it as its commit hook, on this thread while the program attach waits for its
+  // grace period on another and before the host side is up; it is on disk before the reply.
+  v1::Endpoint rec;
+  bool recorded = false, record_failed = false;
+  auto commit = [&](const datapath::EndpointState& state) -> absl::Status {
+    *rec.mutable_ref() = req.ref();
+    rec.set_netns(req.netns());
+    rec.set_ip(ip->to_string());
+    rec.set_prefix_len(32);
+    rec.set_gateway(options_.node_ip.to_string());
+    rec.set_pod_mac(net::FormatMac(state.pod_mac));
+    rec.set_host_ifname(state.host_ifname);
+    rec.set_host_ifindex(static_cast<uint32_t>(state.host_ifindex));
+    rec.set_host_mac(net::FormatMac(state.host_mac));
+    rec.set_endpoint_id(endpoint_id);
+    rec.set_mtu(mtu);
+    rec.set_pod_namespace(req.pod_namespace());
+    rec.set_pod_name(req.pod_name());
+    rec.set_network_name(req.network_name());
+    absl::Status put = store_->Put(rec);
+    recorded = put.ok();
+    record_failed = !put.ok();
+    return put;
+  };
   datapath::EndpointSpec spec{.container_id = key.container_id,
                               .ifname = key.ifname,
                               .netns = req.netns(),
                               .ip = *ip,
                               .gateway = options_.node_ip,
                               .mtu = mtu,
-                              .endpoint_id = endpoint_id};
+                              .endpoint_id = endpoint_id,
+                              .commit = commit};
   absl::StatusOr<datapath::EndpointState> state = node_->Create(spec);
   if (!state.ok()) {
+    if (recorded) {  // the datapath failed after the record: unwrite it before the release
+      absl::StatusOr<bool> gone = store_->Delete(key);
+      if (!gone.ok()) {
+        SARENA_LOG(Error, "rollback: remove endpoint record of ", key.ToString(), ": ",
+                   gone.status().message());
+        // The record still holds the address on disk: keep it reserved too.
+        return cni::WithCniCode(state.status(), ErrorCode::kDatapathFailure);
+      }
+    }
     release();
     absl::Status st = state.status();
+    if (record_failed) return cni::WithCniCode(st, ErrorCode::kInternal);
     if (absl::IsAlreadyExists(st)) return cni::WithCniCode(st, ErrorCode::kInterfaceExists);
     if (absl::IsNotFound(st)) return cni::WithCniCode(st, ErrorCode::kUnknownContainer);
     return cni::WithCniCode(st, ErrorCode::kDatapathFailure);
   }
-
-  v1::Endpoint rec;
-  *rec.mutable_ref() = req.ref();
-  rec.set_netns(req.netns());
-  rec.set_ip(ip->to_string());
-  rec.set_prefix_len(32);
-  rec.set_gateway(options_.node_ip.to_string());
-  rec.set_pod_mac(net::FormatMac(state->pod_mac));
-  rec.set_host_ifname(state->host_ifname);
-  rec.set_host_ifindex(static_cast<uint32_t>(state->host_ifindex));
-  rec.set_host_mac(net::FormatMac(state->host_mac));
-  rec.set_endpoint_id(endpoint_id);
-  rec.set_mtu(mtu);
-  rec.set_pod_namespace(req.pod_namespace());
-  rec.set_pod_name(req.pod_name());
-  rec.set_network_name(req.network_name());
-  if (absl::Status st = store_->Put(rec); !st.ok()) {
-    (void)node_->Delete(state->host_ifname, *ip, std::nullopt);
-    release();
-    return cni::WithCniCode(st, ErrorCode::kInternal);
+  if (!recorded) {  // a datapath that does not run the hook: commit after it
+    if (absl::Status st = commit(*state); !st.ok()) {
+      (void)node_->Delete(state->host_ifname, *ip, std::nullopt);
+      release();
+      return cni::WithCniCode(st, ErrorCode::kInternal);
+    }
   }
   SARENA_LOG(Info, "ADD ", key.ToString(), " -> ", rec.ip(), " on ", rec.host_ifname(),
              req.pod_name().empty() ? "" : absl::StrCat(" (pod ", req.pod_namespace(), "/",

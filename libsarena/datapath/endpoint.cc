@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -83,21 +84,20 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   rollback.Add([&maps, ip = spec.ip, idx = static_cast<uint32_t>(host.ifindex)] {
     (void)maps.endpoints.RemoveIfOwner(ip, idx);
   });
-  SARENA_RETURN_IF_ERROR(
-      dp.Attach(datapath::Program::kFromContainer, st.host_ifname, host.ifindex,
-                bpf::Direction::kIngress));
+  // The attach on a helper thread: TCX waits for an RCU grace period when it installs the
+  // device's first program, and nothing below needs the program until the host side goes up.
+  // Its undo is registered first (Detach of a link that was never made is a no-op); the thread
+  // is joined before any return (std::jthread), and before the undo runs (declared after it).
   rollback.Add([&dp, name = st.host_ifname, idx = host.ifindex] {
     (void)dp.Detach(name, idx, bpf::Direction::kIngress);
   });
-  // Pod traffic for the host stack enters through this device; the endpoint route below makes
-  // strict rp_filter accept it. 0 here only matters where all.rp_filter is 0 too (the kernel
-  // takes max(all, dev)).
-  (void)nl::SetSysctl(absl::StrCat("net/ipv4/conf/", st.host_ifname, "/rp_filter"), "0");
-  SARENA_RETURN_IF_ERROR(node.SetLinkUp(host.ifindex));
-  // The endpoint route; removed by the kernel with the veth (rollback and DEL).
-  SARENA_RETURN_IF_ERROR(node.ReplaceRoute(EndpointRoute(spec.ip, spec.gateway, host.ifindex)));
+  absl::Status attached = absl::UnknownError("from_container attach did not run");
+  std::jthread attach([&dp, &attached, name = st.host_ifname, idx = host.ifindex] {
+    attached = dp.Attach(datapath::Program::kFromContainer, name, idx, bpf::Direction::kIngress);
+  });
 
-  // Pod side.
+  // Pod side, while the host side is down: the pair has no carrier and whatever the pod sends
+  // is dropped at the down peer, so the order against the attach does not matter.
   SARENA_RETURN_IF_ERROR(pod.SetLinkUp("lo"));
   SARENA_RETURN_IF_ERROR(pod.AddAddress(peer.ifindex, net::Ipv4Prefix(spec.ip, 32)));
   SARENA_RETURN_IF_ERROR(pod.SetLinkUp(peer.ifindex));
@@ -109,6 +109,18 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
                                        .gateway = spec.gateway,
                                        .oif = peer.ifindex,
                                        .prefsrc = spec.ip}));
+  // Pod traffic for the host stack enters through this device; the endpoint route below makes
+  // strict rp_filter accept it. 0 here only matters where all.rp_filter is 0 too (the kernel
+  // takes max(all, dev)).
+  (void)nl::SetSysctl(absl::StrCat("net/ipv4/conf/", st.host_ifname, "/rp_filter"), "0");
+  if (spec.commit) SARENA_RETURN_IF_ERROR(spec.commit(st));
+  attach.join();
+  SARENA_RETURN_IF_ERROR(attached);
+
+  // Only now can the pod's packets reach the node: from_container is on the host side's ingress.
+  SARENA_RETURN_IF_ERROR(node.SetLinkUp(host.ifindex));
+  // The endpoint route; removed by the kernel with the veth (rollback and DEL).
+  SARENA_RETURN_IF_ERROR(node.ReplaceRoute(EndpointRoute(spec.ip, spec.gateway, host.ifindex)));
   rollback.Commit();
   SARENA_LOG(Info, "endpoint ", spec.container_id, "/", spec.ifname, " ip ", spec.ip.to_string(),
              " host ", st.host_ifname, " (ifindex ", st.host_ifindex, ") pod mac ",
@@ -127,17 +139,20 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
     host = absl::NotFoundError("not ours");
   }
   if (host.ok()) ifindex = host->ifindex;
-  if (host.ok() || !expected_owner) {
-    SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
-  }
   if (ip.has_value()) {
     // Only the entry that still belongs to this endpoint's veth (any, when the veth is gone).
     SARENA_RETURN_IF_ERROR(
         dp.maps().endpoints.RemoveIfOwner(*ip, static_cast<uint32_t>(ifindex)).status());
   }
+  // The veth goes with from_container still attached (the kernel detaches a deleted device's
+  // TCX programs itself, without a grace period of its own), so there is no moment where the
+  // pod's side is up and its packets meet no program; the link pin is removed after.
   if (host.ok()) {
     absl::Status st = node.DeleteLink(host->ifindex);
     if (!st.ok() && !absl::IsNotFound(st)) return st;
+  }
+  if (host.ok() || !expected_owner) {
+    SARENA_RETURN_IF_ERROR(dp.Detach(host_ifname, ifindex, bpf::Direction::kIngress));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #define LIBSARENA_DATAPATH_ENDPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,6 +17,15 @@
 #include "libsarena/netlink/socket.h"
 
 namespace sarena::datapath {
+
+/// What was created.
+struct EndpointState {
+  std::string host_ifname;  // lxc...
+  int host_ifindex = 0;     // in the node netns
+  net::Mac host_mac{};      // the pod's gateway MAC
+  net::Mac pod_mac{};       // CNI_IFNAME's MAC inside the pod
+  int pod_ifindex = 0;      // CNI_IFNAME's ifindex inside the pod netns
+};
 
 /// What to create for one attachment.
 struct EndpointSpec {
@@ -29,23 +39,25 @@ struct EndpointSpec {
   /// Host-side veth name; empty = HostVethName(container_id, ifname). CHECK passes the recorded
   /// name, so endpoints created under an earlier naming scheme stay checkable.
   std::string host_ifname;
-};
-
-/// What was created.
-struct EndpointState {
-  std::string host_ifname;  // lxc...
-  int host_ifindex = 0;     // in the node netns
-  net::Mac host_mac{};      // the pod's gateway MAC
-  net::Mac pod_mac{};       // CNI_IFNAME's MAC inside the pod
-  int pod_ifindex = 0;      // CNI_IFNAME's ifindex inside the pod netns
+  /// Optional, Create only: the caller's commit point (sarenad writes the durable endpoint
+  /// record here). Called once on the calling thread with the created names, ifindexes and MACs,
+  /// after the pod side is configured and while the host side is still down — so it overlaps
+  /// the program attach, which runs on another thread. A non-OK return aborts Create (every step
+  /// undone) with that error. If Create fails after the hook returned OK, undoing the hook's
+  /// work is the caller's (Create reports no flag; the hook records that it ran).
+  std::function<absl::Status(const EndpointState&)> commit;
 };
 
 /// Creates the endpoint in this order, so no pod packet ever meets a half-built datapath:
 /// veth pair (both ends down; the peer created directly in the pod netns), the owner mark
-/// (IFLA_IFALIAS = VethOwnerAlias) on the host side, endpoint-map entry
-/// and zeroed counters, from_container on the host side's TCX ingress, host side up, the
-/// endpoint route (EndpointRoute), then the
-/// pod side: address, link up, on-link route to the gateway, default route.
+/// (IFLA_IFALIAS = VethOwnerAlias) on the host side, endpoint-map entry and zeroed counters;
+/// then from_container's attach to the host side's TCX ingress starts on a helper thread (TCX
+/// waits for an RCU grace period when it installs a device's first program, 7-18 ms) while
+/// this thread configures the pod side (address, link up, on-link route to the gateway,
+/// default route) and runs spec.commit; after the attach has returned, the host side goes up
+/// and gets the endpoint route (EndpointRoute). Until the host side is up the pair has no
+/// carrier and the kernel refuses to forward anything the pod sends to a down peer
+/// (is_skb_forwardable), so no packet reaches the node before from_container checks it.
 /// Any failure undoes every step already done (veth deleted, map entry removed, link unpinned)
 /// and returns the first error.
 /// Errors: kNotFound when the netns does not exist; kAlreadyExists when CNI_IFNAME exists in
@@ -53,8 +65,10 @@ struct EndpointState {
 absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
                                              const EndpointSpec& spec);
 
-/// Removes the endpoint of `ip` whose host side is `host_ifname`: from_container link, the
-/// endpoint-map entry (only when it still points at that ifindex), the veth pair. Idempotent:
+/// Removes the endpoint of `ip` whose host side is `host_ifname`, in this order: the
+/// endpoint-map entry (only when it still points at that ifindex), the veth pair (with
+/// from_container still attached: no moment without the program), the from_container link pin.
+/// Idempotent:
 /// everything already gone is fine (CNI DEL). `ip` may be nullopt when unknown.
 /// `expected_owner` (a VethOwnerAlias value) is for deletes without a record: a veth of that
 /// name whose alias names another attachment is left alone (it is not ours; a warning is

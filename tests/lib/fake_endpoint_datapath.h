@@ -28,6 +28,7 @@ class FakeEndpointDatapath final : public datapath::EndpointDatapath {
     std::map<net::Ipv4, std::string> entries;  // endpoint-map entries: IP -> host ifname
     std::set<std::string> pins;                // from_container link pins by host ifname
     absl::Status fail_create, fail_restore;    // returned once by the next Create / Restore
+    absl::Status fail_after_commit;  // returned once by the next Create after its commit hook
     int creates = 0, deletes = 0, restores = 0;
   };
 
@@ -46,6 +47,16 @@ class FakeEndpointDatapath final : public datapath::EndpointDatapath {
     st.host_ifindex = 100 + static_cast<int>(w_->veths.size());
     st.pod_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(w_->veths.size())};
     st.host_mac = {0x02, 1, 0, 0, 0, static_cast<uint8_t>(w_->veths.size())};
+    if (spec.commit) {  // the commit hook, then a failure after it (fail_after_commit)
+      if (absl::Status c = spec.commit(st); !c.ok()) {
+        w_->veths.erase(name), w_->entries.erase(spec.ip), w_->pins.erase(name);
+        return c;
+      }
+    }
+    if (!w_->fail_after_commit.ok()) {
+      w_->veths.erase(name), w_->entries.erase(spec.ip), w_->pins.erase(name);
+      return std::exchange(w_->fail_after_commit, absl::OkStatus());
+    }
     return st;
   }
   absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,

@@ -195,6 +195,24 @@ TEST_F(EndpointManagerTest, AddWritesOnlyTheRecordAndARestartKeepsItsAddress) {
   EXPECT_EQ(again.endpoint_add().endpoint().ip(), "10.250.0.2");
 }
 
+// The record is written while the attach runs; a datapath failure after it (the attach, the
+// host side's route) must unwrite it, or a restart would resurrect a pod that never got a reply.
+TEST_F(EndpointManagerTest, DatapathFailureAfterTheRecordRemovesTheRecord) {
+  ASSERT_TRUE(Start().ok());
+  world_.fail_after_commit = absl::PermissionDeniedError("attach refused");
+  v1::Response bad = Add("a");
+  ASSERT_TRUE(bad.has_error());
+  EXPECT_THAT(bad.error().message(), HasSubstr("attach refused"));
+  EXPECT_EQ(Files("endpoints"), std::vector<std::string>{"lock"});
+  EXPECT_EQ(IpsUsed(), 0u);
+  EXPECT_TRUE(world_.veths.empty());
+  ASSERT_TRUE(Start().ok());
+  EXPECT_TRUE(Listed().empty());
+  v1::Response again = Add("a");
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  EXPECT_EQ(again.endpoint_add().endpoint().ip(), "10.250.0.2");
+}
+
 // State written by a sarenad from before issue 9 item 3 (an allocation file plus the record)
 // loads, keeps its address, and DEL removes both files.
 TEST_F(EndpointManagerTest, AllocationFileOfAnOlderSarenadIsReadAndRemovedByDel) {
