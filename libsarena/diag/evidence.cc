@@ -27,10 +27,13 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       {"rp_filter_drop", {"IP_RPFILTER"}},
       {"rp_filter", {"IP_RPFILTER"}},
       {"martian_packet", {"IP_INVALID_SOURCE", "IP_LOCALNET", "IP_RPFILTER", "IP_INADDRERRORS"}},
-      // ip_route_input_slow no_route / ip_route_output: ICMP unreachable and the skb dropped.
+      // ip_route_input_slow no_route / ip_route_output: ICMP unreachable and the skb dropped;
+      // ip_error() names it by the route error: ENETUNREACH -> IP_INNOROUTES (seen on 6.18 for a
+      // forwarded packet with no route at all), EHOSTUNREACH -> IP_INADDRERRORS.
       {"no_route",
-       {"IP_NOROUTE", "IP_INADDRERRORS", "IP_OUTNOROUTES", "IP_INVALID_DEST", "NO_ROUTE"}},
-      {"fib_lookup_failed", {"IP_NOROUTE", "IP_INADDRERRORS", "IP_OUTNOROUTES"}},
+       {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES", "IP_INVALID_DEST",
+        "NO_ROUTE"}},
+      {"fib_lookup_failed", {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES"}},
       // ip_forward disabled: the input route lookup fails as no route (EHOSTUNREACH).
       {"ip_forward_disabled", {"IP_NOROUTE", "IP_INADDRERRORS", "IP_FORWARDING", "NOT_SPECIFIED"}},
       {"iface_forwarding_disabled",
@@ -247,6 +250,19 @@ JoinedEvidence JoinEvidence(const PathGraph& graph, const model::LiveEvidence& e
                                   "; kernel: ", kernel_text, " -- a reason the model's code",
                                   codes.size() > 1 ? "s do" : " does", " not explain");
       }
+    } else if (best && best->action == HopAction::kServe && evidence.probe.result == "refused" &&
+               Strip(k.reason) == "NO_SOCKET" && SamePacket(k, best->packet)) {
+      // The path delivered the probe to the destination's stack, where nothing listens: the
+      // snapshot has no sockets, so the model can only note it (not_listening); the kernel
+      // answered RST / port unreachable. The path itself agrees.
+      it.outcome = EvidenceItem::Outcome::kAgreed;
+      for (const Suspicion& s : best->suspicions) {
+        if (s.code == "not_listening") it.model_code = s.code;
+      }
+      it.message = absl::StrCat("model: delivered at ", best->id,
+                                " (the snapshot has no sockets: nothing checks the listener); "
+                                "kernel: ", kernel_text, " -- nothing listens on port ", k.dport,
+                                ", the probe was refused");
     } else {
       it.outcome = EvidenceItem::Outcome::kKernelOnly;
       if (best) {
@@ -346,9 +362,10 @@ JoinedEvidence JoinEvidence(const PathGraph& graph, const model::LiveEvidence& e
   // The probe against the verdict.
   Verdict verdict = ComputeVerdict(graph.Suspicions());
   bool passed = p.result == "connected" || p.result == "sent";
-  bool failed = p.result == "refused" || p.result == "timeout" || p.result == "error";
+  bool failed = p.result == "refused" || p.result == "timeout" || p.result == "error" ||
+                p.result == "unreachable";
   // A refused TCP probe reached the destination's kernel: the path works, nobody listens.
-  bool refused_ok = p.result == "refused" && verdict == Verdict::kUnreachable;
+  bool refused_ok = p.result == "refused";
   if ((passed && verdict == Verdict::kUnreachable) ||
       (failed && verdict != Verdict::kUnreachable && !refused_ok)) {
     out.probe_disagrees = true;

@@ -61,7 +61,8 @@ struct DatapathDrop {
 
 /// How the probe ended, as the sending socket saw it.
 struct ProbeOutcome {
-  /// "connected" (TCP handshake done), "refused" (RST / ICMP port unreachable), "timeout"
+  /// "connected" (TCP handshake done; UDP: an answer came back), "refused" (RST / ICMP port
+  /// unreachable), "unreachable" (another ICMP error came back: `error` names it), "timeout"
   /// (nothing came back within the bound), "sent" (UDP: every datagram left the socket, no
   /// error came back), "error" (the send itself failed locally: see `error`).
   std::string result;

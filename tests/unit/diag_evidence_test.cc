@@ -26,6 +26,7 @@ TEST(CodeExplainsDrop, KnownPairsAndPrefix) {
   EXPECT_TRUE(CodeExplainsDrop("rp_filter_drop", "IP_RPFILTER"));
   EXPECT_TRUE(CodeExplainsDrop("netfilter_drop", "SKB_DROP_REASON_NETFILTER_DROP"));
   EXPECT_TRUE(CodeExplainsDrop("no_route", "SKB_DROP_REASON_IP_NOROUTE"));
+  EXPECT_TRUE(CodeExplainsDrop("no_route", "SKB_DROP_REASON_IP_INNOROUTES"));  // ip_error ENETUNREACH
   EXPECT_TRUE(CodeExplainsDrop("not_listening", "SKB_DROP_REASON_NO_SOCKET"));
   EXPECT_TRUE(CodeExplainsDrop("neighbor_missing", "SKB_DROP_REASON_NEIGH_FAILED"));
   EXPECT_FALSE(CodeExplainsDrop("rp_filter_drop", "SKB_DROP_REASON_NETFILTER_DROP"));
@@ -173,6 +174,87 @@ TEST(JoinEvidence, SendFailedAtTheOriginAgreesWithAnOriginDrop) {
   EXPECT_EQ(j.items[0].outcome, Outcome::kAgreed);
   EXPECT_EQ(j.items[0].kernel_reason, "send:Network is unreachable");
   EXPECT_TRUE(j.agree) << EvidenceText(j);
+}
+
+// A probe refused by the destination's kernel (nothing listens): the path delivered it, the
+// kernel freed it with NO_SOCKET at the serving hop; the snapshot has no sockets to check.
+PathGraph ServedGraph(Hop* served_out) {
+  PathGraph g;
+  Hop a;
+  a.id = "netns/a";
+  a.kind = HopKind::kPod;
+  a.node = "router";
+  a.action = HopAction::kSend;
+  a.packet.src = net::Ipv4::from_string("10.1.0.2");
+  a.packet.dst = net::Ipv4::from_string("10.2.0.2");
+  a.packet.sport = 40000;
+  a.packet.dport = 9999;
+  a.packet.proto = model::kProtoUdp;
+  auto va = g.AddHop(a);
+  Hop b = a;
+  b.id = "netns/b";
+  b.iif = "eth0";
+  b.action = HopAction::kServe;
+  auto vb = g.AddHop(b);
+  g.Link(va, vb, "eth0");
+  g.AddSuspicion(vb, Level::kInfo, "not_listening", "pod netns/b declares no containerPorts");
+  *served_out = b;
+  return g;
+}
+
+model::KernelDrop NoSocket(const Hop& b) {
+  model::KernelDrop k;
+  k.reason = "SKB_DROP_REASON_NO_SOCKET";
+  k.place = "pod:netns/b";
+  k.node = "router";
+  k.device = "eth0";
+  k.proto = model::kProtoUdp;
+  k.src = b.packet.src;
+  k.dst = b.packet.dst;
+  k.sport = b.packet.sport;
+  k.dport = b.packet.dport;
+  k.count = 3;
+  return k;
+}
+
+TEST(JoinEvidence, RefusedProbeNoSocketAtTheServingHopAgrees) {
+  Hop b;
+  PathGraph g = ServedGraph(&b);
+  model::LiveEvidence ev;
+  ev.probe.result = "refused";
+  ev.kernel.push_back(NoSocket(b));
+  JoinedEvidence j = JoinEvidence(g, ev);
+  ASSERT_EQ(j.items.size(), 1u) << EvidenceText(j);
+  EXPECT_EQ(j.items[0].outcome, Outcome::kAgreed) << j.items[0].message;
+  EXPECT_EQ(j.items[0].hop, "netns/b");
+  EXPECT_EQ(j.items[0].model_code, "not_listening");
+  EXPECT_TRUE(absl::StrContains(j.items[0].message, "nothing listens on port 9999"))
+      << j.items[0].message;
+  EXPECT_FALSE(j.probe_disagrees) << j.probe_line;  // refused: the path works
+  EXPECT_TRUE(j.agree) << EvidenceText(j);
+}
+
+TEST(JoinEvidence, NoSocketWithoutARefusedProbeIsKernelOnly) {
+  Hop b;
+  PathGraph g = ServedGraph(&b);
+  model::LiveEvidence ev;
+  ev.probe.result = "sent";
+  ev.kernel.push_back(NoSocket(b));
+  JoinedEvidence j = JoinEvidence(g, ev);
+  ASSERT_EQ(j.items.size(), 1u) << EvidenceText(j);
+  EXPECT_EQ(j.items[0].outcome, Outcome::kKernelOnly);
+  EXPECT_FALSE(j.agree);
+}
+
+TEST(JoinEvidence, UnreachableProbeContradictsReachable) {
+  Hop b;
+  PathGraph g = ServedGraph(&b);
+  model::LiveEvidence ev;
+  ev.probe.result = "unreachable";
+  ev.probe.error = "No route to host";
+  JoinedEvidence j = JoinEvidence(g, ev);
+  EXPECT_TRUE(j.probe_disagrees) << j.probe_line;
+  EXPECT_FALSE(j.agree);
 }
 
 }  // namespace
