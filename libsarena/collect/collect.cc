@@ -589,16 +589,29 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
     }
   }
 
-  for (const PodNetnsSpec& p : pods) {
+  const size_t first_fallback = pods.size();
+  pods.insert(pods.end(), options.fallback_pods.begin(), options.fallback_pods.end());
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const PodNetnsSpec& p = pods[i];
     std::string path = NetnsPath(p.netns);
     std::string rel = absl::StrCat(rel_node, "/pods/", p.namespace_, "/", p.name);
-    if (access(path.c_str(), R_OK) != 0) {
+    struct stat sb = {};
+    if (access(path.c_str(), R_OK) != 0 || stat(path.c_str(), &sb) != 0) {
       report.skipped.push_back(absl::StrCat(rel, ": netns '", p.netns, "': ", strerror(errno)));
       continue;
     }
+    if (i >= first_fallback &&
+        std::any_of(report.pods.begin(), report.pods.end(),
+                    [&](const CollectReport::PodNetns& c) { return c.inode == sb.st_ino; })) {
+      continue;  // already collected under the endpoint list's (or the caller's) name
+    }
     absl::Status st =
         CollectNetns(path, absl::StrCat(options.out_dir, "/", rel), rel, false, &report);
-    if (!st.ok()) report.skipped.push_back(absl::StrCat(rel, ": ", st.message()));
+    if (!st.ok()) {
+      report.skipped.push_back(absl::StrCat(rel, ": ", st.message()));
+      continue;
+    }
+    report.pods.push_back(CollectReport::PodNetns{p, static_cast<uint64_t>(sb.st_ino)});
   }
   return report;
 }

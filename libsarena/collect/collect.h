@@ -16,6 +16,7 @@
 #ifndef LIBSARENA_COLLECT_COLLECT_H_
 #define LIBSARENA_COLLECT_COLLECT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct CollectOptions {
   std::vector<PodNetnsSpec> pods;
   /// Also collect every pod the sarena endpoint list names (with its netns path).
   bool pods_from_endpoints = true;
+  /// Pods collected after `pods` and the endpoint list's, each skipped when its namespace (nsfs
+  /// inode) was already collected under another name (`sarena-diag trace --live` names every
+  /// namespace whose veth peer is in the node's "netns/<name>", and the endpoint list's name
+  /// for a pod wins).
+  std::vector<PodNetnsSpec> fallback_pods;
   /// The `sarena` CLI (for `sarena endpoint list -o json`) and sarenad's socket; skipped when
   /// the socket does not exist.
   std::string sarena_cli = "sarena";
@@ -61,6 +67,13 @@ struct CollectOptions {
 struct CollectReport {
   std::vector<std::string> written;  // relative paths
   std::vector<std::string> skipped;  // "<file>: <reason>"
+  /// One collected pod namespace: pods/<namespace_>/<name>/ came from `netns` (the path
+  /// collected), whose nsfs inode is `inode` (what `readlink /proc/PID/ns/net` shows).
+  struct PodNetns {
+    PodNetnsSpec spec;
+    uint64_t inode = 0;
+  };
+  std::vector<PodNetns> pods;
 };
 
 /// Parses "--pod NS/NAME=NETNS". kInvalidArgument naming the text.

@@ -127,10 +127,13 @@ TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
   // Nothing above datapath/ uses the generic BPF layer directly except the kernel readers.
   for (const auto& [part, deps] : table) {
     if (deps.count("bpf")) {
-      EXPECT_THAT(part, ::testing::AnyOf("datapath", "collect", "bench")) << part;
+      EXPECT_THAT(part, ::testing::AnyOf("datapath", "collect", "live", "bench")) << part;
     }
   }
   EXPECT_FALSE(table.at("model").count("diag"));
+  // The offline walk never reads the kernel: diag/ and collect/ never include live/.
+  EXPECT_FALSE(table.at("diag").count("live"));
+  EXPECT_FALSE(table.at("collect").count("live"));
 }
 
 // The checker itself can fail: a tree with an upward include is reported, file and line named.

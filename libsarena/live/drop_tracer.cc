@@ -1,0 +1,154 @@
+#include "libsarena/live/drop_tracer.h"
+
+#include <linux/types.h>
+// libbpf before the skeleton.
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bpf/drop_trace.skel.h"
+#include "bpf/kernel/drop_trace.h"
+#include "libsarena/base/errno_status.h"
+#include "libsarena/bpf/libbpf_log.h"
+
+namespace sarena::live {
+
+struct DropTracer::Impl {
+  drop_trace* skel = nullptr;
+  ring_buffer* ring = nullptr;
+  std::vector<RawDrop> pending;
+
+  ~Impl() {
+    if (ring) ring_buffer__free(ring);
+    if (skel) drop_trace__destroy(skel);
+  }
+
+  static int Sample(void* ctx, void* data, size_t size) {
+    if (size < sizeof(sarena_drop_event)) return 0;
+    sarena_drop_event ev;
+    std::memcpy(&ev, data, sizeof(ev));
+    RawDrop d;
+    d.ts_ns = ev.ts_ns;
+    d.location = ev.location;
+    d.reason = ev.reason;
+    d.netns_inode = ev.netns_ino;
+    d.ifindex = ev.ifindex;
+    d.ifname.assign(ev.ifname, strnlen(ev.ifname, sizeof(ev.ifname)));
+    d.eth_proto = ev.eth_proto;
+    d.proto = ev.l4proto;
+    d.src = net::FromBe32(ev.saddr);
+    d.dst = net::FromBe32(ev.daddr);
+    d.sport = ev.sport;
+    d.dport = ev.dport;
+    d.tcp_flags = ev.tcp_flags;
+    static_cast<Impl*>(ctx)->pending.push_back(std::move(d));
+    return 0;
+  }
+};
+
+DropTracer::DropTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DropTracer::DropTracer(DropTracer&&) noexcept = default;
+DropTracer& DropTracer::operator=(DropTracer&&) noexcept = default;
+DropTracer::~DropTracer() = default;
+
+absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs) {
+  if (addrs.empty() || addrs.size() > SARENA_DROP_TRACE_MAX_ADDRS) {
+    return absl::InvalidArgumentError(absl::StrCat("drop tracer: addrs has ", addrs.size(),
+                                                   " addresses, want 1..",
+                                                   SARENA_DROP_TRACE_MAX_ADDRS));
+  }
+  bpf::internal::LibbpfLogCapture capture;
+  auto impl = std::make_unique<Impl>();
+  impl->skel = drop_trace__open();
+  if (impl->skel == nullptr) {
+    return ErrnoStatus(errno ? errno : EINVAL, "open BPF object 'drop_trace'", capture.Text());
+  }
+  if (int ret = drop_trace__load(impl->skel); ret < 0) {
+    return ErrnoStatus(-ret, "load BPF object 'drop_trace'", capture.Text());
+  }
+  sarena_drop_trace_cfg cfg = {};
+  cfg.n_addrs = static_cast<__u32>(addrs.size());
+  for (size_t i = 0; i < addrs.size(); ++i) cfg.addrs[i] = net::ToBe32(addrs[i]);
+  __u32 zero = 0;
+  if (bpf_map_update_elem(bpf_map__fd(impl->skel->maps.drop_trace_cfg), &zero, &cfg, BPF_ANY) <
+      0) {
+    return ErrnoStatus(errno, "write drop_trace_cfg");
+  }
+  impl->ring = ring_buffer__new(bpf_map__fd(impl->skel->maps.drop_trace_events), &Impl::Sample,
+                                impl.get(), nullptr);
+  if (impl->ring == nullptr) return ErrnoStatus(errno, "open ring buffer drop_trace_events");
+  if (int ret = drop_trace__attach(impl->skel); ret < 0) {
+    return ErrnoStatus(-ret, "attach tp_btf/kfree_skb (drop_trace)", capture.Text());
+  }
+  return DropTracer(std::move(impl));
+}
+
+absl::StatusOr<std::vector<RawDrop>> DropTracer::Drain(int wait_ms) {
+  int ret = ring_buffer__poll(impl_->ring, wait_ms < 0 ? 0 : wait_ms);
+  if (ret >= 0) ret = ring_buffer__consume(impl_->ring);
+  if (ret < 0 && ret != -EINTR) return ErrnoStatus(-ret, "read ring buffer drop_trace_events");
+  std::vector<RawDrop> out;
+  out.swap(impl_->pending);
+  return out;
+}
+
+std::string DropReasonName(uint32_t value) {
+  static std::mutex mu;
+  static std::map<uint32_t, std::string>* names = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (names == nullptr) {
+    names = new std::map<uint32_t, std::string>();
+    bpf::internal::LibbpfLogCapture capture;  // keep libbpf quiet
+    if (btf* b = btf__load_vmlinux_btf()) {
+      for (const char* enum_name : {"skb_drop_reason", "skb_drop_reason_core"}) {
+        int id = btf__find_by_name_kind(b, enum_name, BTF_KIND_ENUM);
+        if (id <= 0) continue;
+        const btf_type* t = btf__type_by_id(b, id);
+        const struct btf_enum* e = btf_enum(t);
+        for (int i = 0; i < btf_vlen(t); ++i) {
+          names->emplace(static_cast<uint32_t>(e[i].val), btf__name_by_offset(b, e[i].name_off));
+        }
+        break;
+      }
+      btf__free(b);
+    }
+  }
+  auto it = names->find(value);
+  return it != names->end() ? it->second : absl::StrCat("SKB_DROP_REASON_", value);
+}
+
+std::string KernelSymbol(uint64_t address) {
+  if (address == 0) return "";
+  FILE* f = std::fopen("/proc/kallsyms", "r");
+  if (f == nullptr) return "";
+  uint64_t best = 0;
+  std::string best_name;
+  char line[512];
+  while (std::fgets(line, sizeof(line), f)) {
+    // "ffffffff81000000 T _stext [module]"
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(absl::string_view(line), ' ', absl::SkipEmpty());
+    if (parts.size() < 3) continue;
+    if (parts[1] != "T" && parts[1] != "t") continue;
+    uint64_t a = 0;
+    if (!absl::SimpleHexAtoi(parts[0], &a) || a > address || a <= best) continue;
+    best = a;
+    best_name = std::string(absl::StripTrailingAsciiWhitespace(parts[2]));
+  }
+  std::fclose(f);
+  if (best == 0 || address - best > (1u << 20)) return "";
+  return absl::StrFormat("%s+0x%x", best_name, address - best);
+}
+
+}  // namespace sarena::live
