@@ -4,6 +4,9 @@
 //   sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO
 //                     [--cni calico|sarena|generic|auto] [-o text|json|dot] [--svg FILE]
 //                     [--sport N] [--ttl N] [--size BYTES] [--no-reply]
+//   sarena-diag trace --live --src IP --dst IP:PORT/tcp|udp [-o text|json|dot] [--size BYTES]
+//                     [--count N] [--probe-timeout MS] [--snapshot DIR] [--node NAME]
+//                     [--socket PATH] [--bpffs DIR] [--sarena PATH] [--no-programs]
 //   sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...
 //                       [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]
 //
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,6 +33,7 @@
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
 #include "libsarena/diag/walk.h"
+#include "libsarena/live/live_trace.h"
 #include "libsarena/model/snapshot.h"
 
 namespace {
@@ -53,6 +58,19 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
     {"size", "uint32", "0", "Packet size in bytes, 28..65535 (0 = the source device's MTU)."},
     {"no-reply", "", "", "Do not walk the reply path."},
 };
+// `trace --live` (libsarena/live): besides these it takes collect's --node, --socket, --bpffs,
+// --sarena and --no-programs for the snapshot it collects, and --snapshot as where to keep it.
+const std::vector<sarena::FlagDoc> kLiveFlags = {
+    {"live", "", "",
+     "Trace on this live node: collect its snapshot, send a real probe from the namespace that "
+     "owns --src (this one or one under /var/run/netns), record the kernel's drops "
+     "(skb:kfree_skb) and join them to the walked hops. --src/--dst are addresses; --snapshot, "
+     "if given, keeps the collected snapshot there."},
+    {"probe-timeout", "uint32", "800", "--live: how long the probe waits, ms (1..5000)."},
+    {"count", "uint32", "3", "--live: UDP datagrams sent (1..16); TCP sends one SYN."},
+};
+const std::vector<std::string> kLiveCollectFlags = {"node", "socket", "bpffs", "sarena",
+                                                    "no-programs"};
 const std::vector<sarena::FlagDoc> kCollectFlags = {
     {"out", "string", "", "Snapshot directory to write into (required; node files replaced)."},
     {"node", "string", "", "Node name (directory nodes/NAME; default: the hostname)."},
@@ -87,6 +105,7 @@ const sarena::ProgramDoc& Doc() {
         .summary = "Explains a pod / node / Service path from a snapshot of the cluster's "
                    "network state, and collects a node's part of a snapshot on a live node.",
         .usage = {"sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO [flags]",
+                  "sarena-diag trace --live --src IP --dst IP:PORT/PROTO [flags]",
                   "sarena-diag collect --out DIR [flags]"},
         .description = "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | "
                        "IPv4 address.",
@@ -95,12 +114,14 @@ const sarena::ProgramDoc& Doc() {
                         {"collect", "Writes this node's part of a snapshot (netns state, sarena "
                                     "endpoints and maps, BPF programs)."}},
         .groups = {{"trace flags", NamesOf(kTraceFlags, false)},
+                   {"trace --live flags", NamesOf(kLiveFlags, false)},
                    {"collect flags", NamesOf(kCollectFlags, false)}},
         .epilog = "Exit status: 0 the walk ran (whatever it found), 2 bad input (unknown pod / "
                   "Service / node, malformed snapshot file, unanswerable query, bad flags), 1 "
                   "other failure.\n",
     };
     d->extra_flags = kTraceFlags;
+    d->extra_flags.insert(d->extra_flags.end(), kLiveFlags.begin(), kLiveFlags.end());
     d->extra_flags.insert(d->extra_flags.end(), kCollectFlags.begin(), kCollectFlags.end());
     return d;
   }();
@@ -175,6 +196,20 @@ class Args {
   std::string error_;
 };
 
+// The sarena CLI next to this binary (or in the build tree's tools/sarena), else "sarena" ($PATH).
+std::string SarenaCliNextToSelf() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    for (const std::string& cand : {dir + "/sarena", dir + "/../sarena/sarena"}) {
+      if (access(cand.c_str(), X_OK) == 0) return cand;
+    }
+  }
+  return "sarena";
+}
+
 bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
   uint32_t v = 0;
   if (!absl::SimpleAtoi(text, &v) || v > max) return false;
@@ -182,9 +217,94 @@ bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
   return true;
 }
 
+int Print(const std::string& out) {
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+// `trace --live`: everything happens in libsarena/live; this maps flags and prints.
+int TraceLive(const Args& args, const std::string& format) {
+  sarena::live::LiveOptions opts;
+  opts.src = args.Get("src");
+  opts.dst = args.Get("dst");
+  uint32_t v = 0;
+  struct U32Flag {
+    const char* name;
+    uint32_t min, max;
+    uint32_t* out;
+  };
+  uint32_t ttl = 64;
+  for (const U32Flag& f : {U32Flag{"size", 28, 65535, &opts.size}, U32Flag{"count", 1, 16, &opts.count},
+                           U32Flag{"probe-timeout", 1, 5000, &opts.timeout_ms},
+                           U32Flag{"ttl", 1, 255, &ttl}}) {
+    if (!args.Has(f.name)) continue;
+    if (!ParseUint(args.Get(f.name), f.max, &v) || v < f.min) {
+      return Fail(kExitBadInput, absl::StrCat("invalid --", f.name, " '", args.Get(f.name),
+                                              "': want ", f.min, "..", f.max));
+    }
+    *f.out = v;
+  }
+  opts.ttl = static_cast<uint8_t>(ttl);
+  opts.reply = !args.Has("no-reply");
+  opts.cni = args.Get("cni", "auto");
+  opts.node = args.Get("node");
+  opts.snapshot_dir = args.Get("snapshot");
+  opts.sarena_cli = args.Has("sarena") ? args.Get("sarena") : SarenaCliNextToSelf();
+  opts.sarena_socket = args.Get("socket", opts.sarena_socket);
+  opts.bpffs = args.Get("bpffs", opts.bpffs);
+  opts.programs = !args.Has("no-programs");
+  auto r = sarena::live::TraceLive(opts);
+  if (!r.ok()) {
+    int code = absl::IsInvalidArgument(r.status()) || absl::IsNotFound(r.status()) ||
+                       absl::IsFailedPrecondition(r.status())
+                   ? kExitBadInput
+                   : 1;
+    return Fail(code, absl::StrCat("trace --live: ", r.status().message()));
+  }
+  if (format == "json") {
+    auto json = sarena::diag::ToLiveJson(r->trace.graph, r->evidence, r->joined);
+    if (!json.ok()) return Fail(1, json.status().message());
+    Print(*json);
+  } else if (format == "dot") {
+    Print(sarena::diag::ToDot(r->trace.graph));
+  } else {
+    Print(sarena::live::LiveText(*r));
+  }
+  if (args.Has("svg")) {
+    absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(r->trace.graph), args.Get("svg"));
+    if (!st.ok()) return Fail(1, st.message());
+  }
+  return 0;
+}
+
 int Trace(const Args& args) {
-  if (std::string u = args.Unknown(NamesOf(kTraceFlags, false)); !u.empty()) {
-    return Fail(kExitBadInput, absl::StrCat("trace: unknown flag --", u, "\n", Usage()));
+  std::vector<std::string> known = NamesOf(kTraceFlags, false);
+  if (args.Has("live")) {
+    for (const std::string& n : NamesOf(kLiveFlags, false)) known.push_back(n);
+    for (const std::string& n : kLiveCollectFlags) known.push_back(n);
+  }
+  if (std::string u = args.Unknown(known); !u.empty()) {
+    return Fail(kExitBadInput,
+                absl::StrCat("trace: unknown flag --", u,
+                             absl::c_linear_search(NamesOf(kLiveFlags, false), u) ||
+                                     absl::c_linear_search(kLiveCollectFlags, u)
+                                 ? " (only with --live)"
+                                 : "",
+                             "\n", Usage()));
+  }
+  if (args.Has("live")) {
+    for (const char* req : {"src", "dst"}) {
+      if (!args.Has(req)) {
+        return Fail(kExitBadInput, absl::StrCat("trace --live: --", req, " is required\n", Usage()));
+      }
+    }
+    std::string format = args.Get("o", args.Get("output", "text"));
+    if (format != "text" && format != "json" && format != "dot") {
+      return Fail(kExitBadInput,
+                  absl::StrCat("invalid -o '", format, "': expected text, json or dot"));
+    }
+    return TraceLive(args, format);
   }
   for (const char* req : {"snapshot", "src", "dst"}) {
     if (!args.Has(req)) {
@@ -277,23 +397,7 @@ int Collect(const Args& args) {
     if (!spec.ok()) return Fail(kExitBadInput, spec.status().message());
     opts.pods.push_back(*spec);
   }
-  if (args.Has("sarena")) {
-    opts.sarena_cli = args.Get("sarena");
-  } else {
-    // The sarena CLI next to this binary, else $PATH.
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-      std::string dir(self, static_cast<size_t>(n));
-      dir = dir.substr(0, dir.rfind('/'));
-      for (const std::string& cand : {dir + "/sarena", dir + "/../sarena/sarena"}) {
-        if (access(cand.c_str(), X_OK) == 0) {
-          opts.sarena_cli = cand;
-          break;
-        }
-      }
-    }
-  }
+  opts.sarena_cli = args.Has("sarena") ? args.Get("sarena") : SarenaCliNextToSelf();
   if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
   if (args.Has("bpffs")) opts.bpffs = args.Get("bpffs");
   opts.programs = !args.Has("no-programs");
@@ -321,7 +425,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "trace") {
-    Args args(argc, argv, 2, NamesOf(kTraceFlags, true));
+    std::vector<std::string> switches = NamesOf(kTraceFlags, true);
+    for (const std::string& n : NamesOf(kLiveFlags, true)) switches.push_back(n);
+    switches.push_back("no-programs");
+    Args args(argc, argv, 2, switches);
     if (!args.error().empty()) return Fail(kExitBadInput, args.error());
     return Trace(args);
   }
