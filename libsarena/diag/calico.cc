@@ -3,7 +3,7 @@
 //
 //   * IP pools: the pool of a pod address decides its encapsulation towards another node —
 //     vxlanMode, else ipipMode: Always, CrossSubnet (only towards nodes outside this node's own
-//     subnet, the subnet of its projectcalico.org/IPv4Address), Never (plain BGP routing).
+//     subnet: its address with the real prefix length, model/calico_subnet.h), Never (BGP).
 //   * Routes: a local pod is reached through its workload veth "cali" + sha1("<ns>.<name>")[:11]
 //     with scope link; a remote pod's block through tunl0 "proto bird" via the node's address
 //     (IPIP), through vxlan.calico via the node's projectcalico.org/IPv4VXLANTunnelAddr (VXLAN),
@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libsarena/diag/plugin.h"
+#include "libsarena/model/calico_subnet.h"
 
 namespace sarena::diag {
 namespace {
@@ -170,7 +171,7 @@ class CalicoPlugin : public Plugin {
     const model::Node* self = c.FindNode(w.node_name);
     const model::Node* remote = c.FindNode(pod->node_name);
     if (!remote) return PluginAction::Continue();
-    Mode mode = ModeFor(*pool, self, *remote, ctx, w);
+    Mode mode = ModeFor(*pool, self, *remote, ctx, w, hop);
     bool fatal = false;
     if (!remote->calico_ipv4_address) {
       ctx.Suspect(hop, Level::kFatal, "node_address_missing",
@@ -366,20 +367,35 @@ class CalicoPlugin : public Plugin {
     return nullptr;
   }
 
+  // The pool's mode towards `remote`; CrossSubnet is decided as Felix and BIRD decide it
+  // (model::CalicoSubnetOf: the node address's real prefix length, a /32 has no peer in its
+  // subnet), with an INFO on this node's hop when that is not what the annotation alone says.
   Mode ModeFor(const IpPool& pool, const model::Node* self, const model::Node& remote,
-               const PluginContext& ctx, const Where& w) {
+               const PluginContext& ctx, const Where& w, PathGraph::Vertex hop) {
     auto same_subnet = [&]() {
-      std::optional<net::Ipv4Prefix> mine;
-      if (self && self->calico_ipv4_address) mine = self->calico_ipv4_address;
-      if (!mine && w.node) {
-        if (const Interface* h = HostInterface(ctx, w.node_name, *w.node)) {
-          if (const auto* a = h->PrimaryAddress()) mine = a->Subnet();
-        }
+      std::optional<model::CalicoNodeSubnet> mine =
+          model::CalicoSubnetOf(self, w.node ? &w.node->netstack : nullptr);
+      std::optional<net::Ipv4> theirs = model::CalicoPeerAddress(remote);
+      if (!mine || !theirs) return false;
+      bool same = model::CalicoSameSubnet(*mine, *theirs);
+      if (mine->stale_annotation &&
+          net::Contains(*mine->stale_annotation, *theirs) != same) {
+        ctx.Suspect(hop, Level::kInfo, "cross_subnet",
+                    absl::StrCat("CrossSubnet towards ", remote.name, " (", theirs->to_string(),
+                                 "): ", w.node_name, "'s address is ", mine->source,
+                                 " but its projectcalico.org/IPv4Address says ",
+                                 mine->stale_annotation->address().to_string(), "/",
+                                 mine->stale_annotation->prefix_length(),
+                                 "; calico-node rewrites the annotation from the interface, so ",
+                                 remote.name, " is ", same ? "in the same" : "in another",
+                                 " subnet (", same ? "no encapsulation" : "encapsulated", ")"));
+      } else if (!same && mine->address.prefix_length() == 32) {
+        ctx.Suspect(hop, Level::kInfo, "cross_subnet",
+                    absl::StrCat(w.node_name, "'s address is ", mine->source,
+                                 ": a /32 has no other node in its subnet, so CrossSubnet "
+                                 "encapsulates towards every peer (", remote.name, " too)"));
       }
-      std::optional<net::Ipv4> theirs;
-      if (remote.calico_ipv4_address) theirs = remote.calico_ipv4_address->address();
-      if (!theirs) theirs = remote.PrimaryIp();
-      return mine && theirs && net::Contains(*mine, *theirs);
+      return same;
     };
     if (pool.vxlan_mode == EncapMode::kAlways) return Mode::kVxlan;
     if (pool.vxlan_mode == EncapMode::kCrossSubnet)

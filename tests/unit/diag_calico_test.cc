@@ -71,6 +71,47 @@ TEST(DiagCalico, CrossSubnetRouteThroughTheTunnelInsideTheSubnetIsFlagged) {
   EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
 }
 
+// calico-crosssubnet-32 (tests/data/cases/_gen/calico-crosssubnet-32.py): node addresses are /32
+// leases although node-a and node-b look like one /24. Calico decides CrossSubnet from the
+// address's real prefix length, so node-b is another subnet: IPIP via tunl0, not eth0.
+TEST(DiagCalico, CrossSubnetSlash32NodeAddressTunnelsToEveryPeer) {
+  auto t = TraceLib(CaseDir("calico-crosssubnet-32-fixed"), "pod:default/client",
+                    "pod:default/near:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
+  EXPECT_TRUE(testing::OnlyInfo(t.report)) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a")->oif(), "tunl0") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "cross_subnet", "INFO");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("/32"), std::string::npos) << m->message();
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+}
+
+// The same nodes with calico-node's annotations still at /24 and node-b's block routed directly
+// via eth0: the interface's real /32 decides (calico-node rewrites the annotation from it), the
+// direct route is not Calico's, and the finding sits on node-a, whose route it is.
+TEST(DiagCalico, CrossSubnetDecidedFromTheInterfacePrefixNotAStaleAnnotation) {
+  auto t = TraceLib(CaseDir("calico-crosssubnet-32"), "pod:default/client",
+                    "pod:default/near:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "route_mismatch", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_NE(m->message().find("tunl0"), std::string::npos) << m->message();
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+  const v1::Suspicion* why = FindSuspicion(t.report, "cross_subnet", "INFO");
+  ASSERT_NE(why, nullptr) << t.text;
+  EXPECT_NE(why->message().find("eth0 10.20.0.11/32"), std::string::npos) << why->message();
+  EXPECT_NE(why->message().find("10.20.0.11/24"), std::string::npos) << why->message();
+  EXPECT_EQ(HopOf(t.report, why)->node(), "node-a");
+  // Towards node-c (really another subnet) nothing changes.
+  auto far = TraceLib(CaseDir("calico-crosssubnet-32"), "pod:default/client",
+                      "pod:default/far:8080/tcp");
+  ASSERT_TRACED(far);
+  EXPECT_EQ(FindHop(far.report, "node-a")->oif(), "tunl0") << far.text;
+  EXPECT_EQ(FindSuspicion(far.report, "route_mismatch"), nullptr) << far.text;
+}
+
 TEST(DiagCalico, MissingRemoteBlockRouteIsFatal) {
   Scratch s("calico-ipip");
   int n = s.RemoveFromList("nodes/node-a/ip-route.json", [](const google::protobuf::Struct& r) {
