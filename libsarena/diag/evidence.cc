@@ -55,6 +55,8 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       {"link_missing", {"DEV_READY", "IP_NOROUTE", "IP_OUTNOROUTES"}},
       // The neighbour never resolved: the queued packets are freed when the entry fails.
       {"neighbor_missing", {"NEIGH_FAILED", "NEIGH_QUEUEFULL", "NEIGH_DEAD", "NEIGH_CREATEFAIL"}},
+      // A stale cached lladdr: the receiver's eth_type_trans marks the frame PACKET_OTHERHOST.
+      {"neighbor_stale", {"OTHERHOST"}},
       {"arp_ignore", {"NEIGH_FAILED", "NEIGH_QUEUEFULL"}},
       {"proxy_arp", {"NEIGH_FAILED", "NEIGH_QUEUEFULL"}},
       // Too big with DF: ip_forward / ip_fragment (ICMP frag needed sent back).

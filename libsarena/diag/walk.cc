@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
+#include "libsarena/model/neigh.h"
 
 namespace sarena::diag {
 namespace {
@@ -1119,6 +1120,21 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
                         n ? absl::StrCat(" (neighbour entry ", absl::StrJoin(n->state, ","), ")")
                           : std::string()));
       return false;
+    }
+    // A cached entry is used as is: a static one naming a MAC the peer no longer has is
+    // dropped there (model/neigh.h); the finding sits on this hop, which holds the entry. Not
+    // into a sarena node: its tc ingress programs take frames before ip_rcv checks the MAC.
+    bool bpf_ingress = !peer.in_pod() && peer.node && peer.node->sarena_endpoints.has_value();
+    if (cached && !bpf_ingress) {
+      model::NeighCheck nc = model::CheckNeighborLladdr(
+          *n, pif, peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : peer.node_name);
+      if (nc.fit == model::NeighFit::kStaleStatic) {
+        Drop(v, "neighbor_stale", absl::StrCat(nc.detail, "; ", Tuple(f.pkt), " is lost"));
+        return false;
+      }
+      if (nc.fit == model::NeighFit::kStaleDynamic) {
+        Suspect(v, Level::kWarning, "neighbor_stale", nc.detail);
+      }
     }
   }
   // veth_xmit -> __dev_forward_skb: is_skb_forwardable() drops a frame longer than the

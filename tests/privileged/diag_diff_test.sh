@@ -27,7 +27,9 @@
 #   0, a route deleted, a route replaced by a wrong one, a link down, an MTU below the probe
 #   size, a Service without endpoints, an iptables DROP rule (FORWARD / INPUT / OUTPUT, matching
 #   the request or the reply), a deleted endpoint-map entry and a stale endpoint MAC (sarena,
-#   bpftool on the pinned map), or none (healthy).
+#   bpftool on the pinned map), or none (healthy). After those, DIFF_MECH_COUNT (default 30)
+#   scenarios of the kernel-mechanism families of issue 11 on B and V: neigh_stale (a permanent
+#   neighbour entry with a MAC nobody has, on a pod's gateway, a node's pod entry or a cable).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -375,6 +377,30 @@ gen_fault() {
   esac
 }
 
+# gen_mech_fault: the kernel-mechanism families of issue 11 item 2, on the Calico-like
+# topologies (sets G_FAULT for the current flow):
+#   neigh_stale PLACE DEV IP  a permanent neighbour entry for IP on DEV of PLACE naming a MAC
+#                             nobody has (02:de:ad:be:ef:02): a pod's gateway 169.254.1.1, a
+#                             node's entry for one of its pods, or for the peer node on a cable.
+neigh_candidates() {  # neigh_candidates PLACE: "DEV:IP" words
+  local d peer
+  if [ "${P_KIND[$1]}" = pod ]; then echo "eth0:169.254.1.1"; return; fi
+  for d in ${P_DEVS[$1]}; do
+    peer=${d#*:} d=${d%%:*}
+    case $d in
+      vxlan.calico|sarena_*) ;;
+      eth1) [ -n "${P_ALT[$peer]:-}" ] && echo "$d:${P_ALT[$peer]}" ;;
+      *) echo "$d:${P_IP[$peer]}" ;;
+    esac
+  done
+}
+gen_mech_fault() {
+  pick_place; local place=$REPLY
+  local c; c=($(neigh_candidates "$place"))
+  pick "${c[@]}"
+  G_FAULT="neigh_stale $place ${REPLY%%:*} ${REPLY#*:}"
+}
+
 # wrong_route PLACE LINE: prints LINE rewritten into a wrong route (exit 1: no wrong variant).
 #   "... via GW ..."              -> via GW' (GW with last octet 99: nobody owns it) onlink
 #   BGP remote block via eth0     -> via the peer node's eth1 address dev eth1 (still a node)
@@ -431,6 +457,7 @@ fault_expect() {
     drop) X_CODES="netfilter_drop" ;;
     ep_missing) X_CODES="endpoint_map_missing" X_HOPS="sn1 ${P_HOP[$place]}" ;;
     ep_mac) X_CODES="endpoint_mac_mismatch" X_HOPS="sn1 ${P_HOP[$place]}" ;;
+    neigh_stale) X_CODES="neighbor_stale" ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -470,6 +497,7 @@ inject() {
       else
         sn_ep_set_pod_mac sn1 "${P_IP[$2]}" 02:de:ad:be:ef:01
       fi ;;
+    neigh_stale) ip -n "$ns" neigh replace "$4" lladdr 02:de:ad:be:ef:02 dev "$3" nud permanent ;;
   esac
 }
 
@@ -511,6 +539,7 @@ revert() {
     svc_noep) kube_proxy "$2" ;;
     drop) cn_exec "$ns" iptables -D "$3" "$4" "$5" -j DROP ;;
     ep_missing|ep_mac) sn_ep_restore sn1 "${P_IP[$2]}" "$SAVED" ;;
+    neigh_stale) ip -n "$ns" neigh del "$4" dev "$3" ;;  # re-resolved by ARP / proxy ARP
   esac
 }
 
@@ -664,14 +693,24 @@ for ((i = 1; i <= COUNT; i++)); do
   [ "$t" = S ] && [ "${G_FAULT%% *}" != svc_noep ] && chance 33 && v=live
   SCEN_FLOW+=("$flow") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=("$v")
 done
+# The kernel-mechanism families (gen_mech_fault), DIFF_MECH_COUNT of them after the main
+# sequence, so the first DIFF_COUNT scenarios stay what they were.
+MECH_COUNT=${DIFF_MECH_COUNT:-30}
+for ((i = 1; i <= MECH_COUNT; i++)); do
+  pick B V; t=$REPLY
+  pick ${T_FLOWS[$t]}; G_FLOW=$REPLY
+  flow_info "$G_FLOW"
+  gen_mech_fault
+  SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
+done
 mkdir -p "$SN_DIR/snap"
-for ((i = 1; i <= COUNT; i++)); do
+for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
   VARIANT=${SCEN_VARIANT[$((i - 1))]}
   run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
 done
 
-echo "by fault: $(for k in "${!BY_FAULT_N[@]}"; do printf '%s %s/%s  ' "$k" "${BY_FAULT_OK[$k]:-0}" "${BY_FAULT_N[$k]}"; done)"
+echo "by fault: $(for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do printf '%s %s/%s  ' "$k" "${BY_FAULT_OK[$k]:-0}" "${BY_FAULT_N[$k]}"; done)"
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

@@ -112,6 +112,55 @@ TEST(DiagCalico, CrossSubnetDecidedFromTheInterfacePrefixNotAStaleAnnotation) {
   EXPECT_EQ(FindSuspicion(far.report, "route_mismatch"), nullptr) << far.text;
 }
 
+// neigh-stale (tests/data/cases/_gen/neigh-stale.py): node-a holds a permanent neighbour entry
+// for pod default/server with the MAC of the pod before it was recreated. The kernel sends the
+// frames to that MAC and the pod's eth0 drops them (PACKET_OTHERHOST); the finding sits on
+// node-a, which holds the entry. The twin names the live MAC.
+TEST(DiagCalico, PermanentNeighbourWithAStaleMacDropsAtTheHopHoldingIt) {
+  auto t = TraceLib(CaseDir("neigh-stale"), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "neighbor_stale", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(m->hop(), "node-a") << t.text;
+  EXPECT_NE(m->message().find("02:00:00:00:0a:06"), std::string::npos) << m->message();
+  EXPECT_NE(m->message().find("02:00:00:00:01:06"), std::string::npos) << m->message();
+  EXPECT_NE(m->message().find("permanent"), std::string::npos) << m->message();
+  // The node itself sends through the same entry.
+  auto node = TraceLib(CaseDir("neigh-stale"), "node:node-a", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(node);
+  EXPECT_NE(FindSuspicion(node.report, "neighbor_stale", "FATAL"), nullptr) << node.text;
+  // The server's own connections reach the client, and their replies die on the same entry.
+  auto back = TraceLib(CaseDir("neigh-stale"), "pod:default/server", "pod:default/client:8080/tcp");
+  ASSERT_TRACED(back);
+  const v1::Suspicion* r = FindSuspicion(back.report, "neighbor_stale", "FATAL");
+  ASSERT_NE(r, nullptr) << back.text;
+  EXPECT_EQ(r->hop(), "node-a@reply") << back.text;
+  auto fixed =
+      TraceLib(CaseDir("neigh-stale-fixed"), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(fixed);
+  EXPECT_EQ(fixed.report.verdict(), "reachable") << fixed.text;
+  EXPECT_EQ(FindSuspicion(fixed.report, "neighbor_stale"), nullptr) << fixed.text;
+}
+
+// A learnt (REACHABLE) entry with the old MAC is re-resolved by the kernel: a WARNING, not a drop.
+TEST(DiagCalico, LearntNeighbourWithAStaleMacIsAWarning) {
+  Scratch s("neigh-stale");
+  s.EditJson("nodes/node-a/ip-neigh.json", [](google::protobuf::Value* v) {
+    for (auto& e : *v->mutable_list_value()->mutable_values()) {
+      auto& st = *(*e.mutable_struct_value()->mutable_fields())["state"].mutable_list_value();
+      st.clear_values();
+      st.add_values()->set_string_value("REACHABLE");
+    }
+  });
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "neighbor_stale", "WARNING");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(m->hop(), "node-a");
+  EXPECT_NE(t.report.verdict(), "unreachable") << t.text;
+}
+
 TEST(DiagCalico, MissingRemoteBlockRouteIsFatal) {
   Scratch s("calico-ipip");
   int n = s.RemoveFromList("nodes/node-a/ip-route.json", [](const google::protobuf::Struct& r) {
