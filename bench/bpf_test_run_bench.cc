@@ -54,7 +54,7 @@ struct Env {
     cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
     cfg.pod_cidr_be = htonl(0x0af40100);
     cfg.pod_cidr_len = 24;
-    Check(m.WriteConfig(cfg));
+    Check(m.config.Write(cfg));
     for (uint32_t i = 10; i < 12; ++i) {
       // Put: the hash entry and its slot (the programs' fast path), as sarenad writes them.
       Check(m.endpoints.Put(sarena::net::Ipv4(0x0af40100 + i),

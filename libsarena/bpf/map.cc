@@ -99,9 +99,11 @@ absl::StatusOr<RawMap> RawMap::FromFd(UniqueFd fd) {
   return RawMap(std::move(fd), *std::move(info), slots, stride);
 }
 
-absl::StatusOr<RawMap> RawMap::FromPin(absl::string_view path) {
+absl::StatusOr<RawMap> RawMap::FromPin(absl::string_view path, PinAccess access) {
   std::string p(path);
-  int fd = bpf_obj_get(p.c_str());
+  LIBBPF_OPTS(bpf_obj_get_opts, opts,
+              .file_flags = access == PinAccess::kReadOnly ? uint32_t{BPF_F_RDONLY} : 0u);
+  int fd = bpf_obj_get_opts(p.c_str(), &opts);
   if (fd < 0) return ErrnoStatus(-fd, absl::StrCat("open pinned map '", path, "'"));
   auto map = FromFd(UniqueFd(fd));
   if (!map.ok()) return PinError(path, map.status());

@@ -68,6 +68,13 @@ enum class UpdateFlags : uint64_t {
 /// "any" / "noexist" / "exist".
 absl::string_view ToString(UpdateFlags flags);
 
+/// How a pinned map is opened (bpf_obj_get_opts.file_flags).
+enum class PinAccess {
+  kReadWrite,  // 0: lookups and updates
+  kReadOnly,   // BPF_F_RDONLY (Linux >= 4.15): lookups and iteration; every update or delete
+               // fails with EPERM (kPermissionDenied), enforced by the kernel on the fd
+};
+
 /// An untyped map: raw byte access with the sizes the kernel reported. Map and PerCpuMap are
 /// thin typed layers over it; use it directly only for tools that handle arbitrary maps.
 /// Buffers passed in must hold key_size() / value_bytes() bytes per element. Move-only.
@@ -76,9 +83,11 @@ class RawMap {
   /// Takes ownership of `fd` (must be a BPF map fd). Errors: kInvalidArgument for an invalid fd,
   /// ErrnoStatus when the info query fails (e.g. the fd is not a map: kInvalidArgument).
   static absl::StatusOr<RawMap> FromFd(UniqueFd fd);
-  /// Opens the map pinned at `path` on a bpffs (bpf_obj_get). Errors: kNotFound when nothing is
-  /// pinned there, kInvalidArgument when the pin is not a map, ErrnoStatus otherwise.
-  static absl::StatusOr<RawMap> FromPin(absl::string_view path);
+  /// Opens the map pinned at `path` on a bpffs (bpf_obj_get_opts with `access`'s file flags).
+  /// Errors: kNotFound when nothing is pinned there, kInvalidArgument when the pin is not a map,
+  /// ErrnoStatus otherwise.
+  static absl::StatusOr<RawMap> FromPin(absl::string_view path,
+                                        PinAccess access = PinAccess::kReadWrite);
 
   RawMap(RawMap&&) = default;
   RawMap& operator=(RawMap&&) = default;
@@ -160,9 +169,11 @@ class Map {
     SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromFd(std::move(fd)));
     return FromRaw(std::move(raw));
   }
-  /// Opens a pinned map (bpf_obj_get) and checks it like FromFd. kNotFound when not pinned.
-  static absl::StatusOr<Map> FromPin(absl::string_view path) {
-    SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path));
+  /// Opens a pinned map (RawMap::FromPin with `access`) and checks it like FromFd. kNotFound when
+  /// not pinned.
+  static absl::StatusOr<Map> FromPin(absl::string_view path,
+                                     PinAccess access = PinAccess::kReadWrite) {
+    SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path, access));
     absl::Status layout = raw.CheckLayout(sizeof(K), sizeof(V), /*per_cpu=*/false);
     if (!layout.ok()) return RawMap::PinError(path, layout);
     return Map(std::move(raw));
@@ -268,8 +279,10 @@ class PerCpuMap {
     SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromFd(std::move(fd)));
     return FromRaw(std::move(raw));
   }
-  static absl::StatusOr<PerCpuMap> FromPin(absl::string_view path) {
-    SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path));
+  /// Like Map::FromPin, but requires a per-CPU map type.
+  static absl::StatusOr<PerCpuMap> FromPin(absl::string_view path,
+                                           PinAccess access = PinAccess::kReadWrite) {
+    SARENA_ASSIGN_OR_RETURN(RawMap raw, RawMap::FromPin(path, access));
     absl::Status layout = raw.CheckLayout(sizeof(K), sizeof(V), /*per_cpu=*/true);
     if (!layout.ok()) return RawMap::PinError(path, layout);
     return PerCpuMap(std::move(raw));

@@ -270,7 +270,7 @@ struct EndpointRow {
 absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
                                              const std::string& daemon_json,
                                              std::vector<std::string>* notes) {
-  SARENA_ASSIGN_OR_RETURN(datapath::Maps maps, datapath::Maps::FromPinRoot(pin_root));
+  SARENA_ASSIGN_OR_RETURN(datapath::Maps maps, datapath::Maps::OpenPinned(pin_root));
   std::map<std::string, EndpointRow> rows;
   SARENA_RETURN_IF_ERROR(
       maps.endpoints.ForEach([&](const datapath::EndpointKey& k, const datapath::Endpoint& e) {

@@ -188,7 +188,7 @@ absl::StatusOr<std::string> NodeMetrics::Render() {
   request.mutable_endpoint_list();
   if (v1::Response r = ask(request); r.has_endpoint_list()) figures.endpoints = r.endpoint_list();
   if (!maps_) {
-    absl::StatusOr<datapath::Maps> maps = datapath::Maps::FromPinRoot(bpffs_);
+    absl::StatusOr<datapath::Maps> maps = datapath::Maps::OpenPinned(bpffs_);
     if (maps.ok()) {
       maps_ = *std::move(maps);
     } else {
@@ -196,7 +196,7 @@ absl::StatusOr<std::string> NodeMetrics::Render() {
     }
   }
   if (maps_) {
-    absl::StatusOr<std::vector<datapath::DropCounter>> drops = maps_->ReadDrops();
+    absl::StatusOr<std::vector<datapath::DropCounter>> drops = maps_->drops.ReadAll();
     if (drops.ok()) {
       figures.drops = *std::move(drops);
     } else {

@@ -1,8 +1,8 @@
 // sarenad's metrics (docs/metrics.md lists every family): what one scrape reads — the STATUS
 // and EndpointList answers of the daemon's own request handler (the very code that answers
 // `sarena status` / `sarena endpoint list`, cluster fields included via ClusterNode::FillStatus),
-// the drop counters of the pinned maps (datapath::Maps::ReadDrops) and the CNI request figures
-// (CniRequestMetrics) — turned into metric families (NodeFamilies) and rendered (metrics.h).
+// the drop counters of the pinned maps (opened read-only by datapath::Maps::OpenPinned) and the
+// CNI request figures (CniRequestMetrics) — turned into metric families (NodeFamilies) and rendered (metrics.h).
 #ifndef LIBSARENA_DAEMON_METRICS_NODE_H_
 #define LIBSARENA_DAEMON_METRICS_NODE_H_
 

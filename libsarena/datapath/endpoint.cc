@@ -77,7 +77,7 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 
   // Endpoint-map entry and counters before the program, the program before the link is up.
   const datapath::Maps& maps = dp.maps();
-  SARENA_RETURN_IF_ERROR(maps.ResetEndpointCounters(spec.endpoint_id));
+  SARENA_RETURN_IF_ERROR(maps.ep_counters.Reset(spec.endpoint_id));
   SARENA_RETURN_IF_ERROR(maps.endpoints.Put(
       spec.ip, MakeEndpoint(static_cast<uint32_t>(host.ifindex), st.pod_mac, st.host_mac,
                             spec.endpoint_id)));

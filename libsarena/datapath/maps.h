@@ -1,18 +1,23 @@
-// Domain views of the sarena maps: the endpoint map with the verbs the endpoint life cycle
-// needs (by pod address, with ownership), and the cluster maps (tunnel map by remote pod CIDR,
-// peer map by underlay address), each on top of the typed bpf::Map it still is (tests and
-// benchmarks write raw entries through the base class).
+// One class per sarena map (sarena/abi.h SARENA_MAP_*), each with its domain verbs, the way
+// Cilium keeps one package per map: the endpoint map by pod address with ownership, the node and
+// cluster configs, the endpoint and node counters, the drop counters, the host-flow LRU, and the
+// cluster maps (tunnel map by remote pod CIDR, peer map by underlay address). Each is still the
+// typed bpf::Map it wraps (tests and benchmarks write raw entries through the base class); the
+// generic bpf/ layer knows none of them. OpenPinnedMap opens one by its pin name, read-only for
+// readers.
 #ifndef LIBSARENA_DATAPATH_MAPS_H_
 #define LIBSARENA_DATAPATH_MAPS_H_
 
 #include <cstring>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/map.h"
 #include "libsarena/datapath/abi.h"
@@ -154,6 +159,8 @@ class EndpointMap : public bpf::Map<EndpointKey, Endpoint> {
 /// (Entries) uses BPF_MAP_GET_NEXT_KEY, which LPM tries support since Linux 4.16.
 class TunnelMap : public bpf::Map<TunnelKey, Tunnel> {
  public:
+  using Base = bpf::Map<TunnelKey, Tunnel>;
+  static constexpr const char* kPinName = SARENA_MAP_TUNNELS;
   explicit TunnelMap(bpf::Map<TunnelKey, Tunnel> map) : bpf::Map<TunnelKey, Tunnel>(std::move(map)) {}
 
   /// Creates or replaces the entry of `prefix` (host bits are ignored: the canonical network is
@@ -190,6 +197,8 @@ class TunnelMap : public bpf::Map<TunnelKey, Tunnel> {
 /// from_overlay accepts VXLAN only from these addresses.
 class PeerMap : public bpf::Map<PeerKey, Peer> {
  public:
+  using Base = bpf::Map<PeerKey, Peer>;
+  static constexpr const char* kPinName = SARENA_MAP_PEERS;
   explicit PeerMap(bpf::Map<PeerKey, Peer> map) : bpf::Map<PeerKey, Peer>(std::move(map)) {}
 
   /// Creates or replaces the entry of `underlay`. `node_id` must be < SARENA_MAX_PEERS (it
@@ -221,6 +230,140 @@ class PeerMap : public bpf::Map<PeerKey, Peer> {
     });
     if (!st.ok()) return st;
     return out;
+  }
+};
+
+/// Opens the map pinned as <pin_root>/<M::kPinName> as the class `M` of this file (checking key
+/// and value sizes against sarena/abi.h). bpf::PinAccess::kReadOnly opens the fd with
+/// BPF_F_RDONLY: lookups and iteration work, every write fails with kPermissionDenied (EPERM)
+/// in the kernel. Errors: kNotFound naming the missing pin, kFailedPrecondition on a layout
+/// mismatch, ErrnoStatus otherwise.
+template <typename M>
+absl::StatusOr<M> OpenPinnedMap(absl::string_view pin_root, bpf::PinAccess access) {
+  SARENA_ASSIGN_OR_RETURN(typename M::Base map,
+                          M::Base::FromPin(absl::StrCat(pin_root, "/", M::kPinName), access));
+  return M(std::move(map));
+}
+
+/// A map of one entry (array of 1, key 0): the node config and the cluster datapath config.
+template <typename V>
+class SingletonMap : public bpf::Map<uint32_t, V> {
+ public:
+  using Base = bpf::Map<uint32_t, V>;
+  explicit SingletonMap(Base map) : Base(std::move(map)) {}
+
+  /// Writes the entry (key 0). Errors: the map update's (ErrnoStatus).
+  absl::Status Write(const V& value) const { return this->Update(0, value); }
+  /// Reads the entry (all zero when never written). Errors: map errors.
+  absl::StatusOr<V> Read() const { return this->Lookup(0); }
+};
+
+/// SARENA_MAP_CONFIG (`sarena_cfg`, array of 1): the node config. The datapath treats it as
+/// absent while net_ifindex == 0.
+class ConfigMap : public SingletonMap<Config> {
+ public:
+  static constexpr const char* kPinName = SARENA_MAP_CONFIG;
+  using SingletonMap<Config>::SingletonMap;
+};
+
+/// SARENA_MAP_OVERLAY_CONFIG (`sarena_ovl`, array of 1): the cluster datapath config.
+/// flags == 0 turns every cross-node branch off (one-node mode; from_overlay / to_overlay /
+/// from_netdev pass everything).
+class OverlayConfigMap : public SingletonMap<OverlayConfig> {
+ public:
+  static constexpr const char* kPinName = SARENA_MAP_OVERLAY_CONFIG;
+  using SingletonMap<OverlayConfig>::SingletonMap;
+};
+
+/// Per-CPU counters indexed by an id below `limit` (an endpoint id or a peer node id).
+template <typename V>
+class CounterMap : public bpf::PerCpuMap<uint32_t, V> {
+ public:
+  using Base = bpf::PerCpuMap<uint32_t, V>;
+  /// `noun` names the id in errors ("endpoint", "node").
+  CounterMap(Base map, uint32_t limit, absl::string_view noun)
+      : Base(std::move(map)), limit_(limit), noun_(noun) {}
+
+  /// The counters of `id`, summed over CPUs. kInvalidArgument when id >= the limit.
+  absl::StatusOr<V> Read(uint32_t id) const {
+    SARENA_RETURN_IF_ERROR(CheckId("read", id));
+    SARENA_ASSIGN_OR_RETURN(std::vector<V> per_cpu, this->Lookup(id));
+    return SumCounters(per_cpu);
+  }
+  /// Zeroes the counters of `id` on every CPU (call when an id is (re)assigned).
+  /// kInvalidArgument when id >= the limit; map errors otherwise.
+  absl::Status Reset(uint32_t id) const {
+    SARENA_RETURN_IF_ERROR(CheckId("reset", id));
+    V zero = {};
+    return this->UpdateAll(id, zero);
+  }
+
+ private:
+  absl::Status CheckId(absl::string_view verb, uint32_t id) const {
+    if (id < limit_) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(verb, " counters of ", noun_, " id ", id, ": must be < ", limit_));
+  }
+
+  uint32_t limit_;
+  absl::string_view noun_;
+};
+
+/// SARENA_MAP_EP_COUNTERS (`sarena_ep_ctr`, per-CPU array): counters by endpoint_id
+/// (< SARENA_MAX_ENDPOINTS).
+class EndpointCounterMap : public CounterMap<EndpointCounters> {
+ public:
+  static constexpr const char* kPinName = SARENA_MAP_EP_COUNTERS;
+  explicit EndpointCounterMap(Base map)
+      : CounterMap(std::move(map), SARENA_MAX_ENDPOINTS, "endpoint") {}
+};
+
+/// SARENA_MAP_NODE_COUNTERS (`sarena_node_ctr`, per-CPU array): counters by peer node_id
+/// (< SARENA_MAX_PEERS).
+class NodeCounterMap : public CounterMap<NodeCounters> {
+ public:
+  static constexpr const char* kPinName = SARENA_MAP_NODE_COUNTERS;
+  explicit NodeCounterMap(Base map) : CounterMap(std::move(map), SARENA_MAX_PEERS, "node") {}
+};
+
+/// SARENA_MAP_DROPS (`sarena_drops`, per-CPU array): drop counters by enum sarena_drop_reason.
+class DropMap : public bpf::PerCpuMap<uint32_t, DropCounter> {
+ public:
+  using Base = bpf::PerCpuMap<uint32_t, DropCounter>;
+  static constexpr const char* kPinName = SARENA_MAP_DROPS;
+  explicit DropMap(Base map) : Base(std::move(map)) {}
+
+  /// Every reason's counters summed over CPUs; index = enum sarena_drop_reason, size
+  /// SARENA_DROP_REASON_MAX (index 0, "none", is not a drop). Errors: map errors.
+  absl::StatusOr<std::vector<DropCounter>> ReadAll() const {
+    std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
+    for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
+      SARENA_ASSIGN_OR_RETURN(std::vector<DropCounter> per_cpu, Lookup(reason));
+      out[reason] = SumCounters(per_cpu);
+    }
+    return out;
+  }
+};
+
+/// SARENA_MAP_HOST_FLOWS (`sarena_flows`, LRU hash): flows a local pod opened toward the host
+/// (FlowKey: pod address, source port, protocol) -> first-seen time, ns (bpf_ktime_get_ns).
+/// from_container lets a reply from another pod through only when it matches one.
+class HostFlowMap : public bpf::Map<FlowKey, uint64_t> {
+ public:
+  using Base = bpf::Map<FlowKey, uint64_t>;
+  static constexpr const char* kPinName = SARENA_MAP_HOST_FLOWS;
+  explicit HostFlowMap(Base map) : Base(std::move(map)) {}
+
+  /// The pod addresses that have at least one recorded flow, each once, ascending.
+  /// Errors: map errors.
+  absl::StatusOr<std::vector<net::Ipv4>> Openers() const {
+    SARENA_ASSIGN_OR_RETURN(auto flows, LookupBatch());
+    std::set<net::Ipv4> addrs;
+    for (const auto& [key, first_seen] : flows) {
+      (void)first_seen;
+      addrs.insert(net::FromBe32(key.addr_be));
+    }
+    return std::vector<net::Ipv4>(addrs.begin(), addrs.end());
   }
 };
 

@@ -68,7 +68,7 @@ absl::StatusOr<int> Node::PruneOrphans(const std::set<net::Ipv4>& live_ips,
 }
 
 absl::StatusOr<EndpointCounters> Node::Counters(uint32_t endpoint_id) {
-  return dp_->maps().ReadEndpointCounters(endpoint_id);
+  return dp_->maps().ep_counters.Read(endpoint_id);
 }
 
 }  // namespace sarena::datapath

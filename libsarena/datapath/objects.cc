@@ -43,8 +43,9 @@ absl::StatusOr<M> MapFromLibbpf(const struct bpf_map* map) {
 }
 
 template <typename M>
-absl::StatusOr<M> MapFromPin(absl::string_view pin_root, absl::string_view name) {
-  return M::FromPin(absl::StrCat(pin_root, "/", name));
+absl::StatusOr<M> MapFromPin(absl::string_view pin_root, absl::string_view name,
+                             bpf::PinAccess access) {
+  return M::FromPin(absl::StrCat(pin_root, "/", name), access);
 }
 
 // Opens and loads one skeleton. `Skel` is the bpftool-generated struct; the three functions
@@ -92,90 +93,51 @@ absl::string_view ToString(Program program) {
 // ---- Maps ----
 
 absl::StatusOr<Maps> Maps::FromPinRoot(absl::string_view pin_root) {
-  SARENA_ASSIGN_OR_RETURN(auto endpoints,
-                          (MapFromPin<Map<EndpointKey, Endpoint>>(pin_root, SARENA_MAP_ENDPOINTS)));
-  SARENA_ASSIGN_OR_RETURN(auto config,
-                          (MapFromPin<Map<uint32_t, Config>>(pin_root, SARENA_MAP_CONFIG)));
-  SARENA_ASSIGN_OR_RETURN(auto ep_counters, (MapFromPin<PerCpuMap<uint32_t, EndpointCounters>>(
-                                                pin_root, SARENA_MAP_EP_COUNTERS)));
-  SARENA_ASSIGN_OR_RETURN(auto drops, (MapFromPin<PerCpuMap<uint32_t, DropCounter>>(
-                                          pin_root, SARENA_MAP_DROPS)));
-  SARENA_ASSIGN_OR_RETURN(auto host_flows, (MapFromPin<Map<FlowKey, uint64_t>>(
-                                               pin_root, SARENA_MAP_HOST_FLOWS)));
-  SARENA_ASSIGN_OR_RETURN(auto tunnels, (MapFromPin<Map<TunnelKey, Tunnel>>(
-                                            pin_root, SARENA_MAP_TUNNELS)));
-  SARENA_ASSIGN_OR_RETURN(auto peers, (MapFromPin<Map<PeerKey, Peer>>(pin_root, SARENA_MAP_PEERS)));
-  SARENA_ASSIGN_OR_RETURN(auto overlay_config, (MapFromPin<Map<uint32_t, OverlayConfig>>(
-                                                   pin_root, SARENA_MAP_OVERLAY_CONFIG)));
-  SARENA_ASSIGN_OR_RETURN(auto node_counters, (MapFromPin<PerCpuMap<uint32_t, NodeCounters>>(
-                                                  pin_root, SARENA_MAP_NODE_COUNTERS)));
+  return Open(pin_root, bpf::PinAccess::kReadWrite);
+}
+
+absl::StatusOr<Maps> Maps::OpenPinned(absl::string_view pin_root) {
+  return Open(pin_root, bpf::PinAccess::kReadOnly);
+}
+
+absl::StatusOr<Maps> Maps::Open(absl::string_view pin_root, bpf::PinAccess access) {
+  SARENA_ASSIGN_OR_RETURN(auto endpoints, (MapFromPin<Map<EndpointKey, Endpoint>>(
+                                              pin_root, SARENA_MAP_ENDPOINTS, access)));
+  SARENA_ASSIGN_OR_RETURN(auto config, OpenPinnedMap<ConfigMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto ep_counters, OpenPinnedMap<EndpointCounterMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto drops, OpenPinnedMap<DropMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto host_flows, OpenPinnedMap<HostFlowMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto tunnels, OpenPinnedMap<TunnelMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto peers, OpenPinnedMap<PeerMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto overlay_config, OpenPinnedMap<OverlayConfigMap>(pin_root, access));
+  SARENA_ASSIGN_OR_RETURN(auto node_counters, OpenPinnedMap<NodeCounterMap>(pin_root, access));
   // The slot map is optional here: a datapath older than it has only the hash (the programs
   // then never read slots, and this view writes none).
   std::optional<EndpointMap::SlotMap> slots;
   absl::StatusOr<EndpointMap::SlotMap> slot_pin =
-      MapFromPin<EndpointMap::SlotMap>(pin_root, SARENA_MAP_ENDPOINT_SLOTS);
+      MapFromPin<EndpointMap::SlotMap>(pin_root, SARENA_MAP_ENDPOINT_SLOTS, access);
   if (slot_pin.ok()) {
     slots.emplace(std::move(*slot_pin));
   } else if (!absl::IsNotFound(slot_pin.status())) {
     return slot_pin.status();
   }
   std::optional<Map<uint32_t, uint32_t>> flow_openers;
-  auto openers_pin = MapFromPin<Map<uint32_t, uint32_t>>(pin_root, SARENA_MAP_FLOW_OPENERS);
+  auto openers_pin = MapFromPin<Map<uint32_t, uint32_t>>(pin_root, SARENA_MAP_FLOW_OPENERS, access);
   if (openers_pin.ok()) {
     flow_openers.emplace(std::move(*openers_pin));
   } else if (!absl::IsNotFound(openers_pin.status())) {
     return openers_pin.status();
   }
-  return Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config), std::move(ep_counters),
-              std::move(drops),                  std::move(host_flows), TunnelMap(std::move(tunnels)),
-              PeerMap(std::move(peers)),         std::move(overlay_config),
-              std::move(node_counters),          std::move(flow_openers)};
-}
-
-absl::Status Maps::WriteConfig(const Config& cfg) const { return config.Update(0, cfg); }
-
-absl::StatusOr<Config> Maps::ReadConfig() const { return config.Lookup(0); }
-
-absl::StatusOr<EndpointCounters> Maps::ReadEndpointCounters(uint32_t endpoint_id) const {
-  if (endpoint_id >= SARENA_MAX_ENDPOINTS) {
-    return absl::InvalidArgumentError(absl::StrCat("read counters of endpoint id ", endpoint_id,
-                                                   ": must be < ", SARENA_MAX_ENDPOINTS));
-  }
-  SARENA_ASSIGN_OR_RETURN(std::vector<EndpointCounters> per_cpu, ep_counters.Lookup(endpoint_id));
-  return SumCounters(per_cpu);
-}
-
-absl::Status Maps::ResetEndpointCounters(uint32_t endpoint_id) const {
-  if (endpoint_id >= SARENA_MAX_ENDPOINTS) {
-    return absl::InvalidArgumentError(absl::StrCat("reset counters of endpoint id ", endpoint_id,
-                                                   ": must be < ", SARENA_MAX_ENDPOINTS));
-  }
-  EndpointCounters zero = {};
-  return ep_counters.UpdateAll(endpoint_id, zero);
-}
-
-absl::Status Maps::WriteOverlayConfig(const OverlayConfig& cfg) const {
-  return overlay_config.Update(0, cfg);
-}
-
-absl::StatusOr<OverlayConfig> Maps::ReadOverlayConfig() const { return overlay_config.Lookup(0); }
-
-absl::StatusOr<NodeCounters> Maps::ReadNodeCounters(uint32_t node_id) const {
-  if (node_id >= SARENA_MAX_PEERS) {
-    return absl::InvalidArgumentError(absl::StrCat("read counters of node id ", node_id,
-                                                   ": must be < ", SARENA_MAX_PEERS));
-  }
-  SARENA_ASSIGN_OR_RETURN(std::vector<NodeCounters> per_cpu, node_counters.Lookup(node_id));
-  return SumCounters(per_cpu);
-}
-
-absl::Status Maps::ResetNodeCounters(uint32_t node_id) const {
-  if (node_id >= SARENA_MAX_PEERS) {
-    return absl::InvalidArgumentError(absl::StrCat("reset counters of node id ", node_id,
-                                                   ": must be < ", SARENA_MAX_PEERS));
-  }
-  NodeCounters zero = {};
-  return node_counters.UpdateAll(node_id, zero);
+  return Maps{EndpointMap(std::move(endpoints), std::move(slots)),
+              std::move(config),
+              std::move(ep_counters),
+              std::move(drops),
+              std::move(host_flows),
+              std::move(tunnels),
+              std::move(peers),
+              std::move(overlay_config),
+              std::move(node_counters),
+              std::move(flow_openers)};
 }
 
 absl::Status Maps::MarkFlowOpener(uint32_t endpoint_id) const {
@@ -190,24 +152,14 @@ absl::Status Maps::MarkFlowOpener(uint32_t endpoint_id) const {
 
 absl::Status Maps::MarkRecordedFlowOpeners() const {
   if (!flow_openers) return absl::OkStatus();
-  SARENA_ASSIGN_OR_RETURN(auto flows, host_flows.LookupBatch());
-  for (const auto& [key, first_seen] : flows) {
-    (void)first_seen;
-    absl::StatusOr<Endpoint> ep = endpoints.Get(net::FromBe32(key.addr_be));
+  SARENA_ASSIGN_OR_RETURN(std::vector<net::Ipv4> openers, host_flows.Openers());
+  for (const net::Ipv4& addr : openers) {
+    absl::StatusOr<Endpoint> ep = endpoints.Get(addr);
     if (absl::IsNotFound(ep.status())) continue;  // its pod is gone: nothing to mark
     if (!ep.ok()) return ep.status();
     SARENA_RETURN_IF_ERROR(MarkFlowOpener(ep->endpoint_id));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<DropCounter>> Maps::ReadDrops() const {
-  std::vector<DropCounter> out(SARENA_DROP_REASON_MAX);
-  for (uint32_t reason = 0; reason < SARENA_DROP_REASON_MAX; ++reason) {
-    SARENA_ASSIGN_OR_RETURN(std::vector<DropCounter> per_cpu, drops.Lookup(reason));
-    out[reason] = SumCounters(per_cpu);
-  }
-  return out;
 }
 
 // ---- Objects ----
@@ -288,10 +240,15 @@ absl::StatusOr<Objects> Objects::Load(const ObjectsOptions& options) {
                           (MapFromLibbpf<EndpointMap::SlotMap>(m.sarena_lxc4)));
   SARENA_ASSIGN_OR_RETURN(auto flow_openers,
                           (MapFromLibbpf<Map<uint32_t, uint32_t>>(m.sarena_flow_eps)));
-  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints), std::move(slots)), std::move(config),
-                          std::move(ep_counters), std::move(drops), std::move(host_flows),
-                          TunnelMap(std::move(tunnels)), PeerMap(std::move(peers)),
-                          std::move(overlay_config), std::move(node_counters),
+  impl->maps.emplace(Maps{EndpointMap(std::move(endpoints), std::move(slots)),
+                          ConfigMap(std::move(config)),
+                          EndpointCounterMap(std::move(ep_counters)),
+                          DropMap(std::move(drops)),
+                          HostFlowMap(std::move(host_flows)),
+                          TunnelMap(std::move(tunnels)),
+                          PeerMap(std::move(peers)),
+                          OverlayConfigMap(std::move(overlay_config)),
+                          NodeCounterMap(std::move(node_counters)),
                           std::move(flow_openers)});
   // The pins may have been written by another sarenad version (an upgrade that created the slot
   // or opener map next to populated pins, a downgrade that left them stale): rebuild the slots

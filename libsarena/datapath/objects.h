@@ -40,43 +40,30 @@ absl::string_view ToString(Program program);
 
 /// The shared maps, typed with the structs of sarena/abi.h. Move-only (owns one fd per map).
 struct Maps {
-  EndpointMap endpoints;                            // SARENA_MAP_ENDPOINTS, hash
-  bpf::Map<uint32_t, Config> config;                     // SARENA_MAP_CONFIG, array of 1
-  bpf::PerCpuMap<uint32_t, EndpointCounters> ep_counters;  // SARENA_MAP_EP_COUNTERS, by endpoint_id
-  bpf::PerCpuMap<uint32_t, DropCounter> drops;           // SARENA_MAP_DROPS, by sarena_drop_reason
-  bpf::Map<FlowKey, uint64_t> host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
-  TunnelMap tunnels;                                     // SARENA_MAP_TUNNELS, LPM trie
-  PeerMap peers;                                         // SARENA_MAP_PEERS, hash
-  bpf::Map<uint32_t, OverlayConfig> overlay_config;      // SARENA_MAP_OVERLAY_CONFIG, array of 1
-  bpf::PerCpuMap<uint32_t, NodeCounters> node_counters;  // SARENA_MAP_NODE_COUNTERS, by node_id
+  EndpointMap endpoints;                 // SARENA_MAP_ENDPOINTS, hash (+ SARENA_MAP_ENDPOINT_SLOTS)
+  ConfigMap config;                      // SARENA_MAP_CONFIG, array of 1
+  EndpointCounterMap ep_counters;        // SARENA_MAP_EP_COUNTERS, by endpoint_id
+  DropMap drops;                         // SARENA_MAP_DROPS, by sarena_drop_reason
+  HostFlowMap host_flows;                // SARENA_MAP_HOST_FLOWS, LRU, value = ns
+  TunnelMap tunnels;                     // SARENA_MAP_TUNNELS, LPM trie
+  PeerMap peers;                         // SARENA_MAP_PEERS, hash
+  OverlayConfigMap overlay_config;       // SARENA_MAP_OVERLAY_CONFIG, array of 1
+  NodeCounterMap node_counters;          // SARENA_MAP_NODE_COUNTERS, by node_id
   /// SARENA_MAP_FLOW_OPENERS, array by endpoint_id (nonzero: the endpoint opened a host flow).
-  /// nullopt only in FromPinRoot views of a datapath older than the map.
+  /// nullopt only in pinned views of a datapath older than the map.
   std::optional<bpf::Map<uint32_t, uint32_t>> flow_openers;
 
-  /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad), checking
-  /// their key/value sizes against sarena/abi.h. Errors: kNotFound naming the missing pin,
+  /// Opens the maps pinned as <pin_root>/<SARENA_MAP_*> (e.g. by a running sarenad) for reading
+  /// and writing, checking their key/value sizes against sarena/abi.h. For writers next to a
+  /// running datapath (tests, the overlay). Errors: kNotFound naming the missing pin,
   /// kFailedPrecondition on a layout mismatch.
   static absl::StatusOr<Maps> FromPinRoot(absl::string_view pin_root);
+  /// The same maps opened read-only (bpf_obj_get with BPF_F_RDONLY): every read verb works,
+  /// every write fails in the kernel with kPermissionDenied (EPERM). For readers that must never
+  /// change a running node's datapath: the `sarena` CLI, sarena-diag collect, the metrics
+  /// endpoint, examples/list_endpoints. Errors: as FromPinRoot.
+  static absl::StatusOr<Maps> OpenPinned(absl::string_view pin_root);
 
-  /// Writes the node config (key 0). The datapath treats the config as absent while
-  /// net_ifindex == 0.
-  absl::Status WriteConfig(const Config& cfg) const;
-  /// Reads the node config (all zero when never written).
-  absl::StatusOr<Config> ReadConfig() const;
-  /// Counters of `endpoint_id`, summed over CPUs. kInvalidArgument when >= SARENA_MAX_ENDPOINTS.
-  absl::StatusOr<EndpointCounters> ReadEndpointCounters(uint32_t endpoint_id) const;
-  /// Zeroes the counters of `endpoint_id` on every CPU (call when an id is (re)assigned).
-  absl::Status ResetEndpointCounters(uint32_t endpoint_id) const;
-  /// Writes the cluster datapath config (key 0). flags == 0 turns every cross-node branch off
-  /// (one-node mode; from_overlay / to_overlay / from_netdev pass everything).
-  absl::Status WriteOverlayConfig(const OverlayConfig& cfg) const;
-  /// Reads the cluster datapath config (all zero when never written).
-  absl::StatusOr<OverlayConfig> ReadOverlayConfig() const;
-  /// Counters of peer `node_id` summed over CPUs. kInvalidArgument when >= SARENA_MAX_PEERS.
-  absl::StatusOr<NodeCounters> ReadNodeCounters(uint32_t node_id) const;
-  /// Zeroes the counters of `node_id` on every CPU (call when a node id is (re)assigned).
-  /// kInvalidArgument when >= SARENA_MAX_PEERS.
-  absl::Status ResetNodeCounters(uint32_t node_id) const;
   /// Marks `endpoint_id` as an opener of host flows (SARENA_MAP_FLOW_OPENERS), so that
   /// from_container consults SARENA_MAP_HOST_FLOWS for packets to it. Whoever writes a host flow
   /// other than the datapath (tests, an upgrade) calls this. No-op without the map.
@@ -86,8 +73,9 @@ struct Maps {
   /// (records of addresses without an endpoint are skipped). Objects::Load calls it, so pins
   /// written by a sarenad older than the opener map lose no reply. Errors: map errors.
   absl::Status MarkRecordedFlowOpeners() const;
-  /// Drop counters summed over CPUs; index = enum sarena_drop_reason, size SARENA_DROP_REASON_MAX.
-  absl::StatusOr<std::vector<DropCounter>> ReadDrops() const;
+
+ private:
+  static absl::StatusOr<Maps> Open(absl::string_view pin_root, bpf::PinAccess access);
 };
 
 struct ObjectsOptions {

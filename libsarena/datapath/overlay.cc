@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Overlay>> Overlay::Setup(const OverlayOptions& o,
   cfg.underlay_family = SARENA_FAMILY_IPV4;
   cfg.cluster_cidr_be = net::ToBe32(o.cluster_cidr.network());
   cfg.cluster_cidr_len = static_cast<uint32_t>(o.cluster_cidr.prefix_length());
-  SARENA_RETURN_IF_ERROR(dp.maps().WriteOverlayConfig(cfg));
+  SARENA_RETURN_IF_ERROR(dp.maps().overlay_config.Write(cfg));
 
   nl::Route unreachable;
   unreachable.dst = o.cluster_cidr;

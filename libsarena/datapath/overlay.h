@@ -159,7 +159,7 @@ class Overlay {
   const OverlayOptions& options() const { return options_; }
   /// The per-node counters of `node_id` summed over CPUs. kInvalidArgument when out of range.
   absl::StatusOr<NodeCounters> Counters(uint32_t node_id) const {
-    return maps_.ReadNodeCounters(node_id);
+    return maps_.node_counters.Read(node_id);
   }
   /// sarena_vxlan's ifindex (0 in native mode).
   int vxlan_ifindex() const { return vxlan_ifindex_; }

@@ -70,9 +70,9 @@ absl::StatusOr<const NetnsInfo*> OwnerOf(const std::vector<NetnsInfo>& all,
 // Drop counters of the sarena datapath pinned under `bpffs`; nullopt when not a sarena node.
 std::optional<std::vector<datapath::DropCounter>> ReadDatapathDrops(const std::string& bpffs) {
   if (bpffs.empty() || access(bpffs.c_str(), F_OK) != 0) return std::nullopt;
-  auto maps = datapath::Maps::FromPinRoot(bpffs);
+  auto maps = datapath::Maps::OpenPinned(bpffs);
   if (!maps.ok()) return std::nullopt;
-  auto drops = maps->ReadDrops();
+  auto drops = maps->drops.ReadAll();
   if (!drops.ok()) return std::nullopt;
   return *std::move(drops);
 }

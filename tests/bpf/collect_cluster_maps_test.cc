@@ -53,13 +53,13 @@ TEST(CollectClusterMaps, DumpsWhatThePinnedMapsHold) {
   ovl.underlay_family = SARENA_FAMILY_IPV4;
   ovl.cluster_cidr_be = net::ToBe32(Ip("10.20.0.0"));
   ovl.cluster_cidr_len = 16;
-  ASSERT_TRUE(m.WriteOverlayConfig(ovl).ok());
+  ASSERT_TRUE(m.overlay_config.Write(ovl).ok());
   datapath::Config cfg{};
   cfg.node_ip_be = net::ToBe32(Ip("10.20.0.1"));
   cfg.pod_cidr_be = net::ToBe32(Ip("10.20.0.0"));
   cfg.pod_cidr_len = 24;
   cfg.net_ifindex = 5;
-  ASSERT_TRUE(m.WriteConfig(cfg).ok());
+  ASSERT_TRUE(m.config.Write(cfg).ok());
   // Node 2's counters on every CPU: the dump is their sum.
   std::vector<datapath::NodeCounters> per_cpu(m.node_counters.num_cpus());
   for (auto& c : per_cpu) c = {.tx_packets = 3, .tx_bytes = 300, .rx_packets = 1, .rx_bytes = 100};

@@ -107,7 +107,7 @@ class DatapathNetnsTest : public ::testing::Test {
     cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
     cfg.pod_cidr_be = net::ToBe32(boost::asio::ip::make_address_v4("10.244.1.0"));
     cfg.pod_cidr_len = 24;
-    ASSERT_TRUE(objs_->maps().WriteConfig(cfg).ok());
+    ASSERT_TRUE(objs_->maps().config.Write(cfg).ok());
 
     for (const Pod& p : pods_) {
       uint32_t ifindex = if_nametoindex(p.lxc.c_str());
@@ -135,7 +135,7 @@ class DatapathNetnsTest : public ::testing::Test {
     node_.reset();
   }
 
-  EndpointCounters Counters(const Pod& p) { return *objs_->maps().ReadEndpointCounters(p.id); }
+  EndpointCounters Counters(const Pod& p) { return *objs_->maps().ep_counters.Read(p.id); }
 
   ::sarena::testing::ScopedBpffs bpffs_;
   std::optional<ScopedNetns> node_;
@@ -171,7 +171,7 @@ TEST_F(DatapathNetnsTest, GatewayArpPodToPodPodToNodeAndNodeToPod) {
   std::string got = RunOk(node_->Exec(absl::StrCat("socat -T 5 - TCP:", b.ip, ":8080")));
   EXPECT_EQ(absl::StripAsciiWhitespace(got), "hello");
 
-  auto drops = objs_->maps().ReadDrops();
+  auto drops = objs_->maps().drops.ReadAll();
   ASSERT_TRUE(drops.ok());
   for (uint32_t r = 1; r < SARENA_DROP_REASON_MAX; ++r)
     EXPECT_EQ((*drops)[r].packets, 0u) << DropReasonName(r);
@@ -205,7 +205,7 @@ TEST_F(DatapathNetnsTest, SpoofedSourceNeverLeavesThePod) {
   auto r = ::sarena::testing::Run(
       a.ns->Exec(absl::StrCat("busybox ping -c 1 -W 1 -I ", b.ip, " ", kNodeIp)));
   EXPECT_NE(r.exit_code, 0);
-  auto drops = objs_->maps().ReadDrops();
+  auto drops = objs_->maps().drops.ReadAll();
   ASSERT_TRUE(drops.ok());
   EXPECT_GE((*drops)[SARENA_DROP_SPOOFED_SOURCE].packets, 1u);
 }

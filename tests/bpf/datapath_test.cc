@@ -112,7 +112,7 @@ class DatapathTest : public ::testing::TestWithParam<EndpointWrite> {
     cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
     cfg.pod_cidr_be = net::ToBe32(Ip("10.244.1.0"));
     cfg.pod_cidr_len = 24;
-    ASSERT_TRUE(maps().WriteConfig(cfg).ok());
+    ASSERT_TRUE(maps().config.Write(cfg).ok());
   }
 
   const Maps& maps() { return objs_->maps(); }
@@ -131,12 +131,12 @@ class DatapathTest : public ::testing::TestWithParam<EndpointWrite> {
   }
 
   uint64_t Drops(enum sarena_drop_reason reason) {
-    auto d = maps().ReadDrops();
+    auto d = maps().drops.ReadAll();
     EXPECT_TRUE(d.ok()) << d.status();
     return d.ok() ? (*d)[reason].packets : 0;
   }
   EndpointCounters Counters(const TestEndpoint& ep) {
-    auto c = maps().ReadEndpointCounters(ep.id);
+    auto c = maps().ep_counters.Read(ep.id);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *c : EndpointCounters{};
   }
@@ -291,7 +291,7 @@ TEST_P(DatapathTest, TtlOneAndZeroAreDroppedAndCounted) {
     EXPECT_EQ(FromHost(pkt).retval, static_cast<uint32_t>(TC_ACT_SHOT));
   }
   EXPECT_EQ(Drops(SARENA_DROP_TTL_EXCEEDED), 4u);
-  auto d = maps().ReadDrops();
+  auto d = maps().drops.ReadAll();
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[SARENA_DROP_TTL_EXCEEDED].bytes, 4 * BuildIpv4(AtoB()).size());
   EXPECT_EQ(Counters(kB).rx_packets, 0u);
@@ -350,7 +350,7 @@ TEST_P(DatapathTest, TruncationIsCountedWithTheRightReason) {
     EXPECT_EQ(FromContainer(pkt, kA).retval, static_cast<uint32_t>(TC_ACT_SHOT));
   }
   EXPECT_EQ(Drops(SARENA_DROP_TRUNCATED), before + cases.size());
-  auto d = maps().ReadDrops();
+  auto d = maps().drops.ReadAll();
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[SARENA_DROP_TRUNCATED].bytes, 34u + (full.size() - 1) + 60u);
   // A TCP packet whose IP total length leaves no room for the ports.

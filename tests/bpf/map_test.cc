@@ -357,10 +357,49 @@ TEST_F(MapTest, ObjectsShareMapsThroughPinsAcrossLoads) {
   auto pinned = Maps::FromPinRoot(fs.path());
   ASSERT_TRUE(pinned.ok()) << pinned.status();
   EXPECT_EQ(pinned->endpoints.info().id, id);
-  auto cfg = pinned->ReadConfig();
+  auto cfg = pinned->config.Read();
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->net_ifindex, 0u);
   EXPECT_EQ(Maps::FromPinRoot(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Readers (the sarena CLI, collect, the metrics endpoint, the example) open the pins read-only:
+// they see what the writer wrote, and the kernel refuses every write through their fds.
+TEST_F(MapTest, OpenPinnedReadsButCannotWrite) {
+  ::sarena::testing::ScopedBpffs fs;
+  auto objs = Objects::Load({.pin_root = fs.path()});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  const sarena::net::Ipv4 ip = *sarena::net::ParseIpv4("10.244.0.7");
+  const Endpoint ep = MakeEndpoint(7, {2, 0, 0, 0, 0, 7}, {2, 0, 0, 0, 1, 7}, 7);
+  ASSERT_TRUE(objs->maps().endpoints.Put(ip, ep).ok());
+  ASSERT_TRUE(objs->maps().config.Write({.net_ifindex = 501}).ok());
+
+  auto ro = Maps::OpenPinned(fs.path());
+  ASSERT_TRUE(ro.ok()) << ro.status();
+  auto got = ro->endpoints.Get(ip);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(Equal(*got, ep));
+  auto slot = ro->endpoints.SlotCopy(ip);
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  EXPECT_TRUE(slot->has_value());
+  EXPECT_EQ(ro->config.Read()->net_ifindex, 501u);
+  EXPECT_TRUE(ro->drops.ReadAll().ok());
+  EXPECT_TRUE(ro->ep_counters.Read(7).ok());
+
+  EXPECT_EQ(ro->endpoints.Put(ip, ep).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ro->endpoints.RemoveIfOwner(ip, 0).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ro->config.Write({}).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ro->ep_counters.Reset(7).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ro->MarkFlowOpener(7).code(), absl::StatusCode::kPermissionDenied);
+  // Nothing changed behind the writer's back.
+  EXPECT_TRUE(Equal(*objs->maps().endpoints.Get(ip), ep));
+  EXPECT_EQ(objs->maps().config.Read()->net_ifindex, 501u);
+  // The same pins opened for writing (tests, the overlay) still write.
+  auto rw = Maps::FromPinRoot(fs.path());
+  ASSERT_TRUE(rw.ok()) << rw.status();
+  EXPECT_TRUE(rw->ep_counters.Reset(7).ok());
+  EXPECT_EQ(Maps::OpenPinned(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
 }
 
 // The endpoint map's verbs: by pod address, and a delete that only takes its own entry (an IP
@@ -528,16 +567,16 @@ TEST_F(MapTest, EndpointCounterAndDropHelpers) {
   auto objs = Objects::Load({.pin_root = fs.path()});
   ASSERT_TRUE(objs.ok()) << objs.status();
   const Maps& m = objs->maps();
-  EXPECT_EQ(m.ReadEndpointCounters(SARENA_MAX_ENDPOINTS).status().code(),
+  EXPECT_EQ(m.ep_counters.Read(SARENA_MAX_ENDPOINTS).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<EndpointCounters> v(m.ep_counters.num_cpus(), EndpointCounters{1, 2, 3, 4});
   ASSERT_TRUE(m.ep_counters.Update(77, v).ok());
-  auto c = m.ReadEndpointCounters(77);
+  auto c = m.ep_counters.Read(77);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->tx_bytes, 4u * m.ep_counters.num_cpus());
-  ASSERT_TRUE(m.ResetEndpointCounters(77).ok());
-  EXPECT_EQ(m.ReadEndpointCounters(77)->tx_bytes, 0u);
-  auto drops = m.ReadDrops();
+  ASSERT_TRUE(m.ep_counters.Reset(77).ok());
+  EXPECT_EQ(m.ep_counters.Read(77)->tx_bytes, 0u);
+  auto drops = m.drops.ReadAll();
   ASSERT_TRUE(drops.ok());
   EXPECT_EQ(drops->size(), size_t{SARENA_DROP_REASON_MAX});
   EXPECT_EQ(DropReasonName(SARENA_DROP_TTL_EXCEEDED), "ttl_exceeded");

@@ -95,7 +95,7 @@ class MonitorTest : public ::testing::Test {
     cfg.net_ifindex = 501;
     cfg.pod_cidr_be = net::ToBe32(Ip("10.244.1.0"));
     cfg.pod_cidr_len = 24;
-    ASSERT_TRUE(objs_->maps().WriteConfig(cfg).ok());
+    ASSERT_TRUE(objs_->maps().config.Write(cfg).ok());
     for (const auto* ep : {&kA, &kB, &kC}) {
       ASSERT_TRUE(objs_->maps()
                       .endpoints
@@ -276,7 +276,7 @@ TEST_F(MonitorTest, ClusterProgramDropsHaveEventsToo) {
   o.flags = SARENA_OVL_F_TUNNEL;
   o.vni = 7;
   o.node_id = 1;
-  ASSERT_TRUE(objs_->maps().WriteOverlayConfig(o).ok());
+  ASSERT_TRUE(objs_->maps().overlay_config.Write(o).ok());
   auto m = Open(EventType::kDrop);
   ASSERT_NE(m, nullptr);
   // to_overlay: the host stack routed a packet onto sarena_vxlan for no known remote CIDR.
@@ -314,7 +314,7 @@ TEST_F(MonitorTest, RateLimitSuppressesBeyondTheBurstAndCountsIt) {
   const absl::Time t0 = absl::Now();
   ASSERT_EQ(FromContainer(spoof, kA, kFlood).retval, uint32_t{TC_ACT_SHOT});
   const absl::Time t1 = absl::Now();
-  auto drops = objs_->maps().ReadDrops();
+  auto drops = objs_->maps().drops.ReadAll();
   ASSERT_TRUE(drops.ok());
   EXPECT_EQ((*drops)[SARENA_DROP_SPOOFED_SOURCE].packets, kFlood) << "every drop is counted";
   auto stats = m->StatsSinceOpen();

@@ -91,8 +91,8 @@ struct Node {
   net::Mac vxlan_mac = {};
 
   const datapath::Maps& maps() const { return objs->maps(); }
-  NodeCounters Counters(uint32_t node_id) const { return *maps().ReadNodeCounters(node_id); }
-  uint64_t Drops(sarena_drop_reason reason) const { return (*maps().ReadDrops())[reason].packets; }
+  NodeCounters Counters(uint32_t node_id) const { return *maps().node_counters.Read(node_id); }
+  uint64_t Drops(sarena_drop_reason reason) const { return (*maps().drops.ReadAll())[reason].packets; }
 };
 
 enum class Mode { kTunnel, kNative };
@@ -177,7 +177,7 @@ class OverlayNetnsTest : public ::testing::Test {
     cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
     cfg.pod_cidr_be = net::ToBe32(Cidr(n.cidr).network());
     cfg.pod_cidr_len = 24;
-    ASSERT_TRUE(n.maps().WriteConfig(cfg).ok());
+    ASSERT_TRUE(n.maps().config.Write(cfg).ok());
     const uint32_t lxc = IfindexIn(ns, "lxc0");
     ASSERT_TRUE(n.maps()
                     .endpoints.Put(Ip(n.pod_ip), MakeEndpoint(lxc, MacOf(*n.pod, "eth0"),
@@ -213,7 +213,7 @@ class OverlayNetnsTest : public ::testing::Test {
     o.underlay_family = SARENA_FAMILY_IPV4;
     o.cluster_cidr_be = net::ToBe32(Ip("10.244.0.0"));
     o.cluster_cidr_len = 16;
-    ASSERT_TRUE(n.maps().WriteOverlayConfig(o).ok());
+    ASSERT_TRUE(n.maps().overlay_config.Write(o).ok());
   }
 
   void TearDown() override {
@@ -235,7 +235,7 @@ class OverlayNetnsTest : public ::testing::Test {
   }
 
   void ExpectNoDrops(const Node& n) {
-    auto drops = n.maps().ReadDrops();
+    auto drops = n.maps().drops.ReadAll();
     ASSERT_TRUE(drops.ok()) << drops.status();
     for (uint32_t r = 1; r < SARENA_DROP_REASON_MAX; ++r)
       EXPECT_EQ((*drops)[r].packets, 0u) << n.ns->name() << ": " << DropReasonName(r);
@@ -308,7 +308,7 @@ TEST_F(OverlayNetnsTest, TunnelPodToRemotePodBothWaysWithZeroUdpChecksum) {
   EXPECT_EQ(b_.Counters(a_.id).rx_packets, 3u);
   EXPECT_EQ(b_.Counters(a_.id).tx_packets, 3u);
   EXPECT_EQ(a_.Counters(b_.id).rx_packets, 3u);
-  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 3u) << "delivered by from_overlay";
+  EXPECT_EQ(b_.maps().ep_counters.Read(1)->rx_packets, 3u) << "delivered by from_overlay";
 
   std::vector<VxlanFrame> frames = capture.Drain();
   ASSERT_EQ(frames.size(), 3u);
@@ -353,7 +353,7 @@ TEST_F(OverlayNetnsTest, HostFlowReplyFromTheOverlayGoesThroughTheHostStack) {
   ASSERT_TRUE(b_.maps().host_flows.Update(key, 1).ok());
   ASSERT_TRUE(Ping(*a_.pod, b_.pod_ip, 2)) << "delivered by B's host stack (endpoint route)";
   EXPECT_EQ(b_.Counters(a_.id).rx_packets, 2u) << "accepted by from_overlay";
-  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 0u) << "not by local_delivery";
+  EXPECT_EQ(b_.maps().ep_counters.Read(1)->rx_packets, 0u) << "not by local_delivery";
   ExpectNoDrops(b_);
 }
 
@@ -415,7 +415,7 @@ TEST_F(OverlayNetnsTest, VxlanFromANonMemberIsDroppedUnknownPeer) {
   EXPECT_FALSE(Ping(*a_.pod, b_.pod_ip));
   EXPECT_GE(b_.Drops(SARENA_DROP_UNKNOWN_PEER), 1u);
   EXPECT_EQ(b_.Counters(a_.id).rx_packets, 0u);
-  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 0u);
+  EXPECT_EQ(b_.maps().ep_counters.Read(1)->rx_packets, 0u);
 }
 
 TEST_F(OverlayNetnsTest, VxlanWithAnotherVniIsDroppedWrongVni) {
@@ -438,7 +438,7 @@ TEST_F(OverlayNetnsTest, InnerSourceOutsideThePeersCidrsIsDroppedSourceMismatch)
   ASSERT_TRUE(b_.maps().tunnels.Put(Cidr(a_.cidr), MakeTunnel(Ip("10.199.0.7"), 7, SARENA_MODE_TUNNEL)).ok());
   EXPECT_FALSE(Ping(*a_.pod, b_.pod_ip));
   EXPECT_GE(b_.Drops(SARENA_DROP_OVERLAY_SOURCE_MISMATCH), 1u);
-  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 0u);
+  EXPECT_EQ(b_.maps().ep_counters.Read(1)->rx_packets, 0u);
   // The peer's own underlay address is always a valid inner source (node A's host stack,
   // sourcing from ul0): B accepts it; the reply goes back on the underlay, unencapsulated.
   const uint64_t before = b_.Drops(SARENA_DROP_OVERLAY_SOURCE_MISMATCH);
@@ -471,7 +471,7 @@ TEST_F(OverlayNetnsTest, NativePodToRemotePodBothWaysOnTheUnderlay) {
   EXPECT_EQ(b_.Counters(a_.id).rx_packets, 3u);
   EXPECT_EQ(b_.Counters(a_.id).tx_packets, 3u);
   EXPECT_EQ(a_.Counters(b_.id).rx_packets, 3u);
-  EXPECT_EQ(b_.maps().ReadEndpointCounters(1)->rx_packets, 3u) << "delivered by from_netdev";
+  EXPECT_EQ(b_.maps().ep_counters.Read(1)->rx_packets, 3u) << "delivered by from_netdev";
   EXPECT_TRUE(capture.Drain().empty()) << "native mode sends no VXLAN";
   // The nodes themselves still reach remote pods through their host stacks.
   ASSERT_TRUE(Ping(*a_.ns, b_.pod_ip, 1));

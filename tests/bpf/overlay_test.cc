@@ -99,7 +99,7 @@ class OverlayTest : public ::testing::Test {
     cfg.flags = SARENA_CFG_F_REDIRECT_PEER;
     cfg.pod_cidr_be = net::ToBe32(Ip("10.244.1.0"));
     cfg.pod_cidr_len = 24;
-    ASSERT_TRUE(maps().WriteConfig(cfg).ok());
+    ASSERT_TRUE(maps().config.Write(cfg).ok());
     ASSERT_TRUE(maps()
                     .endpoints
                     .Put(Ip(kPodA), MakeEndpoint(kPodAIfindex, kPodAMac, kPodAHostMac, kPodAId))
@@ -141,7 +141,7 @@ class OverlayTest : public ::testing::Test {
     o.underlay_family = SARENA_FAMILY_IPV4;
     o.cluster_cidr_be = net::ToBe32(Ip("10.244.0.0"));
     o.cluster_cidr_len = 16;
-    ASSERT_TRUE(maps().WriteOverlayConfig(o).ok());
+    ASSERT_TRUE(maps().overlay_config.Write(o).ok());
   }
 
   net::Mac MacOf(const std::string& dev) {
@@ -164,7 +164,7 @@ class OverlayTest : public ::testing::Test {
   }
 
   uint64_t Drops(enum sarena_drop_reason reason) {
-    auto d = maps().ReadDrops();
+    auto d = maps().drops.ReadAll();
     EXPECT_TRUE(d.ok()) << d.status();
     return d.ok() ? (*d)[reason].packets : 0;
   }
@@ -176,7 +176,7 @@ class OverlayTest : public ::testing::Test {
     }
   }
   NodeCounters Node(uint32_t node_id) {
-    auto c = maps().ReadNodeCounters(node_id);
+    auto c = maps().node_counters.Read(node_id);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *c : NodeCounters{};
   }
@@ -241,7 +241,7 @@ TEST_F(OverlayTest, TunnelPeerGetsVxlanMacsTtlMinusOneAndNodeTxCount) {
   EXPECT_EQ(n.tx_bytes, pkt.size());
   EXPECT_EQ(n.rx_packets, 0u);
   EXPECT_FALSE(HasFlow(kPodA, 40000, testing::kIpprotoUdp)) << "pod -> remote pod is no host flow";
-  EXPECT_EQ(maps().ReadEndpointCounters(kPodAId)->tx_packets, 1u);
+  EXPECT_EQ(maps().ep_counters.Read(kPodAId)->tx_packets, 1u);
   ExpectOnlyDrop(SARENA_DROP_NONE, 0);
 }
 
@@ -411,7 +411,7 @@ TEST_F(OverlayTest, FromNetdevDeliversNativePeerPodsToLocalPods) {
   EXPECT_EQ(Node(4).rx_packets, 1u);
   EXPECT_EQ(Node(4).rx_bytes, pkt.size());
   EXPECT_EQ(Node(4).tx_packets, 0u);
-  EXPECT_EQ(maps().ReadEndpointCounters(kPodAId)->rx_packets, 1u);
+  EXPECT_EQ(maps().ep_counters.Read(kPodAId)->rx_packets, 1u);
 }
 
 TEST_F(OverlayTest, FromNetdevLeavesEverythingElseToTheKernel) {
@@ -527,13 +527,13 @@ TEST_F(OverlayTest, PeerMapAndNodeCounters) {
   auto pkt = BuildIpv4(ToRemote("10.244.2.5"));
   ASSERT_EQ(FromPodA(pkt).retval, static_cast<uint32_t>(TC_ACT_REDIRECT));
   EXPECT_EQ(Node(2).tx_packets, 1u);
-  ASSERT_TRUE(maps().ResetNodeCounters(2).ok());
+  ASSERT_TRUE(maps().node_counters.Reset(2).ok());
   EXPECT_EQ(Node(2).tx_packets, 0u);
-  EXPECT_EQ(maps().ReadNodeCounters(SARENA_MAX_PEERS).status().code(),
+  EXPECT_EQ(maps().node_counters.Read(SARENA_MAX_PEERS).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(maps().ResetNodeCounters(SARENA_MAX_PEERS).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(maps().node_counters.Reset(SARENA_MAX_PEERS).code(), absl::StatusCode::kInvalidArgument);
 
-  auto cfg = maps().ReadOverlayConfig();
+  auto cfg = maps().overlay_config.Read();
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   EXPECT_EQ(cfg->vni, kVni);
   EXPECT_EQ(cfg->flags, SARENA_OVL_F_TUNNEL | SARENA_OVL_F_NATIVE);
@@ -546,7 +546,7 @@ TEST_F(OverlayTest, PeerMapAndNodeCounters) {
   ASSERT_TRUE(pinned.ok()) << pinned.status();
   EXPECT_EQ(pinned->peers.Get(Ip("192.0.2.2"))->node_id, 2u);
   EXPECT_EQ(pinned->tunnels.Match(Ip("10.244.4.1"))->node_id, 4u);
-  EXPECT_EQ(pinned->ReadOverlayConfig()->vni, kVni);
+  EXPECT_EQ(pinned->overlay_config.Read()->vni, kVni);
 }
 
 }  // namespace

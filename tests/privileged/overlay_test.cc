@@ -96,7 +96,7 @@ TEST_F(OverlayTest, TunnelSetupCreatesAnExternalVxlanAndAttachesThePrograms) {
   EXPECT_TRUE(*dp.IsAttached(Program::kFromOverlay, vx, bpf::Direction::kIngress));
   EXPECT_TRUE(*dp.IsAttached(Program::kToOverlay, vx, bpf::Direction::kEgress));
   EXPECT_TRUE(*dp.IsAttached(Program::kFromNetdev, up, bpf::Direction::kIngress));
-  absl::StatusOr<OverlayConfig> cfg = dp.maps().ReadOverlayConfig();
+  absl::StatusOr<OverlayConfig> cfg = dp.maps().overlay_config.Read();
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   EXPECT_EQ(cfg->vni, 7u);
   EXPECT_EQ(cfg->node_id, 3u);
@@ -335,7 +335,7 @@ TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel
   // Only the tunnel peer's address is tunnelled; the native peer's is reached on the underlay.
   EXPECT_TRUE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.88.3"))).ok());
   EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.77.3"))).ok());
-  EXPECT_EQ(node_dp_->datapath().maps().ReadOverlayConfig()->flags,
+  EXPECT_EQ(node_dp_->datapath().maps().overlay_config.Read()->flags,
             SARENA_OVL_F_TUNNEL | SARENA_OVL_F_NATIVE);
 }
 

@@ -188,11 +188,11 @@ int EndpointGet(const std::string& id) {
 int Drops() {
   const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
   const std::string hint = BpffsHint(bpffs);
-  auto maps = sarena::datapath::Maps::FromPinRoot(bpffs);
+  auto maps = sarena::datapath::Maps::OpenPinned(bpffs);
   if (!maps.ok()) {
     return Fail(sarena::rpc::WithHint(maps.status(), HintFor(maps.status(), bpffs, hint)));
   }
-  auto drops = maps->ReadDrops();
+  auto drops = maps->drops.ReadAll();
   if (!drops.ok()) return Fail(sarena::rpc::WithHint(drops.status(), hint));
   sarena::rpc::v1::DropList list;
   sarena::TextTable t({"REASON", "PACKETS", "BYTES", "MEANING"}, {false, true, true, false});
