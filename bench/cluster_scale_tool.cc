@@ -63,7 +63,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "libsarena/bpf/map.h"
 #include "libsarena/cluster/cluster.pb.h"
 #include "libsarena/cluster/etcd_client.h"
 #include "libsarena/cluster/records.h"
@@ -203,10 +202,10 @@ std::string Summary(const std::vector<double>& v) {
 }
 
 sarena::datapath::TunnelMap OpenTunnels(const std::string& bpffs, absl::Time deadline) {
-  const std::string path = absl::StrCat(bpffs, "/sarena_tun");
   for (;;) {
-    auto m = sarena::bpf::Map<sarena::datapath::TunnelKey, sarena::datapath::Tunnel>::FromPin(path);
-    if (m.ok()) return sarena::datapath::TunnelMap(*std::move(m));
+    auto m = sarena::datapath::OpenPinnedMap<sarena::datapath::TunnelMap>(
+        bpffs, sarena::bpf::PinAccess::kReadOnly);
+    if (m.ok()) return *std::move(m);
     if (!absl::IsNotFound(m.status()) || absl::Now() > deadline) Die(m.status());
     absl::SleepFor(absl::Milliseconds(1));
   }
@@ -432,9 +431,8 @@ int Propagate() {
 int SyncCost() {
   const std::string bpffs = absl::GetFlag(FLAGS_bpffs);
   auto tun = OpenTunnels(bpffs, absl::Now() + absl::Seconds(5));
-  auto peers = sarena::datapath::PeerMap(OrDie(
-      sarena::bpf::Map<sarena::datapath::PeerKey, sarena::datapath::Peer>::FromPin(
-          absl::StrCat(bpffs, "/sarena_peers"))));
+  auto peers = OrDie(sarena::datapath::OpenPinnedMap<sarena::datapath::PeerMap>(
+      bpffs, sarena::bpf::PinAccess::kReadOnly));
   auto sock = OrDie(sarena::nl::Socket::Open());
   std::vector<double> t_peers, t_tun, t_routes;
   size_t n_peers = 0, n_tun = 0, n_routes = 0;

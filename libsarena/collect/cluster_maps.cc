@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/bpf/map.h"
+#include "libsarena/datapath/maps.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::collect {
@@ -49,33 +49,41 @@ std::string MacText(const uint8_t (&m)[6]) {
 
 std::string Ipv4Be(uint32_t be) { return net::FromBe32(be).to_string(); }
 
-template <typename K, typename V>
-absl::StatusOr<std::optional<std::vector<std::pair<K, V>>>> ReadHash(const std::string& path,
-                                                                     std::vector<std::string>* notes) {
-  auto m = bpf::Map<K, V>::FromPin(path);
+// The map class `M` (datapath/maps.h) pinned under `root`, opened read-only; nullopt with a note
+// when it is not pinned.
+template <typename M>
+absl::StatusOr<std::optional<M>> OpenIfPinned(absl::string_view root,
+                                              std::vector<std::string>* notes) {
+  absl::StatusOr<M> m = datapath::OpenPinnedMap<M>(root, bpf::PinAccess::kReadOnly);
   if (absl::IsNotFound(m.status())) {
-    notes->push_back(absl::StrCat(path, ": not pinned"));
-    return std::optional<std::vector<std::pair<K, V>>>();
+    notes->push_back(absl::StrCat(Pin(root, M::kPinName), ": not pinned"));
+    return std::optional<M>();
   }
   SARENA_RETURN_IF_ERROR(m.status());
-  std::vector<std::pair<K, V>> out;
-  SARENA_RETURN_IF_ERROR(m->ForEach([&](const K& k, const V& v) {
+  return std::optional<M>(*std::move(m));
+}
+
+template <typename M>
+absl::StatusOr<std::optional<std::vector<std::pair<typename M::Key, typename M::Value>>>> ReadAll(
+    absl::string_view root, std::vector<std::string>* notes) {
+  using Entries = std::vector<std::pair<typename M::Key, typename M::Value>>;
+  SARENA_ASSIGN_OR_RETURN(std::optional<M> m, OpenIfPinned<M>(root, notes));
+  if (!m) return std::optional<Entries>();
+  Entries out;
+  SARENA_RETURN_IF_ERROR(m->ForEach([&](const typename M::Key& k, const typename M::Value& v) {
     out.emplace_back(k, v);
     return true;
   }));
-  return std::optional<std::vector<std::pair<K, V>>>(std::move(out));
+  return std::optional<Entries>(std::move(out));
 }
 
-template <typename V>
-absl::StatusOr<std::optional<V>> ReadKey0(const std::string& path, std::vector<std::string>* notes) {
-  auto m = bpf::Map<uint32_t, V>::FromPin(path);
-  if (absl::IsNotFound(m.status())) {
-    notes->push_back(absl::StrCat(path, ": not pinned"));
-    return std::optional<V>();
-  }
-  SARENA_RETURN_IF_ERROR(m.status());
-  SARENA_ASSIGN_OR_RETURN(V v, m->Lookup(0));
-  return std::optional<V>(v);
+template <typename M>
+absl::StatusOr<std::optional<typename M::Value>> ReadSingleton(absl::string_view root,
+                                                              std::vector<std::string>* notes) {
+  SARENA_ASSIGN_OR_RETURN(std::optional<M> m, OpenIfPinned<M>(root, notes));
+  if (!m) return std::optional<typename M::Value>();
+  SARENA_ASSIGN_OR_RETURN(typename M::Value v, m->Read());
+  return std::optional<typename M::Value>(v);
 }
 
 }  // namespace
@@ -83,31 +91,17 @@ absl::StatusOr<std::optional<V>> ReadKey0(const std::string& path, std::vector<s
 absl::StatusOr<ClusterMaps> ReadClusterMaps(absl::string_view pin_root,
                                             std::vector<std::string>* notes) {
   ClusterMaps maps;
-  SARENA_ASSIGN_OR_RETURN(maps.overlay,
-                          ReadKey0<sarena_overlay_config>(Pin(pin_root, SARENA_MAP_OVERLAY_CONFIG), notes));
-  SARENA_ASSIGN_OR_RETURN(maps.config, ReadKey0<sarena_config>(Pin(pin_root, SARENA_MAP_CONFIG), notes));
-  {
-    // The tunnel map is an LPM trie: GET_NEXT_KEY walks it like a hash.
-    SARENA_ASSIGN_OR_RETURN(maps.tunnels, (ReadHash<sarena_tunnel_key, sarena_tunnel>(
-                                              Pin(pin_root, SARENA_MAP_TUNNELS), notes)));
-  }
-  SARENA_ASSIGN_OR_RETURN(maps.peers, (ReadHash<sarena_peer_key, sarena_peer>(
-                                          Pin(pin_root, SARENA_MAP_PEERS), notes)));
-  std::string ctr_path = Pin(pin_root, SARENA_MAP_NODE_COUNTERS);
-  auto ctr = bpf::PerCpuMap<uint32_t, sarena_node_counters>::FromPin(ctr_path);
-  if (absl::IsNotFound(ctr.status())) {
-    notes->push_back(absl::StrCat(ctr_path, ": not pinned"));
-  } else {
-    SARENA_RETURN_IF_ERROR(ctr.status());
+  SARENA_ASSIGN_OR_RETURN(maps.overlay, ReadSingleton<datapath::OverlayConfigMap>(pin_root, notes));
+  SARENA_ASSIGN_OR_RETURN(maps.config, ReadSingleton<datapath::ConfigMap>(pin_root, notes));
+  // The tunnel map is an LPM trie: GET_NEXT_KEY walks it like a hash.
+  SARENA_ASSIGN_OR_RETURN(maps.tunnels, ReadAll<datapath::TunnelMap>(pin_root, notes));
+  SARENA_ASSIGN_OR_RETURN(maps.peers, ReadAll<datapath::PeerMap>(pin_root, notes));
+  SARENA_ASSIGN_OR_RETURN(std::optional<datapath::NodeCounterMap> ctr,
+                          OpenIfPinned<datapath::NodeCounterMap>(pin_root, notes));
+  if (ctr) {
     SARENA_ASSIGN_OR_RETURN(auto rows, ctr->LookupBatch());
     for (const auto& [id, per_cpu] : rows) {
-      sarena_node_counters sum{};
-      for (const sarena_node_counters& c : per_cpu) {
-        sum.tx_packets += c.tx_packets;
-        sum.tx_bytes += c.tx_bytes;
-        sum.rx_packets += c.rx_packets;
-        sum.rx_bytes += c.rx_bytes;
-      }
+      const sarena_node_counters sum = datapath::SumCounters(per_cpu);
       if (sum.tx_packets || sum.tx_bytes || sum.rx_packets || sum.rx_bytes) {
         maps.node_counters.emplace_back(id, sum);
       }

@@ -1,8 +1,8 @@
 // The cluster datapath maps of a sarena node (bpf/include/sarena/abi.h: SARENA_MAP_OVERLAY_CONFIG,
 // SARENA_MAP_CONFIG, SARENA_MAP_TUNNELS, SARENA_MAP_PEERS, SARENA_MAP_NODE_COUNTERS) read from
 // their pins and written as nodes/<node>/sarena-cluster.json (docs/diag-snapshot.md), the file
-// libsarena/model/sarena_cluster.h parses. Read with the generic bpf::Map over the abi structs, so
-// collect needs nothing of the daemon's map classes.
+// libsarena/model/sarena_cluster.h parses. Read through the map classes of datapath/maps.h,
+// opened read-only (BPF_F_RDONLY), so collecting can never change a node's datapath.
 #ifndef LIBSARENA_COLLECT_CLUSTER_MAPS_H_
 #define LIBSARENA_COLLECT_CLUSTER_MAPS_H_
 

@@ -24,8 +24,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/bpf/link.h"
 #include "libsarena/collect/cluster_maps.h"
+#include "libsarena/datapath/datapath.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/model/json.h"
@@ -237,15 +237,13 @@ int ProgramsJson() {
   struct if_nameindex* ifs = if_nameindex();
   if (!ifs) return 1;
   for (struct if_nameindex* i = ifs; i->if_index != 0; ++i) {
-    for (bpf::Direction dir : {bpf::Direction::kIngress, bpf::Direction::kEgress}) {
-      auto progs = bpf::QueryAttached(static_cast<int>(i->if_index), dir);
-      if (!progs.ok()) continue;
-      for (const bpf::AttachedProgram& p : *progs) {
-        entries.push_back(absl::StrCat(
-            "    {\"ifname\": ", JsonString(i->if_name), ", \"ifindex\": ", i->if_index,
-            ", \"direction\": \"", bpf::ToString(dir), "\", \"mode\": \"", bpf::ToString(p.mode),
-            "\", \"prog\": ", JsonString(p.name), ", \"id\": ", p.prog_id, "}"));
-      }
+    const int ifindex = static_cast<int>(i->if_index);
+    for (const datapath::HookProgram& h : datapath::AttachedPrograms(ifindex)) {
+      entries.push_back(absl::StrCat(
+          "    {\"ifname\": ", JsonString(i->if_name), ", \"ifindex\": ", i->if_index,
+          ", \"direction\": \"", bpf::ToString(h.direction), "\", \"mode\": \"",
+          bpf::ToString(h.program.mode), "\", \"prog\": ", JsonString(h.program.name),
+          ", \"id\": ", h.program.prog_id, "}"));
     }
   }
   if_freenameindex(ifs);

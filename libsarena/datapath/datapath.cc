@@ -35,6 +35,16 @@ absl::Status Unpin(const std::string& path) {
 
 }  // namespace
 
+std::vector<HookProgram> AttachedPrograms(int ifindex) {
+  std::vector<HookProgram> out;
+  for (bpf::Direction dir : {bpf::Direction::kIngress, bpf::Direction::kEgress}) {
+    absl::StatusOr<std::vector<bpf::AttachedProgram>> progs = bpf::QueryAttached(ifindex, dir);
+    if (!progs.ok()) continue;
+    for (bpf::AttachedProgram& p : *progs) out.push_back({dir, std::move(p)});
+  }
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& options,
                                                          const HostDevice& host,
                                                          const net::Ipv4& node_ip,
@@ -61,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& 
   cfg.flags = options.redirect_peer ? SARENA_CFG_F_REDIRECT_PEER : 0;
   cfg.pod_cidr_be = net::ToBe32(pod_cidr.canonical().address());
   cfg.pod_cidr_len = pod_cidr.prefix_length();
-  SARENA_RETURN_IF_ERROR(objects.maps().WriteConfig(cfg));
+  SARENA_RETURN_IF_ERROR(objects.maps().config.Write(cfg));
 
   std::unique_ptr<Datapath> dp(new Datapath(options, std::move(objects), mode));
   SARENA_RETURN_IF_ERROR(dp->Attach(datapath::Program::kFromHost, kHostDevice, host.host.ifindex,

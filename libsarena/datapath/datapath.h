@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +31,18 @@ struct DatapathOptions {
   /// backlog queue) instead of bpf_redirect. See docs/benchmarks.md for the comparison.
   bool redirect_peer = true;
 };
+
+/// A BPF program at a device's tc/TCX hook, whoever attached it (sarena or not).
+struct HookProgram {
+  bpf::Direction direction = bpf::Direction::kIngress;
+  bpf::AttachedProgram program;  // mode (kTcx/kTc), kernel prog id, link id, name
+};
+
+/// Every program attached to `ifindex` in the calling thread's network namespace: ingress, then
+/// egress, each in execution order (bpf::QueryAttached). Only reads. A direction whose query
+/// fails (device gone, no permission) is left out, so the result may be partial; no errors.
+/// For readers that record what a node runs (sarena-diag collect's sarena-programs.json).
+std::vector<HookProgram> AttachedPrograms(int ifindex);
 
 class Datapath {
  public:
