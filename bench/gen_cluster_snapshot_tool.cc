@@ -54,6 +54,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "libsarena/model/snapshot_layout.h"
 
 ABSL_FLAG(std::string, out, "", "Snapshot directory to create (must not exist or be empty)");
 ABSL_FLAG(int, nodes, 5000, "Number of nodes");
@@ -65,6 +66,8 @@ ABSL_FLAG(bool, pod_netns, true, "Write nodes/<node>/pods/<ns>/<pod>/ for every 
 ABSL_FLAG(bool, hardlink, true,
           "Write byte-identical files once and hard-link them (iptables-save.txt of every node, "
           "the identical per-pod files)");
+
+namespace model = sarena::model;
 
 namespace {
 
@@ -1145,7 +1148,7 @@ struct Shared {
 
 void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bool pod_netns, bool hardlink) {
   const NodeDef& n = c.nodes[ni];
-  std::string dir = absl::StrCat(root, "/nodes/", n.name);
+  std::string dir = absl::StrCat(root, "/", model::NodeDir(n.name));
   MkdirP(dir);
   std::string ip = Ip(n.ip);
   uint32_t net = n.ip & 0xffffff00u;
@@ -1191,8 +1194,8 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
   }
   link += "]\n";
   addr += "]\n";
-  WriteFile(dir + "/ip-link.json", link);
-  WriteFile(dir + "/ip-addr.json", addr);
+  WriteFile(absl::StrCat(dir, "/", model::kIpLinkFile), link);
+  WriteFile(absl::StrCat(dir, "/", model::kIpAddrFile), addr);
 
   // ip-route.json: main table (in address order, as the kernel's trie prints it), then local.
   std::string r = "[";
@@ -1250,9 +1253,9 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
                     "\",\"table\":\"local\",\"protocol\":\"kernel\",\"metric\":256,\"flags\":[],\"pref\":\"medium\"}");
   }
   r += "]\n";
-  WriteFile(dir + "/ip-route.json", r);
+  WriteFile(absl::StrCat(dir, "/", model::kIpRouteFile), r);
 
-  WriteFile(dir + "/ip-rule.json",
+  WriteFile(absl::StrCat(dir, "/", model::kIpRuleFile),
             "[{\"priority\":0,\"src\":\"all\",\"table\":\"local\"},{\"priority\":32766,\"src\":\"all\",\"table\":\"main\"},"
             "{\"priority\":32767,\"src\":\"all\",\"table\":\"default\"}]\n");
 
@@ -1278,7 +1281,7 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
                     c.nodes[mi].vtep_mac, "\",\"state\":[\"PERMANENT\"]}");
   }
   ng += "]\n";
-  WriteFile(dir + "/ip-neigh.json", ng);
+  WriteFile(absl::StrCat(dir, "/", model::kIpNeighFile), ng);
 
   // bridge-fdb.json
   std::string fdb = "[";
@@ -1302,23 +1305,23 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
     self("33:33:ff:ee:ee:ee", v);
   }
   fdb += "]\n";
-  WriteFile(dir + "/bridge-fdb.json", fdb);
+  WriteFile(absl::StrCat(dir, "/", model::kBridgeFdbFile), fdb);
 
   // sysctl.txt
   std::vector<std::string> devs = {"eth0", "lo", "tunl0", "vxlan.calico"};
   for (int pi : pods) devs.push_back(c.pods[pi].veth);
-  WriteFile(dir + "/sysctl.txt", Sysctl(devs, true, [](const std::string& d, absl::string_view k, std::string* v) {
+  WriteFile(absl::StrCat(dir, "/", model::kSysctlFile), Sysctl(devs, true, [](const std::string& d, absl::string_view k, std::string* v) {
               if (absl::StartsWith(d, "cali")) {
                 if (k == "proxy_arp" || k == "rp_filter") *v = "1";  // Calico CNI / Felix
               }
             }));
 
-  WriteShared(dir + "/iptables-save.txt", sh->iptables, &sh->iptables_first, hardlink);
+  WriteShared(absl::StrCat(dir, "/", model::kIptablesFile), sh->iptables, &sh->iptables_first, hardlink);
 
   if (!pod_netns) return;
   for (int pi : pods) {
     const PodDef& p = c.pods[pi];
-    std::string pd = absl::StrCat(dir, "/pods/", NsName(p.ns), "/", p.name);
+    std::string pd = absl::StrCat(root, "/", model::PodDir(n.name, NsName(p.ns), p.name));
     MkdirP(pd);
     std::string pip = Ip(p.ip);
     std::string pre = absl::StrCat(",\"link_index\":", 5 + p.slot);
@@ -1336,9 +1339,9 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
             absl::StrCat(Inet(pip, 32, "global", "eth0"), ",", Inet6(LinkLocal(p.mac), 64, "link")));
     pl += "]\n";
     pa += "]\n";
-    WriteFile(pd + "/ip-link.json", pl);
-    WriteFile(pd + "/ip-addr.json", pa);
-    WriteFile(pd + "/ip-route.json",
+    WriteFile(absl::StrCat(pd, "/", model::kIpLinkFile), pl);
+    WriteFile(absl::StrCat(pd, "/", model::kIpAddrFile), pa);
+    WriteFile(absl::StrCat(pd, "/", model::kIpRouteFile),
               absl::StrCat("[{\"dst\":\"default\",\"gateway\":\"169.254.1.1\",\"dev\":\"eth0\",\"flags\":[]},"
                            "{\"dst\":\"169.254.1.1\",\"dev\":\"eth0\",\"scope\":\"link\",\"flags\":[]},"
                            "{\"type\":\"local\",\"dst\":\"", pip, "\",\"dev\":\"eth0\",\"table\":\"local\",\"protocol\":\"kernel\",\"scope\":\"host\",\"prefsrc\":\"", pip, "\",\"flags\":[]},"
@@ -1348,9 +1351,9 @@ void WriteNode(const std::string& root, const Cluster& c, int ni, Shared* sh, bo
                            "{\"dst\":\"fe80::/64\",\"dev\":\"eth0\",\"protocol\":\"kernel\",\"metric\":256,\"flags\":[],\"pref\":\"medium\"},"
                            "{\"type\":\"local\",\"dst\":\"::1\",\"dev\":\"lo\",\"table\":\"local\",\"protocol\":\"kernel\",\"metric\":0,\"flags\":[],\"pref\":\"medium\"},"
                            "{\"type\":\"multicast\",\"dst\":\"ff00::/8\",\"dev\":\"eth0\",\"table\":\"local\",\"protocol\":\"kernel\",\"metric\":256,\"flags\":[],\"pref\":\"medium\"}]\n"));
-    WriteShared(pd + "/ip-rule.json", sh->pod_rule, &sh->pod_rule_first, hardlink);
-    WriteShared(pd + "/ip-neigh.json", sh->pod_neigh, &sh->pod_neigh_first, hardlink);
-    WriteShared(pd + "/sysctl.txt", sh->pod_sysctl, &sh->pod_sysctl_first, hardlink);
+    WriteShared(absl::StrCat(pd, "/", model::kIpRuleFile), sh->pod_rule, &sh->pod_rule_first, hardlink);
+    WriteShared(absl::StrCat(pd, "/", model::kIpNeighFile), sh->pod_neigh, &sh->pod_neigh_first, hardlink);
+    WriteShared(absl::StrCat(pd, "/", model::kSysctlFile), sh->pod_sysctl, &sh->pod_sysctl_first, hardlink);
   }
 }
 
@@ -1370,13 +1373,13 @@ int main(int argc, char** argv) {
 
   Cluster c = Build(n_nodes, ppn, n_svc, per_rack, absl::GetFlag(FLAGS_seed));
   Rng rng(absl::GetFlag(FLAGS_seed) ^ 0x5eed5eed5eedULL);
-  MkdirP(out + "/cluster");
-  MkdirP(out + "/nodes");
-  WritePods(out + "/cluster/pods.json", c);
-  WriteNodes(out + "/cluster/nodes.json", c, rng);
-  WriteServices(out + "/cluster/services.json", c);
-  WriteSlices(out + "/cluster/endpointslices.json", c);
-  WritePools(out + "/cluster/ippools.json");
+  MkdirP(absl::StrCat(out, "/", model::kClusterDir));
+  MkdirP(absl::StrCat(out, "/", model::kNodesDir));
+  WritePods(absl::StrCat(out, "/", model::ClusterPath(model::kPodsFile)), c);
+  WriteNodes(absl::StrCat(out, "/", model::ClusterPath(model::kNodesFile)), c, rng);
+  WriteServices(absl::StrCat(out, "/", model::ClusterPath(model::kServicesFile)), c);
+  WriteSlices(absl::StrCat(out, "/", model::ClusterPath(model::kEndpointSlicesFile)), c);
+  WritePools(absl::StrCat(out, "/", model::ClusterPath(model::kIpPoolsFile)));
 
   Shared sh;
   sh.iptables = Iptables(c, rng);

@@ -30,6 +30,7 @@
 #include "libsarena/datapath/abi.h"
 #include "libsarena/model/json.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/model/snapshot_layout.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::collect {
@@ -384,7 +385,7 @@ absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
 }
 
 struct Job {
-  std::string file;
+  absl::string_view file;
   std::vector<std::string> argv;
   bool required;
 };
@@ -393,15 +394,15 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
                           const std::string& rel_dir, bool node, CollectReport* report) {
   SARENA_RETURN_IF_ERROR(MkdirAll(abs_dir));
   std::vector<Job> jobs = {
-      {"ip-link.json", {"ip", "-j", "-d", "link", "show"}, true},
-      {"ip-addr.json", {"ip", "-j", "addr", "show"}, true},
-      {"ip-route.json", {"ip", "-j", "route", "show", "table", "all"}, true},
-      {"ip-rule.json", {"ip", "-j", "rule", "show"}, false},
-      {"ip-neigh.json", {"ip", "-j", "neigh", "show"}, false},
+      {model::kIpLinkFile, {"ip", "-j", "-d", "link", "show"}, true},
+      {model::kIpAddrFile, {"ip", "-j", "addr", "show"}, true},
+      {model::kIpRouteFile, {"ip", "-j", "route", "show", "table", "all"}, true},
+      {model::kIpRuleFile, {"ip", "-j", "rule", "show"}, false},
+      {model::kIpNeighFile, {"ip", "-j", "neigh", "show"}, false},
   };
   if (node) {
-    jobs.push_back({"bridge-fdb.json", {"bridge", "-j", "fdb", "show"}, false});
-    jobs.push_back({"iptables-save.txt", {"iptables-save"}, false});
+    jobs.push_back({model::kBridgeFdbFile, {"bridge", "-j", "fdb", "show"}, false});
+    jobs.push_back({model::kIptablesFile, {"iptables-save"}, false});
   }
   for (const Job& j : jobs) {
     SARENA_ASSIGN_OR_RETURN(Output o, RunTool(netns, j.argv));
@@ -431,9 +432,9 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
                                        ? 0
                                        : 1;
                           }));
-  std::string rel = absl::StrCat(rel_dir, "/sysctl.txt");
+  std::string rel = absl::StrCat(rel_dir, "/", model::kSysctlFile);
   if (sys.exit_code == 0) {
-    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/sysctl.txt"), sys.out));
+    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/", model::kSysctlFile), sys.out));
     report->written.push_back(rel);
   } else {
     report->skipped.push_back(absl::StrCat(rel, ": cannot read /proc/sys/net/ipv4"));
@@ -496,7 +497,7 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
     return absl::NotFoundError(
         absl::StrCat("node network namespace '", options.node_netns, "': ", strerror(errno)));
   }
-  std::string rel_node = absl::StrCat("nodes/", node);
+  std::string rel_node = model::NodeDir(node);
   std::string abs_node = absl::StrCat(options.out_dir, "/", rel_node);
   SARENA_RETURN_IF_ERROR(CollectNetns(netns, abs_node, rel_node, true, &report));
 
@@ -578,7 +579,7 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
 
   if (options.programs) {
     SARENA_ASSIGN_OR_RETURN(Output o, RunChild(netns, []() { return ProgramsJson(); }));
-    std::string rel = absl::StrCat(rel_node, "/sarena-programs.json");
+    std::string rel = absl::StrCat(rel_node, "/", model::kSarenaProgramsFile);
     if (o.exit_code == 0) {
       SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", rel), o.out));
       report.written.push_back(rel);
@@ -592,7 +593,7 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   for (size_t i = 0; i < pods.size(); ++i) {
     const PodNetnsSpec& p = pods[i];
     std::string path = NetnsPath(p.netns);
-    std::string rel = absl::StrCat(rel_node, "/pods/", p.namespace_, "/", p.name);
+    std::string rel = model::PodDir(node, p.namespace_, p.name);
     struct stat sb = {};
     if (access(path.c_str(), R_OK) != 0 || stat(path.c_str(), &sb) != 0) {
       report.skipped.push_back(absl::StrCat(rel, ": netns '", p.netns, "': ", strerror(errno)));

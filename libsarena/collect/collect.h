@@ -1,12 +1,10 @@
-// `sarena-diag collect`: writes one node's part of a snapshot (DESIGN.md "Diagnoser") from a live
-// node, in exactly the formats the snapshot reader takes:
-//   nodes/<node>/ip-link.json ip-addr.json ip-route.json ip-rule.json ip-neigh.json
-//                bridge-fdb.json sysctl.txt iptables-save.txt
-//                sarena-endpoints.json   (the pinned endpoint map, named with `sarena endpoint
-//                                         list -o json` when sarenad answers; that output alone
-//                                         when the map is not pinned)
-//                sarena-programs.json    (BPF programs attached to sarena_host and lxc veths)
-//   nodes/<node>/pods/<ns>/<pod>/ip-link.json ip-addr.json ip-route.json ip-neigh.json sysctl.txt
+// `sarena-diag collect`: writes one node's part of a snapshot (docs/diag-snapshot.md) from a live
+// node, in exactly the formats the snapshot reader takes, at the paths of model/snapshot_layout.h:
+// the node's and each pod's iproute2 files, sysctl.txt, and for the node iptables-save.txt,
+// bridge-fdb.json and sarena's own files: sarena-endpoints.json (the pinned endpoint map, named
+// with `sarena endpoint list -o json` when sarenad answers; that output alone when the map is not
+// pinned), sarena-programs.json (BPF programs attached at device hooks) and sarena-cluster.json
+// (the cluster datapath maps, when pinned).
 // The iproute2 files come from running `ip -j ...` / `bridge -j fdb show` / `iptables-save`
 // (the documented formats, byte for byte); sysctl.txt is read from /proc/sys/net/ipv4 and
 // /proc/sys/net/bridge in the netns (the `sysctl -a` format, net.ipv4.* and net.bridge.* keys);

@@ -545,8 +545,10 @@ void CheckNode(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
   if (!c) {
     if (vx) {
       ctx.Suspect(hop, Level::kInfo, "file_missing",
-                  absl::StrCat("cannot check the cluster datapath: ", kVxlanDev, " exists but file nodes/",
-                               w.node_name, "/", model::kSarenaClusterFile, " is missing"));
+                  absl::StrCat("cannot check the cluster datapath: ", kVxlanDev,
+                               " exists but file ",
+                               model::NodePath(w.node_name, model::kSarenaClusterFile),
+                               " is missing"));
     }
     return;
   }

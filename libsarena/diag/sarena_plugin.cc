@@ -31,6 +31,7 @@
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/sarena_cluster.h"
 #include "libsarena/model/json.h"
+#include "libsarena/model/snapshot_layout.h"
 
 namespace sarena::diag {
 namespace {
@@ -40,7 +41,6 @@ using model::SarenaEndpoint;
 
 constexpr absl::string_view kHostDev = "sarena_host";
 constexpr absl::string_view kNetDev = "sarena_net";
-constexpr absl::string_view kProgramsFile = "sarena-programs.json";
 
 struct Program {
   std::string ifname;
@@ -82,13 +82,15 @@ class SarenaPlugin : public Plugin {
     }
     if (!d.endpoints) {
       ctx.Suspect(hop, Level::kInfo, "file_missing",
-                  absl::StrCat("cannot check the endpoint map: file nodes/", w.node_name, "/",
-                               model::kSarenaEndpointsFile, " missing"));
+                  absl::StrCat("cannot check the endpoint map: file ",
+                               model::NodePath(w.node_name, model::kSarenaEndpointsFile),
+                               " missing"));
     }
     if (!d.programs) {
       ctx.Suspect(hop, Level::kInfo, "file_missing",
-                  absl::StrCat("cannot check attached programs: file nodes/", w.node_name, "/",
-                               kProgramsFile, " missing"));
+                  absl::StrCat("cannot check attached programs: file ",
+                               model::NodePath(w.node_name, model::kSarenaProgramsFile),
+                               " missing"));
     }
     if (ns.Has(model::NetstackSource::kLinks)) {
       for (absl::string_view dev : {kHostDev, kNetDev}) {
@@ -375,7 +377,7 @@ class SarenaPlugin : public Plugin {
     if (it != cache_.end()) return it->second;
     NodeData d;
     if (w.node && w.node->sarena_endpoints) d.endpoints = &*w.node->sarena_endpoints;
-    std::string rel = absl::StrCat("nodes/", w.node_name, "/", kProgramsFile);
+    std::string rel = model::NodePath(w.node_name, model::kSarenaProgramsFile);
     auto text = ctx.snapshot->ReadFile(rel);
     if (text.ok()) {
       auto progs = ParsePrograms(*text, rel);

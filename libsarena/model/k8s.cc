@@ -21,6 +21,7 @@
 #include "libsarena/model/json.h"
 #include "libsarena/model/packet.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/model/snapshot_layout.h"
 
 namespace sarena::model {
 
@@ -1076,7 +1077,7 @@ absl::StatusOr<Cluster> Cluster::Load(absl::string_view dir, const ClusterLoadOp
   auto load = [dir](Cluster* c, absl::string_view name, Parser parse,
                     bool record_missing) -> absl::StatusOr<bool> {
     std::string path = absl::StrCat(dir, "/", name);
-    std::string rel = absl::StrCat("cluster/", name);
+    std::string rel = ClusterPath(name);
     auto text = ReadFileToString(path);
     if (!text.ok()) {
       if (absl::IsNotFound(text.status())) {
@@ -1093,12 +1094,12 @@ absl::StatusOr<Cluster> Cluster::Load(absl::string_view dir, const ClusterLoadOp
   absl::Status pods_status;
   std::thread pods_thread([&] {
     // A large pods.json is parsed in slices on every core (ParsePodsSliced).
-    std::string path = absl::StrCat(dir, "/pods.json");
+    std::string path = absl::StrCat(dir, "/", kPodsFile);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
         static_cast<size_t>(st.st_size) >= options.parallel_min_bytes) {
-      auto pods = ParsePodsSliced(fd, static_cast<size_t>(st.st_size), path, "cluster/pods.json",
+      auto pods = ParsePodsSliced(fd, static_cast<size_t>(st.st_size), path, ClusterPath(kPodsFile),
                                   options.slice_bytes);
       ::close(fd);
       if (!pods.ok()) {
@@ -1107,25 +1108,25 @@ absl::StatusOr<Cluster> Cluster::Load(absl::string_view dir, const ClusterLoadOp
       }
       if (*pods) {
         pods_part.pods_ = std::move(**pods);
-        pods_part.files_.loaded.push_back("cluster/pods.json");
+        pods_part.files_.loaded.push_back(ClusterPath(kPodsFile));
         return;
       }
     } else if (fd >= 0) {
       ::close(fd);
     }
-    pods_status = load(&pods_part, "pods.json", &Cluster::ParsePods, true).status();
+    pods_status = load(&pods_part, kPodsFile, &Cluster::ParsePods, true).status();
   });
   Cluster c;
   absl::Status rest = [&]() -> absl::Status {
-    SARENA_RETURN_IF_ERROR(load(&c, "nodes.json", &Cluster::ParseNodes, true).status());
-    SARENA_RETURN_IF_ERROR(load(&c, "services.json", &Cluster::ParseServices, true).status());
+    SARENA_RETURN_IF_ERROR(load(&c, kNodesFile, &Cluster::ParseNodes, true).status());
+    SARENA_RETURN_IF_ERROR(load(&c, kServicesFile, &Cluster::ParseServices, true).status());
     SARENA_ASSIGN_OR_RETURN(bool slices,
-                            load(&c, "endpointslices.json", &Cluster::ParseEndpointSlices, false));
+                            load(&c, kEndpointSlicesFile, &Cluster::ParseEndpointSlices, false));
     if (!slices) {
-      SARENA_ASSIGN_OR_RETURN(bool eps, load(&c, "endpoints.json", &Cluster::ParseEndpoints, false));
-      if (!eps) c.files_.missing.push_back("cluster/endpointslices.json");
+      SARENA_ASSIGN_OR_RETURN(bool eps, load(&c, kEndpointsFile, &Cluster::ParseEndpoints, false));
+      if (!eps) c.files_.missing.push_back(ClusterPath(kEndpointSlicesFile));
     }
-    return load(&c, "ippools.json", &Cluster::ParseIpPools, true).status();
+    return load(&c, kIpPoolsFile, &Cluster::ParseIpPools, true).status();
   }();
   pods_thread.join();
   SARENA_RETURN_IF_ERROR(pods_status);

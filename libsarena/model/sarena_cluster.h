@@ -16,12 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "libsarena/model/snapshot_layout.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::model {
-
-/// File name inside a node directory.
-inline constexpr absl::string_view kSarenaClusterFile = "sarena-cluster.json";
 
 /// Routing mode of a tunnel entry (abi.h SARENA_MODE_*): "tunnel" = 1, "native" = 2.
 enum class SarenaMode { kUnknown = 0, kTunnel = 1, kNative = 2 };

@@ -293,17 +293,17 @@ absl::StatusOr<std::unique_ptr<Snapshot>> Snapshot::Open(absl::string_view dir,
   }
   std::unique_ptr<Snapshot> s(new Snapshot());
   s->dir_ = std::string(dir);
-  std::filesystem::path cluster_dir = root / "cluster";
+  std::filesystem::path cluster_dir = root / std::string(kClusterDir);
   if (std::filesystem::is_directory(cluster_dir, ec)) {
     SARENA_ASSIGN_OR_RETURN(s->cluster_, Cluster::Load(cluster_dir.string()));
   } else {
-    for (absl::string_view f : {"pods.json", "nodes.json", "services.json", "endpointslices.json",
-                                "ippools.json"}) {
-      s->cluster_.mutable_files().missing.push_back(absl::StrCat("cluster/", f));
+    for (absl::string_view f :
+         {kPodsFile, kNodesFile, kServicesFile, kEndpointSlicesFile, kIpPoolsFile}) {
+      s->cluster_.mutable_files().missing.push_back(ClusterPath(f));
     }
     s->cluster_.Finalize();
   }
-  std::filesystem::path nodes_dir = root / "nodes";
+  std::filesystem::path nodes_dir = root / std::string(kNodesDir);
   if (std::filesystem::is_directory(nodes_dir, ec)) {
     for (const auto& entry : std::filesystem::directory_iterator(nodes_dir, ec)) {
       if (entry.is_directory(ec)) s->node_names_.push_back(entry.path().filename().string());
@@ -345,12 +345,12 @@ absl::StatusOr<const NodeState*> Snapshot::Node(absl::string_view node) const {
   if (!HasNodeDir(node) || node.find('/') != absl::string_view::npos || node == ".." ||
       node == ".") {
     return absl::NotFoundError(
-        absl::StrCat("node '", node, "': no directory nodes/", node, " in snapshot"));
+        absl::StrCat("node '", node, "': no directory ", NodeDir(node), " in snapshot"));
   }
   auto state = std::make_unique<NodeState>();
   state->name = std::string(node);
   state->id = absl::StrCat("node:", node);
-  std::string rel = absl::StrCat("nodes/", node);
+  std::string rel = NodeDir(node);
   std::string abs = absl::StrCat(dir_, "/", rel);
   SARENA_RETURN_IF_ERROR(
       LoadNetnsDirCached(abs, rel, /*with_iptables=*/true, state.get(), &cache_->rulesets));
@@ -400,7 +400,7 @@ absl::StatusOr<const NetnsState*> Snapshot::PodNetns(absl::string_view namespace
   std::error_code ec;
   for (const std::string& n : candidates) {
     if (bad(n)) continue;
-    std::string rel = absl::StrCat("nodes/", n, "/pods/", namespace_, "/", pod);
+    std::string rel = PodDir(n, namespace_, pod);
     std::string abs = absl::StrCat(dir_, "/", rel);
     if (!std::filesystem::is_directory(abs, ec)) continue;
     auto state = std::make_unique<NetnsState>();
@@ -410,9 +410,10 @@ absl::StatusOr<const NetnsState*> Snapshot::PodNetns(absl::string_view namespace
     auto [it, inserted] = cache_->pods.emplace(key, std::move(state));
     return it->second.get();
   }
-  return absl::NotFoundError(absl::StrCat("pod '", key, "': no directory nodes/",
-                                          candidates.size() == 1 ? candidates[0] : "*", "/pods/",
-                                          key, " in snapshot"));
+  return absl::NotFoundError(
+      absl::StrCat("pod '", key, "': no directory ",
+                   PodDir(candidates.size() == 1 ? candidates[0] : "*", namespace_, pod),
+                   " in snapshot"));
 }
 
 void Snapshot::ClearCache() const {

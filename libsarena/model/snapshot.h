@@ -1,10 +1,5 @@
-// A snapshot directory (DESIGN.md, "Diagnoser") and lazy access to its parts:
-//
-//   <dir>/cluster/{pods,nodes,services,endpointslices|endpoints,ippools}.json   (kubectl -o json)
-//   <dir>/nodes/<node>/{ip-link,ip-addr,ip-route,ip-rule,ip-neigh,bridge-fdb}.json  (ip -j / bridge -j)
-//   <dir>/nodes/<node>/sysctl.txt  iptables-save.txt  sarena-endpoints.json  ipset-save.txt
-//   <dir>/nodes/<node>/sarena-cluster.json  (the cluster datapath maps, model/sarena_cluster.h)
-//   <dir>/nodes/<node>/pods/<namespace>/<pod>/{ip-link,ip-addr,ip-route,ip-neigh}.json sysctl.txt
+// A snapshot directory (docs/diag-snapshot.md) and lazy access to its parts. Its layout (every
+// directory and file name) is model/snapshot_layout.h, shared with the writer (collect/).
 //
 // Every file is optional. A missing file is recorded (relative path) so the diagnoser can raise an
 // INFO suspicion ("cannot check X: file Y missing"); a malformed file is an error naming the file
@@ -27,22 +22,10 @@
 #include "libsarena/model/netfilter.h"
 #include "libsarena/model/netstack.h"
 #include "libsarena/model/sarena_cluster.h"
+#include "libsarena/model/snapshot_layout.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::model {
-
-/// File names inside a node (or pod) directory.
-inline constexpr absl::string_view kIpLinkFile = "ip-link.json";
-inline constexpr absl::string_view kIpAddrFile = "ip-addr.json";
-inline constexpr absl::string_view kIpRouteFile = "ip-route.json";
-inline constexpr absl::string_view kIpRuleFile = "ip-rule.json";
-inline constexpr absl::string_view kIpNeighFile = "ip-neigh.json";
-inline constexpr absl::string_view kBridgeFdbFile = "bridge-fdb.json";
-inline constexpr absl::string_view kSysctlFile = "sysctl.txt";
-inline constexpr absl::string_view kIptablesFile = "iptables-save.txt";
-inline constexpr absl::string_view kSarenaEndpointsFile = "sarena-endpoints.json";
-/// Optional (`ipset save`): contents of the sets `-m set` rules refer to. Not recorded as missing.
-inline constexpr absl::string_view kIpsetFile = "ipset-save.txt";
 
 /// One endpoint of the sarena datapath as `sarena endpoint list -o json` prints it (the daemon's
 /// Endpoint message in protobuf JSON: {"endpoints":[{...}]} or a bare array; camelCase or
@@ -64,7 +47,7 @@ struct SarenaEndpoint {
 
 /// Parses sarena-endpoints.json. Errors: kInvalidArgument naming the file and field.
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(
-    absl::string_view json, absl::string_view file_name = "sarena-endpoints.json");
+    absl::string_view json, absl::string_view file_name = kSarenaEndpointsFile);
 
 /// One network namespace of a snapshot: a node's host netns or a pod's netns.
 struct NetnsState {
