@@ -6,9 +6,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/datapath/maps.h"
+#include "libsarena/model/proto_json.h"
+#include "libsarena/model/sarena_node.pb.h"
 #include "libsarena/net/ip.h"
 
 namespace sarena::collect {
@@ -29,15 +30,17 @@ std::string AddrText(const uint8_t* addr, uint8_t family) {
   return buf;
 }
 
+// "ipv4" | "ipv6"; an unknown family as its number, which the reader rejects by name.
 std::string FamilyText(uint8_t family) {
-  if (family == SARENA_FAMILY_IPV4) return "\"ipv4\"";
-  if (family == SARENA_FAMILY_IPV6) return "\"ipv6\"";
+  if (family == SARENA_FAMILY_IPV4) return "ipv4";
+  if (family == SARENA_FAMILY_IPV6) return "ipv6";
   return absl::StrCat(family);
 }
 
+// "tunnel" | "native"; an unknown mode as its number, which the reader rejects by name.
 std::string ModeText(uint8_t mode) {
-  if (mode == SARENA_MODE_TUNNEL) return "\"tunnel\"";
-  if (mode == SARENA_MODE_NATIVE) return "\"native\"";
+  if (mode == SARENA_MODE_TUNNEL) return "tunnel";
+  if (mode == SARENA_MODE_NATIVE) return "native";
   return absl::StrCat(mode);
 }
 
@@ -113,36 +116,29 @@ absl::StatusOr<ClusterMaps> ReadClusterMaps(absl::string_view pin_root,
 }
 
 std::string FormatClusterMaps(const ClusterMaps& maps) {
-  std::vector<std::string> sections;
+  snapshot::v1::SarenaClusterFile file;
   if (maps.overlay) {
     const sarena_overlay_config& o = *maps.overlay;
-    std::vector<std::string> f = {
-        absl::StrCat("\"flags\": ", o.flags),
-        absl::StrCat("\"vni\": ", o.vni),
-        absl::StrCat("\"vxlan_ifindex\": ", o.vxlan_ifindex),
-        absl::StrCat("\"uplink_ifindex\": ", o.uplink_ifindex),
-        absl::StrCat("\"node_id\": ", o.node_id),
-        absl::StrCat("\"vxlan_mac\": \"", MacText(o.vxlan_mac), "\""),
-        absl::StrCat("\"uplink_mac\": \"", MacText(o.uplink_mac), "\""),
-    };
-    std::string under = AddrText(o.underlay, o.underlay_family);
-    if (!under.empty()) f.push_back(absl::StrCat("\"underlay\": \"", under, "\""));
+    snapshot::v1::OverlayConfig* ov = file.mutable_overlay();
+    ov->set_flags(o.flags);
+    ov->set_vni(o.vni);
+    ov->set_vxlan_ifindex(o.vxlan_ifindex);
+    ov->set_uplink_ifindex(o.uplink_ifindex);
+    ov->set_node_id(o.node_id);
+    ov->set_vxlan_mac(MacText(o.vxlan_mac));
+    ov->set_uplink_mac(MacText(o.uplink_mac));
+    ov->set_underlay(AddrText(o.underlay, o.underlay_family));
     if (o.cluster_cidr_len > 0 && o.cluster_cidr_len <= 32) {
-      f.push_back(absl::StrCat("\"cluster_cidr\": \"", Ipv4Be(o.cluster_cidr_be), "/",
-                               o.cluster_cidr_len, "\""));
+      ov->set_cluster_cidr(absl::StrCat(Ipv4Be(o.cluster_cidr_be), "/", o.cluster_cidr_len));
     }
-    sections.push_back(absl::StrCat("  \"overlay\": {", absl::StrJoin(f, ", "), "}"));
   }
   if (maps.config) {
-    std::vector<std::string> f;
+    snapshot::v1::NodeConfig* c = file.mutable_config();
     if (maps.config->pod_cidr_len > 0 && maps.config->pod_cidr_len <= 32) {
-      f.push_back(absl::StrCat("\"pod_cidr\": \"", Ipv4Be(maps.config->pod_cidr_be), "/",
-                               maps.config->pod_cidr_len, "\""));
+      c->set_pod_cidr(
+          absl::StrCat(Ipv4Be(maps.config->pod_cidr_be), "/", maps.config->pod_cidr_len));
     }
-    if (maps.config->node_ip_be != 0) {
-      f.push_back(absl::StrCat("\"node_ip\": \"", Ipv4Be(maps.config->node_ip_be), "\""));
-    }
-    sections.push_back(absl::StrCat("  \"config\": {", absl::StrJoin(f, ", "), "}"));
+    if (maps.config->node_ip_be != 0) c->set_node_ip(Ipv4Be(maps.config->node_ip_be));
   }
   if (maps.tunnels) {
     auto rows = *maps.tunnels;
@@ -150,44 +146,40 @@ std::string FormatClusterMaps(const ClusterMaps& maps) {
       int c = std::memcmp(a.first.addr, b.first.addr, 16);
       return c != 0 ? c < 0 : a.first.prefixlen < b.first.prefixlen;
     });
-    std::vector<std::string> items;
     for (const auto& [k, v] : rows) {
       // prefixlen counts family + pad (32 bits) before the address.
       uint32_t len = k.prefixlen >= 32 ? k.prefixlen - 32 : 0;
-      items.push_back(absl::StrCat(
-          "    {\"family\": ", FamilyText(k.family), ", \"cidr\": \"", AddrText(k.addr, k.family),
-          "/", len, "\", \"underlay\": \"", AddrText(v.underlay, v.underlay_family),
-          "\", \"mode\": ", ModeText(v.mode), ", \"node_id\": ", v.node_id,
-          ", \"flags\": ", v.flags, "}"));
+      snapshot::v1::TunnelEntry* t = file.add_tunnels();
+      t->set_family(FamilyText(k.family));
+      t->set_cidr(absl::StrCat(AddrText(k.addr, k.family), "/", len));
+      t->set_underlay(AddrText(v.underlay, v.underlay_family));
+      t->set_mode(ModeText(v.mode));
+      t->set_node_id(v.node_id);
+      t->set_flags(v.flags);
     }
-    sections.push_back(absl::StrCat("  \"tunnels\": [", items.empty() ? "" : "\n",
-                                    absl::StrJoin(items, ",\n"), items.empty() ? "" : "\n  ",
-                                    "]"));
   }
   if (maps.peers) {
     auto rows = *maps.peers;
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
       return std::memcmp(a.first.addr, b.first.addr, 16) < 0;
     });
-    std::vector<std::string> items;
     for (const auto& [k, v] : rows) {
-      items.push_back(absl::StrCat("    {\"family\": ", FamilyText(k.family), ", \"underlay\": \"",
-                                   AddrText(k.addr, k.family), "\", \"node_id\": ", v.node_id,
-                                   ", \"flags\": ", v.flags, "}"));
+      snapshot::v1::PeerEntry* p = file.add_peers();
+      p->set_family(FamilyText(k.family));
+      p->set_underlay(AddrText(k.addr, k.family));
+      p->set_node_id(v.node_id);
+      p->set_flags(v.flags);
     }
-    sections.push_back(absl::StrCat("  \"peers\": [", items.empty() ? "" : "\n",
-                                    absl::StrJoin(items, ",\n"), items.empty() ? "" : "\n  ",
-                                    "]"));
   }
-  std::vector<std::string> ctr;
   for (const auto& [id, c] : maps.node_counters) {
-    ctr.push_back(absl::StrCat("    {\"node_id\": ", id, ", \"tx_packets\": \"", c.tx_packets,
-                               "\", \"tx_bytes\": \"", c.tx_bytes, "\", \"rx_packets\": \"",
-                               c.rx_packets, "\", \"rx_bytes\": \"", c.rx_bytes, "\"}"));
+    snapshot::v1::NodeCounters* n = file.add_node_counters();
+    n->set_node_id(id);
+    n->set_tx_packets(c.tx_packets);
+    n->set_tx_bytes(c.tx_bytes);
+    n->set_rx_packets(c.rx_packets);
+    n->set_rx_bytes(c.rx_bytes);
   }
-  sections.push_back(absl::StrCat("  \"node_counters\": [", ctr.empty() ? "" : "\n",
-                                  absl::StrJoin(ctr, ",\n"), ctr.empty() ? "" : "\n  ", "]"));
-  return absl::StrCat("{\n", absl::StrJoin(sections, ",\n"), "\n}\n");
+  return model::PrintProtoJson(file);
 }
 
 }  // namespace sarena::collect

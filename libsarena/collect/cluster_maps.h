@@ -39,11 +39,12 @@ struct ClusterMaps {
 absl::StatusOr<ClusterMaps> ReadClusterMaps(absl::string_view pin_root,
                                             std::vector<std::string>* notes);
 
-/// sarena-cluster.json text of `maps` (entries sorted: tunnels by CIDR, peers by address).
-/// Addresses are printed from network byte order as dotted quads; IPv6 entries (family
-/// SARENA_FAMILY_IPV6) are written with their text form and skipped by today's reader; an entry
-/// with an unknown family or mode is written with the raw number ("family": 7) so the reader
-/// rejects it by name instead of this writer guessing.
+/// sarena-cluster.json text of `maps`: the protobuf JSON of sarena.snapshot.v1.SarenaClusterFile
+/// (model/proto/sarena_node.proto, printed by model::PrintProtoJson), entries sorted: tunnels by
+/// CIDR, peers by address. Addresses are printed from network byte order as dotted quads; IPv6
+/// entries (family SARENA_FAMILY_IPV6) are written with their text form and skipped by today's
+/// reader; an entry with an unknown family or mode is written with the raw number as its text
+/// ("family": "7") so the reader rejects it by name instead of this writer guessing.
 std::string FormatClusterMaps(const ClusterMaps& maps);
 
 }  // namespace sarena::collect

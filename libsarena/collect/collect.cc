@@ -28,7 +28,8 @@
 #include "libsarena/datapath/datapath.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
-#include "libsarena/model/json.h"
+#include "libsarena/model/proto_json.h"
+#include "libsarena/model/sarena_node.pb.h"
 #include "libsarena/model/snapshot.h"
 #include "libsarena/model/snapshot_layout.h"
 #include "libsarena/net/ip.h"
@@ -214,25 +215,9 @@ void ReadTree(const std::string& dir, const std::string& key,
   closedir(d);
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 // In the current netns: every BPF program attached at a device hook, as sarena-programs.json.
 int ProgramsJson() {
-  std::vector<std::string> entries;
+  snapshot::v1::SarenaProgramsFile file;
   // if_nameindex asks the kernel over netlink, so it sees this netns (/sys would show the mount
   // namespace's).
   struct if_nameindex* ifs = if_nameindex();
@@ -240,16 +225,17 @@ int ProgramsJson() {
   for (struct if_nameindex* i = ifs; i->if_index != 0; ++i) {
     const int ifindex = static_cast<int>(i->if_index);
     for (const datapath::HookProgram& h : datapath::AttachedPrograms(ifindex)) {
-      entries.push_back(absl::StrCat(
-          "    {\"ifname\": ", JsonString(i->if_name), ", \"ifindex\": ", i->if_index,
-          ", \"direction\": \"", bpf::ToString(h.direction), "\", \"mode\": \"",
-          bpf::ToString(h.program.mode), "\", \"prog\": ", JsonString(h.program.name),
-          ", \"id\": ", h.program.prog_id, "}"));
+      snapshot::v1::AttachedProgram* p = file.add_programs();
+      p->set_ifname(i->if_name);
+      p->set_ifindex(i->if_index);
+      p->set_direction(std::string(bpf::ToString(h.direction)));
+      p->set_mode(std::string(bpf::ToString(h.program.mode)));
+      p->set_prog(h.program.name);
+      p->set_id(h.program.prog_id);
     }
   }
   if_freenameindex(ifs);
-  std::string out = absl::StrCat("{\n  \"programs\": [\n", absl::StrJoin(entries, ",\n"),
-                                 entries.empty() ? "" : "\n", "  ]\n}\n");
+  const std::string out = model::PrintProtoJson(file);
   return write(STDOUT_FILENO, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1;
 }
 
@@ -260,15 +246,15 @@ struct EndpointRow {
   uint32_t host_ifindex = 0;
   std::string pod_mac, host_mac;
   uint32_t endpoint_id = 0;
-  // From the daemon's record (JSON members copied verbatim, keyed by name).
-  std::vector<std::pair<std::string, std::string>> extra;
+  // The daemon's record of the endpoint (names, netns, counters), when it has one.
+  const snapshot::v1::Endpoint* record = nullptr;
 };
 
 // The endpoint list as sarena-endpoints.json, from the map (authoritative for what the programs
 // do) joined with the daemon's records (names, netns) by IP.
-absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
-                                             const std::string& daemon_json,
-                                             std::vector<std::string>* notes) {
+absl::StatusOr<snapshot::v1::SarenaEndpointsFile> EndpointsFromMap(
+    const std::string& pin_root, const snapshot::v1::SarenaEndpointsFile& daemon,
+    std::vector<std::string>* notes) {
   SARENA_ASSIGN_OR_RETURN(datapath::Maps maps, datapath::Maps::OpenPinned(pin_root));
   std::map<std::string, EndpointRow> rows;
   SARENA_RETURN_IF_ERROR(
@@ -315,73 +301,33 @@ absl::StatusOr<std::string> EndpointsFromMap(const std::string& pin_root,
     return absl::OkStatus();
   };
   for (auto& [key, r] : rows) SARENA_RETURN_IF_ERROR(from_slot(key, &r));
-  if (!daemon_json.empty()) {
-    auto doc = model::JsonDoc::Parse(daemon_json, "sarena endpoint list");
-    if (doc.ok()) {
-      const model::JsonValue* list = &doc->root();
-      if (list->is_object()) list = list->Find("endpoints");
-      for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
-        const model::JsonValue& e = (*list)[i];
-        const model::JsonValue* ip = e.Find("ip");
-        if (!e.is_object() || !ip || !ip->is_string()) continue;
-        std::string key(ip->str());
-        auto it = rows.find(key);
-        if (it == rows.end()) {
-          EndpointRow slot_row;
-          SARENA_RETURN_IF_ERROR(from_slot(key, &slot_row));
-          if (slot_row.in_map) it = rows.emplace(key, std::move(slot_row)).first;
-        }
-        if (it == rows.end()) {
-          notes->push_back(absl::StrCat("sarenad records endpoint ", key,
-                                        " but the pinned endpoint map has no entry for it"));
-          continue;
-        }
-        for (size_t m = 0; m < e.size(); ++m) {
-          std::string name(e.key(m).str());
-          const model::JsonValue& v = e.value(m);
-          static const char* kFromMap[] = {"ip",          "pod_mac",     "podMac",
-                                           "host_mac",    "hostMac",     "host_ifindex",
-                                           "hostIfindex", "endpoint_id", "endpointId"};
-          bool skip = false;
-          for (const char* f : kFromMap) skip |= name == f;
-          if (skip) continue;
-          std::string text;
-          if (v.is_string()) {
-            text = JsonString(v.str());
-          } else if (v.is_number()) {
-            text = std::string(v.str());
-          } else if (v.is_bool()) {
-            text = v.boolean() ? "true" : "false";
-          } else if (v.is_object() && name == "ref") {
-            std::vector<std::string> parts;
-            for (size_t r = 0; r < v.size(); ++r) {
-              if (v.value(r).is_string()) {
-                parts.push_back(
-                    absl::StrCat(JsonString(v.key(r).str()), ": ", JsonString(v.value(r).str())));
-              }
-            }
-            text = absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
-          } else {
-            continue;
-          }
-          it->second.extra.emplace_back(name, text);
-        }
-      }
+  for (const snapshot::v1::Endpoint& e : daemon.endpoints()) {
+    if (e.ip().empty()) continue;
+    auto it = rows.find(e.ip());
+    if (it == rows.end()) {
+      EndpointRow slot_row;
+      SARENA_RETURN_IF_ERROR(from_slot(e.ip(), &slot_row));
+      if (slot_row.in_map) it = rows.emplace(e.ip(), std::move(slot_row)).first;
     }
+    if (it == rows.end()) {
+      notes->push_back(absl::StrCat("sarenad records endpoint ", e.ip(),
+                                    " but the pinned endpoint map has no entry for it"));
+      continue;
+    }
+    it->second.record = &e;
   }
-  std::vector<std::string> items;
+  snapshot::v1::SarenaEndpointsFile out;
   for (const auto& [ip, r] : rows) {
-    std::vector<std::string> f;
-    for (const auto& [k, v] : r.extra) f.push_back(absl::StrCat(JsonString(k), ": ", v));
-    f.push_back(absl::StrCat("\"ip\": ", JsonString(r.ip)));
-    f.push_back(absl::StrCat("\"pod_mac\": ", JsonString(r.pod_mac)));
-    f.push_back(absl::StrCat("\"host_ifindex\": ", r.host_ifindex));
-    f.push_back(absl::StrCat("\"host_mac\": ", JsonString(r.host_mac)));
-    f.push_back(absl::StrCat("\"endpoint_id\": ", r.endpoint_id));
-    items.push_back(absl::StrCat("    {", absl::StrJoin(f, ", "), "}"));
+    snapshot::v1::Endpoint* e = out.add_endpoints();
+    if (r.record) *e = *r.record;
+    // What the programs use, from the map.
+    e->set_ip(r.ip);
+    e->set_pod_mac(r.pod_mac);
+    e->set_host_ifindex(r.host_ifindex);
+    e->set_host_mac(r.host_mac);
+    e->set_endpoint_id(r.endpoint_id);
   }
-  return absl::StrCat("{\n  \"endpoints\": [\n", absl::StrJoin(items, ",\n"),
-                      items.empty() ? "" : "\n", "  ]\n}\n");
+  return out;
 }
 
 struct Job {
@@ -504,13 +450,21 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   // sarena endpoints: the daemon's records, and the pinned map the programs actually use.
   std::vector<PodNetnsSpec> pods = options.pods;
   std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
-  std::string daemon_json;
+  std::optional<snapshot::v1::SarenaEndpointsFile> daemon;
   if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
     SARENA_ASSIGN_OR_RETURN(
         Output o, RunTool("", {options.sarena_cli, "--socket", options.sarena_socket, "endpoint",
                                "list", "-o", "json"}));
     if (o.exit_code == 0) {
-      daemon_json = o.out;
+      // `sarena endpoint list -o json` prints sarenad's Endpoint messages: the file's schema.
+      snapshot::v1::SarenaEndpointsFile records;
+      absl::Status st = model::ParseProtoJson(
+          o.out, absl::StrCat("'", options.sarena_cli, " endpoint list' output"), &records);
+      if (st.ok()) {
+        daemon = std::move(records);
+      } else {
+        report.skipped.push_back(absl::StrCat(ep_rel, ": ", st.message()));
+      }
     } else {
       report.skipped.push_back(absl::StrCat(ep_rel, ": '", options.sarena_cli,
                                             " endpoint list' exited ", o.exit_code, ": ",
@@ -520,20 +474,22 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
     report.skipped.push_back(
         absl::StrCat(ep_rel, " (daemon records): no sarenad socket at ", options.sarena_socket));
   }
-  std::string endpoints_json = daemon_json;
+  std::optional<snapshot::v1::SarenaEndpointsFile> endpoints = daemon;
   if (!options.bpffs.empty() && access(options.bpffs.c_str(), F_OK) == 0) {
     std::vector<std::string> notes;
-    auto from_map = EndpointsFromMap(options.bpffs, daemon_json, &notes);
+    auto from_map = EndpointsFromMap(options.bpffs,
+                                     daemon ? *daemon : snapshot::v1::SarenaEndpointsFile(), &notes);
     if (from_map.ok()) {
-      endpoints_json = *from_map;
+      endpoints = std::move(*from_map);
       for (const auto& n : notes) report.skipped.push_back(absl::StrCat(ep_rel, ": ", n));
     } else {
       report.skipped.push_back(absl::StrCat(ep_rel, " (endpoint map at ", options.bpffs,
                                             "): ", from_map.status().message()));
     }
   }
-  if (!endpoints_json.empty()) {
-    SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), endpoints_json));
+  if (endpoints) {
+    SARENA_RETURN_IF_ERROR(
+        WriteFile(absl::StrCat(options.out_dir, "/", ep_rel), model::PrintProtoJson(*endpoints)));
     report.written.push_back(ep_rel);
   }
   // The cluster datapath maps (tunnel, peer, overlay config, node counters), when pinned.
@@ -553,27 +509,15 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
       for (const auto& n : notes) report.skipped.push_back(absl::StrCat(rel, ": ", n));
     }
   }
-  if (options.pods_from_endpoints && !daemon_json.empty()) {
+  if (options.pods_from_endpoints && daemon) {
     // The pods' netns paths as the daemon recorded them.
-    auto doc = model::JsonDoc::Parse(daemon_json, ep_rel);
-    const model::JsonValue* list = doc.ok() ? &doc->root() : nullptr;
-    if (list && list->is_object()) list = list->Find("endpoints");
-    for (size_t i = 0; list && list->is_array() && i < list->size(); ++i) {
-      const model::JsonValue& e = (*list)[i];
-      const model::JsonValue* ns = e.Find("netns");
-      const model::JsonValue* pns = e.Find("pod_namespace");
-      if (!pns) pns = e.Find("podNamespace");
-      const model::JsonValue* pn = e.Find("pod_name");
-      if (!pn) pn = e.Find("podName");
-      if (!ns || !pns || !pn || pns->str().empty() || pn->str().empty()) continue;
+    for (const snapshot::v1::Endpoint& e : daemon->endpoints()) {
+      if (e.netns().empty() || e.pod_namespace().empty() || e.pod_name().empty()) continue;
       bool dup = false;
       for (const auto& p : pods) {
-        if (p.namespace_ == pns->str() && p.name == pn->str()) dup = true;
+        if (p.namespace_ == e.pod_namespace() && p.name == e.pod_name()) dup = true;
       }
-      if (!dup) {
-        pods.push_back(
-            PodNetnsSpec{std::string(pns->str()), std::string(pn->str()), std::string(ns->str())});
-      }
+      if (!dup) pods.push_back(PodNetnsSpec{e.pod_namespace(), e.pod_name(), e.netns()});
     }
   }
 

@@ -400,9 +400,9 @@ Outcome FromOverlay(const PluginContext& ctx, const Where& w, PathGraph::Vertex 
   if (!peer) {
     std::string hint;
     const model::NodeState* sender = NodeWithAddress(ctx, remote, w.node_name);
-    if (sender && sender->sarena_cluster && sender->sarena_cluster->overlay && c.peers) {
+    if (sender && sender->sarena_cluster && sender->sarena_cluster->overlay) {
       uint32_t id = sender->sarena_cluster->overlay->node_id;
-      for (const model::SarenaPeer& e : *c.peers) {
+      for (const model::SarenaPeer& e : c.peers) {
         if (e.node_id == id) {
           hint = absl::StrCat("; the peer map has ", sender->name, " (node id ", id, ") at ",
                               e.underlay.to_string(), ", a stale underlay address");
@@ -497,15 +497,13 @@ void ExplainRouteFailure(const PluginContext& ctx, const Where& w, PathGraph::Ve
   const model::SarenaOverlay* o = OverlayOf(w);
   if (!o) return;
   const model::SarenaCluster& c = *ClusterOf(w);
-  if (c.tunnels) {
-    for (const SarenaTunnel& t : *c.tunnels) {
-      if (t.underlay != p.packet.dst) continue;
-      ctx.Suspect(hop, Level::kFatal, "stale_underlay",
-                  absl::StrCat("tunnel entry ", EntryText(t), " on ", w.node_name,
-                               ": no underlay route reaches ", t.underlay.to_string(), " (",
-                               route.ToString(), "): a stale or wrong underlay address"));
-      return;
-    }
+  for (const SarenaTunnel& t : c.tunnels) {
+    if (t.underlay != p.packet.dst) continue;
+    ctx.Suspect(hop, Level::kFatal, "stale_underlay",
+                absl::StrCat("tunnel entry ", EntryText(t), " on ", w.node_name,
+                             ": no underlay route reaches ", t.underlay.to_string(), " (",
+                             route.ToString(), "): a stale or wrong underlay address"));
+    return;
   }
   if (InCidr(c.pod_cidr, p.packet.dst)) return;
   if (const SarenaTunnel* t = c.LookupTunnel(p.packet.dst); t && !t->node_address()) {

@@ -30,7 +30,8 @@
 #include "absl/strings/str_cat.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/sarena_cluster.h"
-#include "libsarena/model/json.h"
+#include "libsarena/model/proto_json.h"
+#include "libsarena/model/sarena_node.pb.h"
 #include "libsarena/model/snapshot_layout.h"
 
 namespace sarena::diag {
@@ -392,57 +393,33 @@ class SarenaPlugin : public Plugin {
     return cache_.emplace(w.node_name, std::move(d)).first->second;
   }
 
+  // sarena-programs.json: sarena.snapshot.v1.SarenaProgramsFile (model/proto/sarena_node.proto).
   static absl::StatusOr<std::vector<Program>> ParsePrograms(absl::string_view text,
                                                             absl::string_view file) {
-    auto doc = model::JsonDoc::Parse(text, file);
-    if (!doc.ok()) return doc.status();
-    const model::JsonValue* list = &doc->root();
-    std::string prefix;
-    if (list->is_object()) {
-      list = list->Find("programs");
-      prefix = "programs";
-      if (!list) return std::vector<Program>{};
-    }
-    if (!list->is_array()) {
-      return model::JsonFieldError(file, prefix.empty() ? "(root)" : prefix,
-                                   "expected an array of programs");
-    }
+    snapshot::v1::SarenaProgramsFile f;
+    // Legacy: a bare array of programs.
+    absl::Status st = model::ParseProtoJson(text, file, &f, {.root_list_field = "programs"});
+    if (!st.ok()) return st;
     std::vector<Program> out;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const model::JsonValue& e = (*list)[i];
-      std::string path = model::JsonIndexPath(prefix, i);
-      if (!e.is_object()) return model::JsonFieldError(file, path, "expected an object");
+    out.reserve(f.programs_size());
+    for (int i = 0; i < f.programs_size(); ++i) {
+      const snapshot::v1::AttachedProgram& e = f.programs(i);
+      const std::string path = absl::StrCat("programs[", i, "]");
+      if (e.ifname().empty()) return model::ProtoFieldError(file, path + ".ifname", "missing");
       Program p;
-      auto ifname = model::JsonGetString(e, "ifname", file, path);
-      if (!ifname.ok()) return ifname.status();
-      if (!*ifname || (*ifname)->empty()) {
-        return model::JsonFieldError(file, absl::StrCat(path, ".ifname"), "missing");
-      }
-      p.ifname = std::string(**ifname);
-      auto dir = model::JsonGetString(e, "direction", file, path);
-      if (!dir.ok()) return dir.status();
-      p.direction = std::string(dir->value_or("ingress"));
+      p.ifname = e.ifname();
+      p.direction = e.direction().empty() ? "ingress" : e.direction();
       if (p.direction != "ingress" && p.direction != "egress") {
-        return model::JsonFieldError(
-            file, absl::StrCat(path, ".direction"),
+        return model::ProtoFieldError(
+            file, path + ".direction",
             absl::StrCat("'", p.direction, "': expected ingress or egress"));
       }
-      auto mode = model::JsonGetString(e, "mode", file, path);
-      if (!mode.ok()) return mode.status();
-      p.mode = std::string(mode->value_or(""));
-      auto prog = model::JsonGetString(e, "prog", file, path);
-      if (!prog.ok()) return prog.status();
-      if (!*prog) {
-        prog = model::JsonGetString(e, "name", file, path);
-        if (!prog.ok()) return prog.status();
-      }
-      p.prog = std::string(prog->value_or(""));
-      auto idx = model::JsonGetInt(e, "ifindex", file, path, 0, INT32_MAX);
-      if (!idx.ok()) return idx.status();
-      p.ifindex = static_cast<int>(idx->value_or(0));
-      auto id = model::JsonGetInt(e, "id", file, path, 0, INT64_MAX);
-      if (!id.ok()) return id.status();
-      p.id = id->value_or(0);
+      p.mode = e.mode();
+      p.prog = e.prog().empty() ? e.name() : e.prog();  // "name": the legacy key
+      st = model::MaxField(e.ifindex(), INT32_MAX, file, path + ".ifindex");
+      if (!st.ok()) return st;
+      p.ifindex = static_cast<int>(e.ifindex());
+      p.id = e.id();
       out.push_back(std::move(p));
     }
     return out;

@@ -2,67 +2,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/model/json.h"
+#include "libsarena/model/proto_json.h"
+#include "libsarena/model/sarena_node.pb.h"
 
 namespace sarena::model {
 namespace {
 
-constexpr int64_t kMaxPeers = 16384;  // abi.h SARENA_MAX_PEERS
+constexpr uint64_t kMaxPeers = 16384;  // abi.h SARENA_MAX_PEERS
 
-absl::StatusOr<std::optional<net::Ipv4Prefix>> GetPrefix(const JsonValue& o, absl::string_view key,
-                                                          absl::string_view file,
-                                                          absl::string_view path) {
-  SARENA_ASSIGN_OR_RETURN(auto s, JsonGetString(o, key, file, path));
-  if (!s || s->empty()) return std::optional<net::Ipv4Prefix>();
-  auto p = net::ParseIpv4Prefix(*s, key);
-  if (!p.ok()) {
-    return JsonFieldError(file, absl::StrCat(path, ".", key),
-                          absl::StrCat("invalid IPv4 CIDR '", *s, "'"));
-  }
-  return std::optional<net::Ipv4Prefix>(p->canonical());
-}
-
-absl::StatusOr<std::optional<net::Mac>> GetMac(const JsonValue& o, absl::string_view key,
-                                               absl::string_view file, absl::string_view path) {
-  SARENA_ASSIGN_OR_RETURN(auto s, JsonGetString(o, key, file, path));
-  if (!s || s->empty()) return std::optional<net::Mac>();
-  auto m = net::ParseMac(*s, key);
-  if (!m.ok()) {
-    return JsonFieldError(file, absl::StrCat(path, ".", key), absl::StrCat("invalid MAC '", *s, "'"));
-  }
-  return std::optional<net::Mac>(*m);
-}
-
-absl::StatusOr<uint64_t> GetU(const JsonValue& o, absl::string_view key, absl::string_view file,
-                              absl::string_view path, int64_t max) {
-  SARENA_ASSIGN_OR_RETURN(auto v, JsonGetInt(o, key, file, path, 0, max, /*allow_string=*/true));
-  return static_cast<uint64_t>(v.value_or(0));
-}
-
-absl::StatusOr<net::Ipv4> RequireIpv4(const JsonValue& o, absl::string_view key,
-                                      absl::string_view file, absl::string_view path) {
-  SARENA_ASSIGN_OR_RETURN(auto ip, JsonGetIpv4(o, key, file, path, /*skip_ipv6=*/false));
-  if (!ip) return JsonFieldError(file, absl::StrCat(path, ".", key), "missing");
+absl::StatusOr<net::Ipv4> RequireIpv4(const std::string& text, absl::string_view file,
+                                      absl::string_view path) {
+  SARENA_ASSIGN_OR_RETURN(auto ip, Ipv4Field(text, file, path, /*skip_ipv6=*/false));
+  if (!ip) return ProtoFieldError(file, path, "missing");
   return *ip;
 }
 
-// "family": "ipv4" (or absent) -> true; "ipv6" -> false (skipped until the walk models IPv6);
-// anything else is an error naming the field.
-absl::StatusOr<bool> IsIpv4Entry(const JsonValue& o, absl::string_view file, absl::string_view path) {
-  const JsonValue* f = o.Find("family");
-  if (f == nullptr) return true;
-  if (f->is_string() && f->str() == "ipv4") return true;
-  if (f->is_string() && f->str() == "ipv6") return false;
-  return JsonFieldError(file, absl::StrCat(path, ".family"),
-                        absl::StrCat("'", f->str(), "': expected ipv4 or ipv6"));
-}
-
-absl::StatusOr<const JsonValue*> List(const JsonValue& root, absl::string_view key,
-                                      absl::string_view file) {
-  const JsonValue* l = root.Find(key);
-  if (l == nullptr) return nullptr;
-  if (!l->is_array()) return JsonFieldError(file, key, "expected an array");
-  return l;
+// "ipv4" (or empty) -> true; "ipv6" -> false (skipped until the walk models IPv6); anything else
+// (the writer prints an unknown family as its number) is an error naming the field.
+absl::StatusOr<bool> IsIpv4Entry(const std::string& family, absl::string_view file,
+                                 absl::string_view path) {
+  if (family.empty() || family == "ipv4") return true;
+  if (family == "ipv6") return false;
+  return ProtoFieldError(file, absl::StrCat(path, ".family"),
+                         absl::StrCat("'", family, "': expected ipv4 or ipv6"));
 }
 
 }  // namespace
@@ -80,9 +42,8 @@ absl::string_view ToString(SarenaMode mode) {
 }
 
 const SarenaTunnel* SarenaCluster::LookupTunnel(const net::Ipv4& ip) const {
-  if (!tunnels) return nullptr;
   const SarenaTunnel* best = nullptr;
-  for (const SarenaTunnel& t : *tunnels) {
+  for (const SarenaTunnel& t : tunnels) {
     if (!net::Contains(t.cidr, ip)) continue;
     if (!best || t.cidr.prefix_length() > best->cidr.prefix_length()) best = &t;
   }
@@ -90,105 +51,82 @@ const SarenaTunnel* SarenaCluster::LookupTunnel(const net::Ipv4& ip) const {
 }
 
 const SarenaPeer* SarenaCluster::FindPeer(const net::Ipv4& underlay) const {
-  if (!peers) return nullptr;
-  for (const SarenaPeer& p : *peers) {
+  for (const SarenaPeer& p : peers) {
     if (p.underlay == underlay) return &p;
   }
   return nullptr;
 }
 
 absl::StatusOr<SarenaCluster> ParseSarenaCluster(absl::string_view json, absl::string_view file) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file));
-  const JsonValue& root = doc.root();
-  if (!root.is_object()) return JsonFieldError(file, "(root)", "expected an object");
+  snapshot::v1::SarenaClusterFile f;
+  SARENA_RETURN_IF_ERROR(ParseProtoJson(json, file, &f));
   SarenaCluster c;
-  if (const JsonValue* o = root.Find("overlay")) {
-    if (!o->is_object()) return JsonFieldError(file, "overlay", "expected an object");
+  if (f.has_overlay()) {
+    const snapshot::v1::OverlayConfig& o = f.overlay();
     SarenaOverlay ov;
-    const std::string p = "overlay";
-    SARENA_ASSIGN_OR_RETURN(uint64_t flags, GetU(*o, "flags", file, p, UINT32_MAX));
-    ov.flags = static_cast<uint32_t>(flags);
-    SARENA_ASSIGN_OR_RETURN(uint64_t vni, GetU(*o, "vni", file, p, 0xffffff));
-    ov.vni = static_cast<uint32_t>(vni);
-    SARENA_ASSIGN_OR_RETURN(uint64_t vx, GetU(*o, "vxlan_ifindex", file, p, INT32_MAX));
-    ov.vxlan_ifindex = static_cast<uint32_t>(vx);
-    SARENA_ASSIGN_OR_RETURN(uint64_t up, GetU(*o, "uplink_ifindex", file, p, INT32_MAX));
-    ov.uplink_ifindex = static_cast<uint32_t>(up);
-    SARENA_ASSIGN_OR_RETURN(uint64_t id, GetU(*o, "node_id", file, p, kMaxPeers - 1));
-    ov.node_id = static_cast<uint32_t>(id);
-    SARENA_ASSIGN_OR_RETURN(ov.vxlan_mac, GetMac(*o, "vxlan_mac", file, p));
-    SARENA_ASSIGN_OR_RETURN(ov.uplink_mac, GetMac(*o, "uplink_mac", file, p));
-    SARENA_ASSIGN_OR_RETURN(ov.underlay, JsonGetIpv4(*o, "underlay", file, p));
-    SARENA_ASSIGN_OR_RETURN(ov.cluster_cidr, GetPrefix(*o, "cluster_cidr", file, p));
+    ov.flags = o.flags();
+    SARENA_RETURN_IF_ERROR(MaxField(o.vni(), 0xffffff, file, "overlay.vni"));
+    ov.vni = o.vni();
+    SARENA_RETURN_IF_ERROR(MaxField(o.vxlan_ifindex(), INT32_MAX, file, "overlay.vxlan_ifindex"));
+    ov.vxlan_ifindex = o.vxlan_ifindex();
+    SARENA_RETURN_IF_ERROR(MaxField(o.uplink_ifindex(), INT32_MAX, file, "overlay.uplink_ifindex"));
+    ov.uplink_ifindex = o.uplink_ifindex();
+    SARENA_RETURN_IF_ERROR(MaxField(o.node_id(), kMaxPeers - 1, file, "overlay.node_id"));
+    ov.node_id = o.node_id();
+    SARENA_ASSIGN_OR_RETURN(ov.vxlan_mac, MacField(o.vxlan_mac(), file, "overlay.vxlan_mac"));
+    SARENA_ASSIGN_OR_RETURN(ov.uplink_mac, MacField(o.uplink_mac(), file, "overlay.uplink_mac"));
+    SARENA_ASSIGN_OR_RETURN(ov.underlay, Ipv4Field(o.underlay(), file, "overlay.underlay", true));
+    SARENA_ASSIGN_OR_RETURN(ov.cluster_cidr,
+                            Ipv4PrefixField(o.cluster_cidr(), file, "overlay.cluster_cidr"));
     c.overlay = ov;
   }
-  if (const JsonValue* o = root.Find("config")) {
-    if (!o->is_object()) return JsonFieldError(file, "config", "expected an object");
-    SARENA_ASSIGN_OR_RETURN(c.pod_cidr, GetPrefix(*o, "pod_cidr", file, "config"));
-    SARENA_ASSIGN_OR_RETURN(c.node_ip, JsonGetIpv4(*o, "node_ip", file, "config"));
+  if (f.has_config()) {
+    SARENA_ASSIGN_OR_RETURN(c.pod_cidr,
+                            Ipv4PrefixField(f.config().pod_cidr(), file, "config.pod_cidr"));
+    SARENA_ASSIGN_OR_RETURN(c.node_ip, Ipv4Field(f.config().node_ip(), file, "config.node_ip", true));
   }
-  SARENA_ASSIGN_OR_RETURN(const JsonValue* tunnels, List(root, "tunnels", file));
-  if (tunnels) {
-    c.tunnels.emplace();
-    for (size_t i = 0; i < tunnels->size(); ++i) {
-      const JsonValue& e = (*tunnels)[i];
-      std::string p = JsonIndexPath("tunnels", i);
-      if (!e.is_object()) return JsonFieldError(file, p, "expected an object");
-      SARENA_ASSIGN_OR_RETURN(bool v4, IsIpv4Entry(e, file, p));
-      if (!v4) continue;
-      SarenaTunnel t;
-      SARENA_ASSIGN_OR_RETURN(auto cidr, GetPrefix(e, "cidr", file, p));
-      if (!cidr) return JsonFieldError(file, p + ".cidr", "missing");
-      t.cidr = *cidr;
-      SARENA_ASSIGN_OR_RETURN(t.underlay, RequireIpv4(e, "underlay", file, p));
-      SARENA_ASSIGN_OR_RETURN(auto mode, JsonGetString(e, "mode", file, p));
-      if (!mode) return JsonFieldError(file, p + ".mode", "missing");
-      if (*mode == "tunnel") {
-        t.mode = SarenaMode::kTunnel;
-      } else if (*mode == "native") {
-        t.mode = SarenaMode::kNative;
-      } else {
-        return JsonFieldError(file, p + ".mode",
-                              absl::StrCat("'", *mode, "': expected tunnel or native"));
-      }
-      SARENA_ASSIGN_OR_RETURN(uint64_t id, GetU(e, "node_id", file, p, kMaxPeers - 1));
-      t.node_id = static_cast<uint32_t>(id);
-      SARENA_ASSIGN_OR_RETURN(uint64_t fl, GetU(e, "flags", file, p, UINT32_MAX));
-      t.flags = static_cast<uint32_t>(fl);
-      c.tunnels->push_back(t);
+  for (int i = 0; i < f.tunnels_size(); ++i) {
+    const snapshot::v1::TunnelEntry& e = f.tunnels(i);
+    const std::string p = absl::StrCat("tunnels[", i, "]");
+    SARENA_ASSIGN_OR_RETURN(bool v4, IsIpv4Entry(e.family(), file, p));
+    if (!v4) continue;
+    SarenaTunnel t;
+    SARENA_ASSIGN_OR_RETURN(auto cidr, Ipv4PrefixField(e.cidr(), file, p + ".cidr"));
+    if (!cidr) return ProtoFieldError(file, p + ".cidr", "missing");
+    t.cidr = *cidr;
+    SARENA_ASSIGN_OR_RETURN(t.underlay, RequireIpv4(e.underlay(), file, p + ".underlay"));
+    if (e.mode().empty()) return ProtoFieldError(file, p + ".mode", "missing");
+    if (e.mode() == "tunnel") {
+      t.mode = SarenaMode::kTunnel;
+    } else if (e.mode() == "native") {
+      t.mode = SarenaMode::kNative;
+    } else {
+      return ProtoFieldError(file, p + ".mode",
+                             absl::StrCat("'", e.mode(), "': expected tunnel or native"));
     }
+    SARENA_RETURN_IF_ERROR(MaxField(e.node_id(), kMaxPeers - 1, file, p + ".node_id"));
+    t.node_id = e.node_id();
+    t.flags = e.flags();
+    c.tunnels.push_back(t);
   }
-  SARENA_ASSIGN_OR_RETURN(const JsonValue* peers, List(root, "peers", file));
-  if (peers) {
-    c.peers.emplace();
-    for (size_t i = 0; i < peers->size(); ++i) {
-      const JsonValue& e = (*peers)[i];
-      std::string p = JsonIndexPath("peers", i);
-      if (!e.is_object()) return JsonFieldError(file, p, "expected an object");
-      SARENA_ASSIGN_OR_RETURN(bool v4, IsIpv4Entry(e, file, p));
-      if (!v4) continue;
-      SarenaPeer peer;
-      SARENA_ASSIGN_OR_RETURN(peer.underlay, RequireIpv4(e, "underlay", file, p));
-      SARENA_ASSIGN_OR_RETURN(uint64_t id, GetU(e, "node_id", file, p, kMaxPeers - 1));
-      peer.node_id = static_cast<uint32_t>(id);
-      SARENA_ASSIGN_OR_RETURN(uint64_t fl, GetU(e, "flags", file, p, UINT32_MAX));
-      peer.flags = static_cast<uint32_t>(fl);
-      c.peers->push_back(peer);
-    }
+  for (int i = 0; i < f.peers_size(); ++i) {
+    const snapshot::v1::PeerEntry& e = f.peers(i);
+    const std::string p = absl::StrCat("peers[", i, "]");
+    SARENA_ASSIGN_OR_RETURN(bool v4, IsIpv4Entry(e.family(), file, p));
+    if (!v4) continue;
+    SarenaPeer peer;
+    SARENA_ASSIGN_OR_RETURN(peer.underlay, RequireIpv4(e.underlay(), file, p + ".underlay"));
+    SARENA_RETURN_IF_ERROR(MaxField(e.node_id(), kMaxPeers - 1, file, p + ".node_id"));
+    peer.node_id = e.node_id();
+    peer.flags = e.flags();
+    c.peers.push_back(peer);
   }
-  SARENA_ASSIGN_OR_RETURN(const JsonValue* ctr, List(root, "node_counters", file));
-  for (size_t i = 0; ctr && i < ctr->size(); ++i) {
-    const JsonValue& e = (*ctr)[i];
-    std::string p = JsonIndexPath("node_counters", i);
-    if (!e.is_object()) return JsonFieldError(file, p, "expected an object");
-    SarenaNodeCounters n;
-    SARENA_ASSIGN_OR_RETURN(uint64_t id, GetU(e, "node_id", file, p, kMaxPeers - 1));
-    n.node_id = static_cast<uint32_t>(id);
-    SARENA_ASSIGN_OR_RETURN(n.tx_packets, GetU(e, "tx_packets", file, p, INT64_MAX));
-    SARENA_ASSIGN_OR_RETURN(n.tx_bytes, GetU(e, "tx_bytes", file, p, INT64_MAX));
-    SARENA_ASSIGN_OR_RETURN(n.rx_packets, GetU(e, "rx_packets", file, p, INT64_MAX));
-    SARENA_ASSIGN_OR_RETURN(n.rx_bytes, GetU(e, "rx_bytes", file, p, INT64_MAX));
-    c.node_counters.push_back(n);
+  for (int i = 0; i < f.node_counters_size(); ++i) {
+    const snapshot::v1::NodeCounters& e = f.node_counters(i);
+    const std::string p = absl::StrCat("node_counters[", i, "]");
+    SARENA_RETURN_IF_ERROR(MaxField(e.node_id(), kMaxPeers - 1, file, p + ".node_id"));
+    c.node_counters.push_back(SarenaNodeCounters{e.node_id(), e.tx_packets(), e.tx_bytes(),
+                                                 e.rx_packets(), e.rx_bytes()});
   }
   return c;
 }

@@ -1,11 +1,12 @@
 // A sarena node's cluster datapath state as `sarena-diag collect` dumps it into
-// nodes/<node>/sarena-cluster.json (docs/diag-snapshot.md, "sarena-cluster.json"): the overlay
+// nodes/<node>/sarena-cluster.json (docs/diag-snapshot.md, "sarena-cluster.json"; the file is the
+// protobuf JSON of sarena.snapshot.v1.SarenaClusterFile, model/proto/sarena_node.proto): the overlay
 // config (SARENA_MAP_OVERLAY_CONFIG), the node config's pod CIDR (SARENA_MAP_CONFIG), the tunnel
 // map (SARENA_MAP_TUNNELS: remote pod CIDR -> peer underlay, mode, node id), the peer map
 // (SARENA_MAP_PEERS: underlay address -> node id) and the per-node counters
 // (SARENA_MAP_NODE_COUNTERS, summed over CPUs). Layouts: bpf/include/sarena/abi.h. Addresses are
 // dotted-quad text (byte order is not a question in the file); every section is optional (absent
-// = that map was not pinned on the node, e.g. a one-node sarenad).
+// = that map was not pinned on the node, e.g. a one-node sarenad; an absent list reads as empty).
 #ifndef LIBSARENA_MODEL_SARENA_CLUSTER_H_
 #define LIBSARENA_MODEL_SARENA_CLUSTER_H_
 
@@ -72,26 +73,28 @@ struct SarenaNodeCounters {
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
 };
 
-/// The whole file. Each optional section is nullopt when absent from the file.
+/// The whole file. `overlay`, `pod_cidr` and `node_ip` are nullopt when absent from the file; an
+/// absent list is empty (the map not pinned and an empty map are alike to the walk).
 struct SarenaCluster {
   std::optional<SarenaOverlay> overlay;
   /// sarena_config.pod_cidr (this node's pod CIDR as the programs see it).
   std::optional<net::Ipv4Prefix> pod_cidr;
   std::optional<net::Ipv4> node_ip;  // sarena_config.node_ip (the pods' gateway)
-  std::optional<std::vector<SarenaTunnel>> tunnels;
-  std::optional<std::vector<SarenaPeer>> peers;
+  std::vector<SarenaTunnel> tunnels;  // IPv4 entries, in file order
+  std::vector<SarenaPeer> peers;      // IPv4 entries, in file order
   std::vector<SarenaNodeCounters> node_counters;
 
-  /// Longest-prefix match of `ip` in `tunnels` (what the LPM trie answers); null on a miss or
-  /// when the section is absent.
+  /// Longest-prefix match of `ip` in `tunnels` (what the LPM trie answers); null on a miss.
   const SarenaTunnel* LookupTunnel(const net::Ipv4& ip) const;
   /// The peer-map entry of `underlay`, or null.
   const SarenaPeer* FindPeer(const net::Ipv4& underlay) const;
 };
 
-/// Parses sarena-cluster.json. Errors: kInvalidArgument "parse <file>: <path>: <cause>" naming
-/// the field (an address that is not IPv4 text, a mode other than "tunnel"/"native", a number out
-/// of range such as a vni above 2^24-1 or a node_id >= SARENA_MAX_PEERS (16384)).
+/// Parses sarena-cluster.json (model/proto_json.h ParseProtoJson, then each field checked).
+/// Errors: kInvalidArgument "parse <file>: <path>: <cause>" naming the field (a value of the
+/// wrong JSON type, an address that is not IPv4 text, a mode other than "tunnel"/"native", a
+/// family other than "ipv4"/"ipv6", a number out of range such as a vni above 2^24-1 or a
+/// node_id >= SARENA_MAX_PEERS (16384)). IPv6 tunnel and peer entries are skipped.
 absl::StatusOr<SarenaCluster> ParseSarenaCluster(absl::string_view json,
                                                  absl::string_view file = kSarenaClusterFile);
 

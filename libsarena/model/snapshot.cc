@@ -19,7 +19,8 @@
 #include "absl/strings/str_split.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/model/json.h"
+#include "libsarena/model/proto_json.h"
+#include "libsarena/model/sarena_node.pb.h"
 
 namespace sarena::model {
 
@@ -57,72 +58,29 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_view json,
                                                                  absl::string_view file) {
-  SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file));
-  const JsonValue& root = doc.root();
-  const JsonValue* list = nullptr;
-  std::string prefix;
-  if (root.is_array()) {
-    list = &root;
-  } else if (root.is_object()) {
-    list = root.Find("endpoints");
-    prefix = "endpoints";
-    if (list == nullptr) {
-      list = root.Find("items");
-      prefix = "items";
-    }
-    if (list == nullptr) return std::vector<SarenaEndpoint>();
-    if (!list->is_array()) return JsonFieldError(file, prefix, "expected an array");
-  } else {
-    return JsonFieldError(file, "", "expected an array or {\"endpoints\": [...]}");
-  }
+  snapshot::v1::SarenaEndpointsFile f;
+  // Legacy shapes (early collectors): a bare array of endpoints, or the list under "items".
+  ProtoJsonLegacy legacy{.root_list_field = "endpoints", .root_aliases = {{"items", "endpoints"}}};
+  SARENA_RETURN_IF_ERROR(ParseProtoJson(json, file, &f, legacy));
   std::vector<SarenaEndpoint> out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const JsonValue& e = (*list)[i];
-    std::string p = JsonIndexPath(prefix, i);
-    if (!e.is_object()) return JsonFieldError(file, p, "expected an object");
+  out.reserve(f.endpoints_size());
+  for (int i = 0; i < f.endpoints_size(); ++i) {
+    const snapshot::v1::Endpoint& e = f.endpoints(i);
+    const std::string p = absl::StrCat("endpoints[", i, "]");
     SarenaEndpoint ep;
-    // camelCase (protobuf JSON) or snake_case (proto field names).
-    auto str = [&](const JsonValue& o, absl::string_view camel, absl::string_view snake,
-                   absl::string_view path) -> absl::StatusOr<std::string> {
-      SARENA_ASSIGN_OR_RETURN(auto v, JsonGetString(o, camel, file, path));
-      if (!v) {
-        SARENA_ASSIGN_OR_RETURN(v, JsonGetString(o, snake, file, path));
-      }
-      return v ? std::string(*v) : std::string();
-    };
-    auto u32 = [&](absl::string_view camel, absl::string_view snake) -> absl::StatusOr<uint32_t> {
-      SARENA_ASSIGN_OR_RETURN(auto v, JsonGetInt(e, camel, file, p, 0, UINT32_MAX, true));
-      if (!v) {
-        SARENA_ASSIGN_OR_RETURN(v, JsonGetInt(e, snake, file, p, 0, UINT32_MAX, true));
-      }
-      return static_cast<uint32_t>(v.value_or(0));
-    };
-    auto ip = [&](absl::string_view key) -> absl::StatusOr<std::optional<net::Ipv4>> {
-      return JsonGetIpv4(e, key, file, p);
-    };
-    auto mac = [&](absl::string_view camel,
-                   absl::string_view snake) -> absl::StatusOr<std::optional<net::Mac>> {
-      SARENA_ASSIGN_OR_RETURN(std::string s, str(e, camel, snake, p));
-      if (s.empty()) return std::optional<net::Mac>();
-      auto m = net::ParseMac(s);
-      if (!m.ok()) return JsonFieldError(file, absl::StrCat(p, ".", camel), absl::StrCat("invalid MAC '", s, "'"));
-      return std::optional<net::Mac>(*m);
-    };
-    if (const JsonValue* ref = e.Find("ref"); ref != nullptr && ref->is_object()) {
-      std::string rp = p + ".ref";
-      SARENA_ASSIGN_OR_RETURN(ep.container_id, str(*ref, "containerId", "container_id", rp));
-      SARENA_ASSIGN_OR_RETURN(ep.ifname, str(*ref, "ifname", "ifname", rp));
-    }
-    SARENA_ASSIGN_OR_RETURN(ep.ip, ip("ip"));
-    SARENA_ASSIGN_OR_RETURN(ep.gateway, ip("gateway"));
-    SARENA_ASSIGN_OR_RETURN(ep.pod_mac, mac("podMac", "pod_mac"));
-    SARENA_ASSIGN_OR_RETURN(ep.host_mac, mac("hostMac", "host_mac"));
-    SARENA_ASSIGN_OR_RETURN(ep.host_ifname, str(e, "hostIfname", "host_ifname", p));
-    SARENA_ASSIGN_OR_RETURN(ep.host_ifindex, u32("hostIfindex", "host_ifindex"));
-    SARENA_ASSIGN_OR_RETURN(ep.endpoint_id, u32("endpointId", "endpoint_id"));
-    SARENA_ASSIGN_OR_RETURN(ep.mtu, u32("mtu", "mtu"));
-    SARENA_ASSIGN_OR_RETURN(ep.pod_namespace, str(e, "podNamespace", "pod_namespace", p));
-    SARENA_ASSIGN_OR_RETURN(ep.pod_name, str(e, "podName", "pod_name", p));
+    ep.container_id = e.ref().container_id();
+    ep.ifname = e.ref().ifname();
+    SARENA_ASSIGN_OR_RETURN(ep.ip, Ipv4Field(e.ip(), file, p + ".ip", /*skip_ipv6=*/true));
+    SARENA_ASSIGN_OR_RETURN(ep.gateway,
+                            Ipv4Field(e.gateway(), file, p + ".gateway", /*skip_ipv6=*/true));
+    SARENA_ASSIGN_OR_RETURN(ep.pod_mac, MacField(e.pod_mac(), file, p + ".pod_mac"));
+    SARENA_ASSIGN_OR_RETURN(ep.host_mac, MacField(e.host_mac(), file, p + ".host_mac"));
+    ep.host_ifname = e.host_ifname();
+    ep.host_ifindex = e.host_ifindex();
+    ep.endpoint_id = e.endpoint_id();
+    ep.mtu = e.mtu();
+    ep.pod_namespace = e.pod_namespace();
+    ep.pod_name = e.pod_name();
     out.push_back(std::move(ep));
   }
   return out;

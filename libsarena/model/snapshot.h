@@ -27,9 +27,9 @@
 
 namespace sarena::model {
 
-/// One endpoint of the sarena datapath as `sarena endpoint list -o json` prints it (the daemon's
-/// Endpoint message in protobuf JSON: {"endpoints":[{...}]} or a bare array; camelCase or
-/// snake_case keys both accepted).
+/// One endpoint of the sarena datapath: an entry of sarena-endpoints.json, the protobuf JSON of
+/// sarena.snapshot.v1.SarenaEndpointsFile (model/proto/sarena_node.proto; its Endpoint has the
+/// fields of sarenad's, so `sarena endpoint list -o json` output is such a file too).
 struct SarenaEndpoint {
   std::string container_id;     // ref.containerId
   std::string ifname;           // ref.ifname (in the pod, "eth0")
@@ -45,7 +45,10 @@ struct SarenaEndpoint {
   std::string pod_name;
 };
 
-/// Parses sarena-endpoints.json. Errors: kInvalidArgument naming the file and field.
+/// Parses sarena-endpoints.json ({"endpoints": [...]}; snake_case or lowerCamelCase keys; the
+/// legacy shapes, a bare array or {"items": [...]}, are read alike). An IPv6 `ip` or `gateway`
+/// reads as absent. Errors: kInvalidArgument "parse <file>: endpoints[<i>].<field>: <cause>"
+/// (a value of the wrong JSON type, an address or MAC that does not parse).
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(
     absl::string_view json, absl::string_view file_name = kSarenaEndpointsFile);
 

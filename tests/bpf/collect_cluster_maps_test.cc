@@ -86,8 +86,7 @@ TEST(CollectClusterMaps, DumpsWhatThePinnedMapsHold) {
   EXPECT_EQ(c->pod_cidr->to_string(), "10.20.0.0/24");
   EXPECT_EQ(c->node_ip->to_string(), "10.20.0.1");
 
-  ASSERT_TRUE(c->tunnels);
-  ASSERT_EQ(c->tunnels->size(), 3u) << json;
+  ASSERT_EQ(c->tunnels.size(), 3u) << json;
   const model::SarenaTunnel* t = c->LookupTunnel(Ip("10.20.2.9"));
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->cidr.to_string(), "10.20.2.0/24");
@@ -103,8 +102,7 @@ TEST(CollectClusterMaps, DumpsWhatThePinnedMapsHold) {
     EXPECT_EQ(mine->node_id, kernel->node_id) << ip;
   }
 
-  ASSERT_TRUE(c->peers);
-  ASSERT_EQ(c->peers->size(), 2u);
+  ASSERT_EQ(c->peers.size(), 2u);
   ASSERT_NE(c->FindPeer(Ip("192.168.5.12")), nullptr);
   EXPECT_EQ(c->FindPeer(Ip("192.168.5.12"))->node_id, 3u);
 

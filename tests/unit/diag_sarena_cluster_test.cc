@@ -545,8 +545,7 @@ TEST(SarenaClusterFile, ParsesTheFixture) {
   EXPECT_EQ(c->overlay->underlay->to_string(), "10.0.9.10");
   EXPECT_EQ(c->overlay->cluster_cidr->to_string(), "10.20.0.0/16");
   EXPECT_EQ(c->pod_cidr->to_string(), "10.20.0.0/24");
-  ASSERT_TRUE(c->tunnels);
-  ASSERT_EQ(c->tunnels->size(), 3u);
+  ASSERT_EQ(c->tunnels.size(), 3u);
   const model::SarenaTunnel* t = c->LookupTunnel(*net::ParseIpv4("10.20.2.77"));
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->mode, model::SarenaMode::kNative);
@@ -565,7 +564,7 @@ TEST(SarenaClusterFile, LongestPrefixWins) {
   EXPECT_EQ(c->LookupTunnel(*net::ParseIpv4("10.20.5.9"))->node_id, 2u);
   EXPECT_EQ(c->LookupTunnel(*net::ParseIpv4("10.20.6.9"))->node_id, 1u);
   EXPECT_FALSE(c->overlay);
-  EXPECT_FALSE(c->peers);
+  EXPECT_TRUE(c->peers.empty());
 }
 
 TEST(SarenaClusterFile, BadFieldsAreNamed) {
@@ -595,7 +594,7 @@ TEST(SarenaClusterFile, BadFieldsAreNamed) {
   auto v6 = model::ParseSarenaCluster(
       R"({"peers": [{"family": "ipv6", "underlay": "fd00::1", "node_id": 2}]})");
   ASSERT_TRUE(v6.ok()) << v6.status();
-  EXPECT_TRUE(v6->peers->empty());
+  EXPECT_TRUE(v6->peers.empty());
 }
 
 TEST(SarenaClusterFile, MalformedFileFailsTheTraceNamingIt) {

@@ -197,7 +197,7 @@ TEST(SarenaEndpoints, BareArraySnakeCaseAndErrors) {
   EXPECT_EQ((*eps)[0].host_ifname, "lxcx");
   auto bad = ParseSarenaEndpoints(R"({"endpoints":[{"podMac":"zz"}]})", "nodes/a/sarena-endpoints.json");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nodes/a/sarena-endpoints.json: endpoints[0].podMac"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nodes/a/sarena-endpoints.json: endpoints[0].pod_mac: invalid MAC 'zz'"));
 }
 
 }  // namespace
