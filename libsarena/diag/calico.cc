@@ -258,10 +258,10 @@ class CalicoPlugin : public Plugin {
                   absl::StrCat("route for ", dst.to_string(), " is '",
                                route.route ? route.route->ToString() : route.ToString(),
                                "', expected ", expected));
-    } else if (route.route && mode != Mode::kVxlan && route.route->protocol != model::kProtoBird) {
+    } else if (route.route && mode != Mode::kVxlan && route.route->protocol != model::RouteProtocol::kBird) {
       ctx.Suspect(hop, Level::kInfo, "route_mismatch",
                   absl::StrCat("route for ", dst.to_string(), " has proto ",
-                               model::RouteProtocolName(route.route->protocol),
+                               model::ToString(route.route->protocol),
                                ", Calico's BIRD installs proto bird"));
     }
     if (fatal) return PluginAction::Stop();

@@ -32,18 +32,6 @@ net::Ipv4Prefix MakePrefix(uint32_t addr, uint8_t len) {
   return net::Ipv4Prefix(net::Ipv4(addr & MaskOf(len)), len);
 }
 
-struct ProtoName {
-  uint8_t num;
-  const char* name;
-};
-constexpr ProtoName kRtProtos[] = {
-    {0, "unspec"},   {1, "redirect"}, {2, "kernel"},  {3, "boot"},    {4, "static"},
-    {8, "gated"},    {9, "ra"},       {10, "mrt"},    {11, "zebra"},  {12, "bird"},
-    {13, "dnrouted"}, {14, "xorp"},   {15, "ntk"},    {16, "dhcp"},   {18, "keepalived"},
-    {42, "babel"},   {99, "openr"},   {186, "bgp"},   {187, "isis"},  {188, "ospf"},
-    {189, "rip"},    {192, "eigrp"},
-};
-
 bool IsIpv6Text(absl::string_view s) { return s.find(':') != absl::string_view::npos; }
 
 std::string Path(absl::string_view prefix, size_t i, absl::string_view field = {}) {
@@ -166,100 +154,6 @@ absl::string_view ErrnoName(int e) {
 // ---------------------------------------------------------------------------------------------
 // Enum helpers.
 
-absl::string_view ToString(Scope scope) {
-  switch (scope) {
-    case Scope::kUniverse: return "global";
-    case Scope::kSite: return "site";
-    case Scope::kLink: return "link";
-    case Scope::kHost: return "host";
-    case Scope::kNowhere: return "nowhere";
-  }
-  return "?";
-}
-
-absl::StatusOr<Scope> ParseScope(absl::string_view text) {
-  if (text == "global" || text == "universe") return Scope::kUniverse;
-  if (text == "site") return Scope::kSite;
-  if (text == "link") return Scope::kLink;
-  if (text == "host") return Scope::kHost;
-  if (text == "nowhere") return Scope::kNowhere;
-  uint32_t n = 0;
-  if (absl::SimpleAtoi(text, &n) && n <= 255) return static_cast<Scope>(n);
-  return absl::InvalidArgumentError(absl::StrCat("invalid scope '", text, "'"));
-}
-
-absl::string_view ToString(RouteType type) {
-  switch (type) {
-    case RouteType::kUnspec: return "unspec";
-    case RouteType::kUnicast: return "unicast";
-    case RouteType::kLocal: return "local";
-    case RouteType::kBroadcast: return "broadcast";
-    case RouteType::kAnycast: return "anycast";
-    case RouteType::kMulticast: return "multicast";
-    case RouteType::kBlackhole: return "blackhole";
-    case RouteType::kUnreachable: return "unreachable";
-    case RouteType::kProhibit: return "prohibit";
-    case RouteType::kThrow: return "throw";
-    case RouteType::kNat: return "nat";
-    case RouteType::kXresolve: return "xresolve";
-  }
-  return "?";
-}
-
-absl::StatusOr<RouteType> ParseRouteType(absl::string_view text) {
-  for (int t = 0; t <= static_cast<int>(RouteType::kXresolve); ++t) {
-    if (ToString(static_cast<RouteType>(t)) == text) return static_cast<RouteType>(t);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("invalid route type '", text, "'"));
-}
-
-std::string TableName(uint32_t table) {
-  switch (table) {
-    case kTableDefault: return "default";
-    case kTableMain: return "main";
-    case kTableLocal: return "local";
-    default: return absl::StrCat(table);
-  }
-}
-
-absl::StatusOr<uint32_t> ParseTable(absl::string_view text) {
-  if (text == "main") return kTableMain;
-  if (text == "local") return kTableLocal;
-  if (text == "default") return kTableDefault;
-  if (text == "unspec") return kTableUnspec;
-  uint32_t n = 0;
-  if (absl::SimpleAtoi(text, &n)) return n;
-  return absl::InvalidArgumentError(absl::StrCat("invalid routing table '", text, "'"));
-}
-
-std::string RouteProtocolName(uint8_t protocol) {
-  for (const auto& p : kRtProtos) {
-    if (p.num == protocol) return p.name;
-  }
-  return absl::StrCat(protocol);
-}
-
-absl::StatusOr<uint8_t> ParseRouteProtocol(absl::string_view text) {
-  for (const auto& p : kRtProtos) {
-    if (text == p.name) return p.num;
-  }
-  uint32_t n = 0;
-  if (absl::SimpleAtoi(text, &n) && n <= 255) return static_cast<uint8_t>(n);
-  return absl::InvalidArgumentError(absl::StrCat("invalid route protocol '", text, "'"));
-}
-
-absl::string_view ToString(RuleAction action) {
-  switch (action) {
-    case RuleAction::kToTable: return "lookup";
-    case RuleAction::kGoto: return "goto";
-    case RuleAction::kNop: return "nop";
-    case RuleAction::kBlackhole: return "blackhole";
-    case RuleAction::kUnreachable: return "unreachable";
-    case RuleAction::kProhibit: return "prohibit";
-  }
-  return "?";
-}
-
 absl::string_view ToString(RpfFailure failure) {
   switch (failure) {
     case RpfFailure::kNone: return "none";
@@ -351,7 +245,7 @@ std::string Route::ToString() const {
     if (!nh.dev.empty()) absl::StrAppend(&s, " dev ", nh.dev);
   }
   if (table != kTableMain) absl::StrAppend(&s, " table ", TableName(table));
-  if (protocol != kProtoBoot) absl::StrAppend(&s, " proto ", RouteProtocolName(protocol));
+  if (protocol != RouteProtocol::kBoot) absl::StrAppend(&s, " proto ", sarena::model::ToString(protocol));
   if (scope != Scope::kUniverse) absl::StrAppend(&s, " scope ", sarena::model::ToString(scope));
   if (prefsrc) absl::StrAppend(&s, " src ", prefsrc->to_string());
   if (metric != 0) absl::StrAppend(&s, " metric ", metric);
@@ -713,7 +607,7 @@ absl::Status Netstack::ParseRoutes(absl::string_view json, absl::string_view fil
       if (pr->is_number()) {
         auto n = pr->AsInt();
         if (!n || *n < 0 || *n > 255) return JsonFieldError(file_name, p + ".protocol", "invalid protocol");
-        r.protocol = static_cast<uint8_t>(*n);
+        r.protocol = static_cast<RouteProtocol>(*n);
       } else if (pr->is_string()) {
         auto n = ParseRouteProtocol(pr->str());
         if (!n.ok()) return JsonFieldError(file_name, p + ".protocol", n.status().message());
@@ -1041,7 +935,7 @@ void Netstack::Finalize() {
   ix.custom_local_routes = false;
   for (size_t i = 0; i < routes_.size(); ++i) {
     const Route& r = routes_[i];
-    if (r.type == RouteType::kLocal && (r.table != kTableLocal || r.protocol != kProtoKernel)) {
+    if (r.type == RouteType::kLocal && (r.table != kTableLocal || r.protocol != RouteProtocol::kKernel)) {
       ix.custom_local_routes = true;
     }
     auto& t = ix.tables[r.table];

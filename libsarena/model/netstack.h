@@ -26,71 +26,30 @@
 #include "absl/strings/string_view.h"
 #include "libsarena/model/sysctl.h"
 #include "libsarena/net/ip.h"
+#include "libsarena/net/rtnl.h"
 
 namespace sarena::model {
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations (values are the kernel's uapi numbers from linux/rtnetlink.h).
 
-/// rtm_scope / ifa_scope. Numeric order matters: a larger value is a narrower scope.
-enum class Scope : uint8_t { kUniverse = 0, kSite = 200, kLink = 253, kHost = 254, kNowhere = 255 };
-/// "global" (iproute2's name for universe), "site", "link", "host", "nowhere".
-absl::string_view ToString(Scope scope);
-/// Accepts the names above, "universe", or a decimal number. kInvalidArgument otherwise.
-absl::StatusOr<Scope> ParseScope(absl::string_view text);
-
-/// rtm_type. kUnicast is what iproute2 prints without a "type" key.
-enum class RouteType : uint8_t {
-  kUnspec = 0,
-  kUnicast = 1,
-  kLocal = 2,
-  kBroadcast = 3,
-  kAnycast = 4,
-  kMulticast = 5,
-  kBlackhole = 6,
-  kUnreachable = 7,
-  kProhibit = 8,
-  kThrow = 9,
-  kNat = 10,
-  kXresolve = 11,
-};
-/// iproute2 names: "unicast", "local", "broadcast", "anycast", "multicast", "blackhole",
-/// "unreachable", "prohibit", "throw", "nat", "xresolve".
-absl::string_view ToString(RouteType type);
-absl::StatusOr<RouteType> ParseRouteType(absl::string_view text);
-
-/// Well-known routing table ids (linux/rtnetlink.h rt_class_t).
-inline constexpr uint32_t kTableUnspec = 0;
-inline constexpr uint32_t kTableDefault = 253;
-inline constexpr uint32_t kTableMain = 254;
-inline constexpr uint32_t kTableLocal = 255;
-/// "default"/"main"/"local" or the decimal id (what `ip` prints without /etc/iproute2/rt_tables).
-std::string TableName(uint32_t table);
-/// Accepts the names above or a decimal number. kInvalidArgument otherwise.
-absl::StatusOr<uint32_t> ParseTable(absl::string_view text);
-
-/// Route protocol (rtm_protocol; RTPROT_* and /etc/iproute2/rt_protos): 2 kernel, 3 boot,
-/// 4 static, 12 bird ... iproute2 omits "protocol" for boot (3).
-inline constexpr uint8_t kProtoKernel = 2;
-inline constexpr uint8_t kProtoBoot = 3;
-inline constexpr uint8_t kProtoStatic = 4;
-inline constexpr uint8_t kProtoBird = 12;
-/// Name from iproute2's rt_protos ("kernel", "boot", "static", "bird", "zebra", "bgp", "ospf",
-/// "dhcp", "redirect", "ra", "babel", "isis", "rip", "eigrp", "keepalived", "openr") or decimal.
-std::string RouteProtocolName(uint8_t protocol);
-/// Inverse of RouteProtocolName; also accepts decimal. kInvalidArgument otherwise.
-absl::StatusOr<uint8_t> ParseRouteProtocol(absl::string_view text);
-
-/// FRA_* rule actions (linux/fib_rules.h FR_ACT_*).
-enum class RuleAction : uint8_t {
-  kToTable = 1,
-  kGoto = 2,
-  kNop = 3,
-  kBlackhole = 6,
-  kUnreachable = 7,
-  kProhibit = 8,
-};
-absl::string_view ToString(RuleAction action);  // "lookup", "goto", "nop", "blackhole", ...
+// The rtnetlink vocabulary (scope, route type, route protocol, table ids, rule action and their
+// iproute2 names) is defined once in libsarena/net/rtnl.h, shared with netlink/; the model names
+// it here so model::Route reads like the kernel's route.
+using net::RouteProtocol;
+using net::RouteType;
+using net::RuleAction;
+using net::Scope;
+using net::kTableDefault;
+using net::kTableLocal;
+using net::kTableMain;
+using net::kTableUnspec;
+using net::ParseRouteProtocol;
+using net::ParseRouteType;
+using net::ParseScope;
+using net::ParseTable;
+using net::TableName;
+using net::ToString;
 
 // ---------------------------------------------------------------------------------------------
 // Objects.
@@ -187,7 +146,7 @@ struct Route {
   net::Ipv4Prefix dst;                // canonical network; "default" = 0.0.0.0/0
   uint32_t table = kTableMain;
   Scope scope = Scope::kUniverse;
-  uint8_t protocol = kProtoBoot;
+  RouteProtocol protocol = RouteProtocol::kBoot;  // iproute2 omits "protocol" for boot
   uint32_t metric = 0;                // "metric" (priority); lower wins among equal prefixes
   uint8_t tos = 0;
   std::optional<net::Ipv4> prefsrc;   // "prefsrc"

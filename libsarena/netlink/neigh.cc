@@ -18,24 +18,6 @@ using internal::AttrIpv4;
 using internal::AttrMac;
 using internal::MsgBuf;
 
-std::string ToString(NeighState state) {
-  static constexpr std::pair<uint16_t, const char*> kNames[] = {
-      {0x01, "INCOMPLETE"}, {0x02, "REACHABLE"}, {0x04, "STALE"}, {0x08, "DELAY"},
-      {0x10, "PROBE"},      {0x20, "FAILED"},    {0x40, "NOARP"}, {0x80, "PERMANENT"},
-  };
-  uint16_t v = static_cast<uint16_t>(state);
-  if (v == 0) return "NONE";
-  std::vector<std::string> parts;
-  for (const auto& [bit, name] : kNames) {
-    if (v & bit) {
-      parts.emplace_back(name);
-      v &= ~bit;
-    }
-  }
-  if (v) parts.push_back(absl::StrFormat("0x%x", v));
-  return absl::StrJoin(parts, ",");
-}
-
 absl::StatusOr<Neighbor> ParseNeighborMessage(const nlmsghdr& nlh) {
   SARENA_RETURN_IF_ERROR(internal::CheckMessage(nlh, RTM_NEWNEIGH, sizeof(ndmsg), "neighbour"));
   const auto* ndm = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(&nlh));

@@ -11,24 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "libsarena/net/ip.h"
+#include "libsarena/netlink/types.h"
 
 namespace sarena::nl {
-
-/// ndm_state (NUD_* bits; an entry normally has exactly one).
-enum class NeighState : uint16_t {
-  kNone = 0x00,
-  kIncomplete = 0x01,
-  kReachable = 0x02,
-  kStale = 0x04,
-  kDelay = 0x08,
-  kProbe = 0x10,
-  kFailed = 0x20,
-  kNoArp = 0x40,
-  kPermanent = 0x80,
-};
-/// iproute2 names: "PERMANENT", "REACHABLE", "STALE", ... ("NONE" for 0); several bits joined
-/// with ','; unknown bits as hex.
-std::string ToString(NeighState state);
 
 /// One IPv4 neighbour entry (`ip -4 neigh show`).
 struct Neighbor {

@@ -20,22 +20,6 @@ using internal::MsgBuf;
 
 namespace {
 
-constexpr const char* kTypeNames[] = {"unspec",   "unicast",   "local",     "broadcast",
-                                      "anycast",  "multicast", "blackhole", "unreachable",
-                                      "prohibit", "throw",     "nat"};
-
-struct ProtoName {
-  RouteProtocol proto;
-  const char* name;
-};
-// iproute2's /etc/iproute2/rt_protos names for the values the kernel and common daemons use.
-constexpr ProtoName kProtoNames[] = {
-    {RouteProtocol::kUnspec, "unspec"}, {RouteProtocol::kRedirect, "redirect"},
-    {RouteProtocol::kKernel, "kernel"}, {RouteProtocol::kBoot, "boot"},
-    {RouteProtocol::kStatic, "static"}, {RouteProtocol::kBird, "bird"},
-    {RouteProtocol::kDhcp, "dhcp"},
-};
-
 Scope DefaultScope(const Route& r) {
   switch (r.type) {
     case RouteType::kLocal:
@@ -96,35 +80,6 @@ nlmsghdr* StartRouteMsg(MsgBuf& buf, uint16_t type, uint16_t flags, const Route&
 }
 
 }  // namespace
-
-std::string ToString(RouteType type) {
-  const auto v = static_cast<size_t>(type);
-  if (v < std::size(kTypeNames)) return kTypeNames[v];
-  return absl::StrCat(v);
-}
-
-std::optional<RouteType> ParseRouteType(absl::string_view text) {
-  for (size_t i = 0; i < std::size(kTypeNames); ++i) {
-    if (text == kTypeNames[i]) return static_cast<RouteType>(i);
-  }
-  return std::nullopt;
-}
-
-std::string ToString(RouteProtocol protocol) {
-  for (const ProtoName& p : kProtoNames) {
-    if (p.proto == protocol) return p.name;
-  }
-  return absl::StrCat(static_cast<int>(protocol));
-}
-
-std::optional<RouteProtocol> ParseRouteProtocol(absl::string_view text) {
-  for (const ProtoName& p : kProtoNames) {
-    if (text == p.name) return p.proto;
-  }
-  int v = 0;
-  if (absl::SimpleAtoi(text, &v) && v >= 0 && v <= 255) return static_cast<RouteProtocol>(v);
-  return std::nullopt;
-}
 
 std::string ToString(const Route& r) {
   std::string s;

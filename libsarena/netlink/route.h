@@ -17,44 +17,6 @@
 
 namespace sarena::nl {
 
-/// rtm_type (RTN_*). Values are the kernel's numbers.
-enum class RouteType : uint8_t {
-  kUnspec = 0,
-  kUnicast = 1,  // a real route to a gateway or direct
-  kLocal = 2,    // accept locally (table local)
-  kBroadcast = 3,
-  kAnycast = 4,
-  kMulticast = 5,
-  kBlackhole = 6,    // drop silently
-  kUnreachable = 7,  // drop, ICMP host unreachable (EHOSTUNREACH locally)
-  kProhibit = 8,     // drop, ICMP administratively prohibited (EACCES locally)
-  kThrow = 9,        // continue with the next policy rule
-  kNat = 10,
-};
-/// iproute2 names: "unicast", "local", "broadcast", "blackhole", "unreachable", ...
-std::string ToString(RouteType type);
-/// Inverse of ToString; nullopt when unknown.
-std::optional<RouteType> ParseRouteType(absl::string_view text);
-
-/// rtm_protocol (RTPROT_*): who installed the route. Any value 0..255 may appear.
-enum class RouteProtocol : uint8_t {
-  kUnspec = 0,
-  kRedirect = 1,
-  kKernel = 2,  // installed by the kernel (prefix routes of addresses)
-  kBoot = 3,    // iproute2's default for `ip route add`
-  kStatic = 4,
-  kBird = 12,  // BIRD (Calico BGP routes show "proto bird")
-  kDhcp = 16,
-  /// sarenad's cluster routes (remote pod CIDRs, the cluster-CIDR unreachable route):
-  /// `ip route show proto 93`. Not registered in iproute2's rt_protos; chosen so a route sync
-  /// can tell its own routes from everyone else's.
-  kSarena = 93,
-};
-/// iproute2 names ("kernel", "boot", "static", "bird", "dhcp", ...), else the number.
-std::string ToString(RouteProtocol protocol);
-/// Inverse of ToString (names or decimal numbers); nullopt when unknown.
-std::optional<RouteProtocol> ParseRouteProtocol(absl::string_view text);
-
 /// One IPv4 route. Used both to describe a route to add/replace/delete and to report routes
 /// from a dump or a lookup. Multipath (RTA_MULTIPATH) routes are reported with their first
 /// nexthop only.

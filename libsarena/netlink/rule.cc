@@ -20,26 +20,6 @@ using internal::AttrU32;
 using internal::AttrU8;
 using internal::MsgBuf;
 
-std::string ToString(RuleAction action) {
-  switch (action) {
-    case RuleAction::kUnspec:
-      return "unspec";
-    case RuleAction::kToTable:
-      return "lookup";
-    case RuleAction::kGoto:
-      return "goto";
-    case RuleAction::kNop:
-      return "nop";
-    case RuleAction::kBlackhole:
-      return "blackhole";
-    case RuleAction::kUnreachable:
-      return "unreachable";
-    case RuleAction::kProhibit:
-      return "prohibit";
-  }
-  return absl::StrCat(static_cast<int>(action));
-}
-
 std::string ToString(const Rule& r) {
   std::string s;
   if (r.priority) absl::StrAppend(&s, *r.priority, ": ");

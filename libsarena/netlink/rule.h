@@ -15,19 +15,6 @@
 
 namespace sarena::nl {
 
-/// fib_rule_hdr.action (FR_ACT_*).
-enum class RuleAction : uint8_t {
-  kUnspec = 0,
-  kToTable = 1,  // "lookup TABLE" (the default)
-  kGoto = 2,     // "goto PRIORITY"
-  kNop = 3,
-  kBlackhole = 6,
-  kUnreachable = 7,
-  kProhibit = 8,
-};
-/// iproute2 names: "lookup", "goto", "nop", "blackhole", "unreachable", "prohibit".
-std::string ToString(RuleAction action);
-
 /// One IPv4 policy rule (`ip rule`). Used to add/delete and as a dump entry.
 struct Rule {
   /// FRA_PRIORITY ("pref"): lower runs first. When unset on add, the kernel picks one below

@@ -64,50 +64,6 @@ constexpr size_t kRecvBufSize = 64 * 1024;
 
 }  // namespace
 
-// ---- vocabulary (types.h) ----
-
-std::string ToString(Scope scope) {
-  switch (scope) {
-    case Scope::kUniverse:
-      return "global";
-    case Scope::kSite:
-      return "site";
-    case Scope::kLink:
-      return "link";
-    case Scope::kHost:
-      return "host";
-    case Scope::kNowhere:
-      return "nowhere";
-  }
-  return absl::StrCat(static_cast<int>(scope));
-}
-
-std::optional<Scope> ParseScope(absl::string_view text) {
-  if (text == "global" || text == "universe") return Scope::kUniverse;
-  if (text == "site") return Scope::kSite;
-  if (text == "link") return Scope::kLink;
-  if (text == "host") return Scope::kHost;
-  if (text == "nowhere") return Scope::kNowhere;
-  int v = 0;
-  if (absl::SimpleAtoi(text, &v) && v >= 0 && v <= 255) return static_cast<Scope>(v);
-  return std::nullopt;
-}
-
-std::string TableName(uint32_t table) {
-  switch (table) {
-    case kTableUnspec:
-      return "unspec";
-    case kTableDefault:
-      return "default";
-    case kTableMain:
-      return "main";
-    case kTableLocal:
-      return "local";
-    default:
-      return absl::StrCat(table);
-  }
-}
-
 // ---- acks ----
 
 absl::StatusOr<AckError> ParseAck(const nlmsghdr& nlh) {

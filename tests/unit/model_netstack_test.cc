@@ -108,11 +108,11 @@ TEST(NetstackParse, RoutesTypesTablesProtocolsFlags) {
   bool saw_bird = false, saw_80 = false, saw_multipath = false, saw_linkdown = false;
   for (const Route& r : ns.routes()) {
     if (r.type == RouteType::kBlackhole) {
-      EXPECT_EQ(r.protocol, kProtoBird);
+      EXPECT_EQ(r.protocol, RouteProtocol::kBird);
       EXPECT_EQ(r.dst, Pfx("10.65.1.0/26"));
       saw_bird = true;
     }
-    if (r.protocol == 80) {
+    if (r.protocol == static_cast<RouteProtocol>(80)) {
       saw_80 = true;
       EXPECT_TRUE(r.nexthops[0].onlink);
     }

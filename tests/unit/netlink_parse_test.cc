@@ -361,23 +361,24 @@ TEST(NetlinkVocabularyTest, NamesFollowIproute2) {
   EXPECT_EQ(ToString(Scope::kUniverse), "global");
   EXPECT_EQ(ToString(Scope::kLink), "link");
   EXPECT_EQ(ToString(static_cast<Scope>(100)), "100");
-  EXPECT_EQ(ParseScope("host"), Scope::kHost);
-  EXPECT_EQ(ParseScope("universe"), Scope::kUniverse);
-  EXPECT_EQ(ParseScope("253"), Scope::kLink);
-  EXPECT_FALSE(ParseScope("planet").has_value());
+  EXPECT_EQ(*ParseScope("host"), Scope::kHost);
+  EXPECT_EQ(*ParseScope("universe"), Scope::kUniverse);
+  EXPECT_EQ(*ParseScope("253"), Scope::kLink);
+  EXPECT_EQ(ParseScope("planet").status().message(), "invalid scope 'planet'");
   EXPECT_EQ(TableName(kTableMain), "main");
   EXPECT_EQ(TableName(kTableLocal), "local");
   EXPECT_EQ(TableName(100), "100");
-  for (int t = 0; t <= 10; ++t) {
+  for (int t = 0; t <= 11; ++t) {
     auto type = static_cast<RouteType>(t);
-    EXPECT_EQ(ParseRouteType(ToString(type)), type) << t;
+    EXPECT_EQ(*ParseRouteType(ToString(type)), type) << t;
   }
   EXPECT_EQ(ToString(RouteType::kBlackhole), "blackhole");
   EXPECT_EQ(ToString(RouteProtocol::kBird), "bird");
-  EXPECT_EQ(ToString(static_cast<RouteProtocol>(99)), "99");
-  EXPECT_EQ(ParseRouteProtocol("kernel"), RouteProtocol::kKernel);
-  EXPECT_EQ(ParseRouteProtocol("99"), static_cast<RouteProtocol>(99));
-  EXPECT_FALSE(ParseRouteProtocol("nope").has_value());
+  EXPECT_EQ(ToString(RouteProtocol::kSarena), "93");  // not in rt_protos: printed as a number
+  EXPECT_EQ(ToString(static_cast<RouteProtocol>(99)), "openr");
+  EXPECT_EQ(*ParseRouteProtocol("kernel"), RouteProtocol::kKernel);
+  EXPECT_EQ(*ParseRouteProtocol("99"), static_cast<RouteProtocol>(99));
+  EXPECT_FALSE(ParseRouteProtocol("nope").ok());
   EXPECT_EQ(ToString(NeighState::kPermanent), "PERMANENT");
   EXPECT_EQ(ToString(NeighState::kNone), "NONE");
   EXPECT_EQ(ToString(static_cast<NeighState>(0x82)), "REACHABLE,PERMANENT");
