@@ -19,6 +19,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "libsarena/diag/codes.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
@@ -169,6 +170,12 @@ inline Traced TraceLib(const std::string& dir, absl::string_view src, absl::stri
   if (!r.ok()) {
     t.status = r.status();
     return t;
+  }
+  // Every code the walk reports is in the one list, at a level the list allows.
+  for (const Suspicion& s : r->graph.Suspicions()) {
+    EXPECT_TRUE(CodeAllowsLevel(s.code, s.level))
+        << "suspicion " << ToString(s.level) << " " << s.code << " (" << s.message
+        << ") is not allowed by libsarena/diag/codes.h";
   }
   t.plugin = r->plugin;
   t.report = BuildReport(r->graph);

@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/collect/collect.h"
+#include "libsarena/diag/codes.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
@@ -106,13 +107,16 @@ const sarena::ProgramDoc& Doc() {
                    "network state, and collects a node's part of a snapshot on a live node.",
         .usage = {"sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO [flags]",
                   "sarena-diag trace --live --src IP --dst IP:PORT/PROTO [flags]",
-                  "sarena-diag collect --out DIR [flags]"},
+                  "sarena-diag collect --out DIR [flags]",
+                  "sarena-diag codes [-o text|json|markdown]"},
         .description = "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | "
                        "IPv4 address.",
         .subcommands = {{"trace", "Walks the packet (and its reply) through the snapshot and "
                                   "prints the verdict, the hops and what is suspicious."},
                         {"collect", "Writes this node's part of a snapshot (netns state, sarena "
-                                    "endpoints and maps, BPF programs)."}},
+                                    "endpoints and maps, BPF programs)."},
+                        {"codes", "Lists every suspicion code with the levels it may carry and "
+                                  "what it means."}},
         .groups = {{"trace flags", NamesOf(kTraceFlags, false)},
                    {"trace --live flags", NamesOf(kLiveFlags, false)},
                    {"collect flags", NamesOf(kCollectFlags, false)}},
@@ -436,6 +440,28 @@ int main(int argc, char** argv) {
     Args args(argc, argv, 2, NamesOf(kCollectFlags, true));
     if (!args.error().empty()) return Fail(kExitBadInput, args.error());
     return Collect(args);
+  }
+  if (cmd == "codes") {
+    Args args(argc, argv, 2, {});
+    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    if (std::string u = args.Unknown({"o", "output"}); !u.empty()) {
+      return Fail(kExitBadInput, absl::StrCat("codes: unknown flag --", u));
+    }
+    std::string format = args.Get("o", args.Get("output", "text"));
+    if (format == "json") {
+      Print(absl::StrCat(sarena::diag::SuspicionCodesJson(), "\n"));
+    } else if (format == "markdown") {
+      Print(sarena::diag::SuspicionCodesMarkdown());
+    } else if (format == "text") {
+      for (const auto& c : sarena::diag::AllSuspicionCodes()) {
+        std::printf("%-36s %-24s %s\n", std::string(c.code).c_str(),
+                    sarena::diag::LevelsText(c.levels).c_str(), std::string(c.meaning).c_str());
+      }
+    } else {
+      return Fail(kExitBadInput,
+                  absl::StrCat("invalid -o '", format, "': expected text, json or markdown"));
+    }
+    return 0;
   }
   return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", Usage()));
 }

@@ -1,0 +1,171 @@
+// The suspicion codes of the diagnoser: the one list. Each code is stable (DESIGN.md: add more,
+// never rename), carries the levels it may be reported with and one line of meaning. The walk
+// and the plugins report them (PathGraph::AddSuspicion), `sarena-diag codes` prints them, the
+// table in docs/diag-snapshot.md lists them, and tests/unit/diag_codes_test.cc checks that the
+// three agree and that every code a diagnoser source reports is here.
+#ifndef LIBSARENA_DIAG_CODES_H_
+#define LIBSARENA_DIAG_CODES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "libsarena/diag/path_graph.h"
+
+namespace sarena::diag {
+
+/// Levels a code may carry, as a bit set of 1 << Level. Every code that may be FATAL may also be
+/// reported CRITICAL: when only some branches of a fan-out (Service backends, multipath) drop,
+/// the walk lowers their FATAL findings to CRITICAL (some packets of the flow are lost).
+inline constexpr uint8_t kLevelInfo = 1u << static_cast<int>(Level::kInfo);
+inline constexpr uint8_t kLevelWarning = 1u << static_cast<int>(Level::kWarning);
+inline constexpr uint8_t kLevelCritical = 1u << static_cast<int>(Level::kCritical);
+inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
+
+// X(code, levels, meaning). Sorted by code. `levels` uses the kLevel* bits above (CRITICAL is
+// implied by FATAL). The meaning is one sentence for the docs table and `sarena-diag codes`.
+#define SARENA_SUSPICION_CODES(X)                                                                \
+  X("asymmetric_return", kLevelFatal,                                                           \
+    "the reply reaches the client from another address than it sent to: a NAT was not reversed "  \
+    "(the reply bypassed the node, or bridged traffic skipped conntrack)")                       \
+  X("bpf", kLevelInfo, "what a BPF program of the datapath did with the packet at this hop")     \
+  X("bridge_netfilter", kLevelInfo,                                                              \
+    "whether bridged traffic passes iptables (br_netfilter, bridge-nf-call-iptables)")           \
+  X("cross_subnet", kLevelInfo,                                                                  \
+    "Calico CrossSubnet decided from the node address's real prefix length (a /32 has no peer "  \
+    "in its subnet, so every peer is encapsulated), or the annotation disagrees with the "       \
+    "interface")                                                                                 \
+  X("decap", kLevelInfo, "a tunnel device decapsulated the packet at this hop")                 \
+  X("dnat", kLevelInfo, "a DNAT (a Service's backend chosen by kube-proxy's rules) at this hop") \
+  X("endpoint_ifindex_mismatch", kLevelFatal,                                                    \
+    "sarena: the endpoint entry redirects to another device than the pod's veth")                \
+  X("endpoint_mac_mismatch", kLevelInfo,                                                         \
+    "sarena: the endpoint entry's MAC differs from the live veth MAC (the datapath rewrites "    \
+    "it; reported for context)")                                                                 \
+  X("endpoint_map_missing", kLevelFatal | kLevelWarning,                                         \
+    "sarena: a local pod address has no endpoint-map entry (from_host / from_container drop "    \
+    "it), or the map could not be read")                                                         \
+  X("external_source", kLevelInfo, "the packet comes from outside the snapshot's namespaces")   \
+  X("external_traffic_policy_local_drop", kLevelFatal,                                           \
+    "externalTrafficPolicy: Local and no ready endpoint on this node: kube-proxy drops "         \
+    "external traffic to the NodePort / LoadBalancer here")                                      \
+  X("fib_lookup_failed", kLevelFatal,                                                            \
+    "sarena: native-routing from_container found no usable route (bpf_fib_lookup) and drops")   \
+  X("file_missing", kLevelInfo, "a check could not be made: the snapshot file is named")        \
+  X("iface_forwarding_disabled", kLevelFatal,                                                    \
+    "net.ipv4.conf.<iif>.forwarding is 0: the kernel does not forward what arrives on that "     \
+    "device")                                                                                    \
+  X("ip_forward_disabled", kLevelFatal,                                                          \
+    "net.ipv4.ip_forward is 0 on a node that must forward the packet")                           \
+  X("ippool", kLevelInfo, "the Calico IPPool the address belongs to and its encapsulation")     \
+  X("ippool_not_found", kLevelWarning, "a pod address outside every Calico IPPool")             \
+  X("link_down", kLevelFatal | kLevelWarning,                                                    \
+    "a device on the path is down or has no carrier (FATAL when the packet must cross it)")      \
+  X("link_missing", kLevelFatal | kLevelWarning,                                                 \
+    "a device the path needs (veth peer, tunnel, sarena_host) does not exist")                   \
+  X("martian_packet", kLevelFatal, "the kernel drops a martian source or destination")          \
+  X("mtu_mismatch", kLevelFatal | kLevelWarning,                                                 \
+    "a packet of the query's size exceeds a device or route MTU on the path (FATAL with DF or "  \
+    "a forced size; TCP accounts for the MSS both SYNs negotiate)")                              \
+  X("nat_outgoing", kLevelInfo, "Calico natOutgoing masquerades the packet leaving the pool")   \
+  X("nat_outgoing_missing", kLevelFatal,                                                         \
+    "traffic leaving the cluster from a pool with natOutgoing is not masqueraded (no "           \
+    "cali-nat-outgoing rule), so replies cannot return")                                         \
+  X("neighbor_missing", kLevelFatal | kLevelWarning | kLevelInfo,                                \
+    "the next hop's neighbour does not resolve: nothing on the link answers ARP for it "         \
+    "(arp_ignore, no proxy_arp, a missing address); INFO when only not cached yet")              \
+  X("neighbor_stale", kLevelFatal | kLevelWarning,                                               \
+    "a cached neighbour entry names a MAC the device at the other end of the link does not "     \
+    "have: the receiver drops the frames as PACKET_OTHERHOST (FATAL for permanent/static)")      \
+  X("netfilter_drop", kLevelFatal | kLevelWarning | kLevelInfo,                                  \
+    "an iptables rule drops or rejects the packet (WARNING when only an unevaluated match "      \
+    "decides)")                                                                                  \
+  X("netfilter_unknown", kLevelInfo, "a match or target the model does not evaluate exactly")   \
+  X("no_route", kLevelFatal,                                                                     \
+    "no route (or an unreachable/blackhole/prohibit route) for the destination in the tables "   \
+    "the policy rules select")                                                                   \
+  X("node_address_missing", kLevelFatal | kLevelWarning,                                         \
+    "a node has no usable address for the encapsulation or route the path needs")                \
+  X("not_listening", kLevelWarning | kLevelInfo,                                                 \
+    "nothing listens on the destination port (TCP RST / ICMP port unreachable)")                 \
+  X("overlay_mtu_too_big", kLevelWarning,                                                        \
+    "sarena: pod MTU + 50 exceeds the uplink MTU in tunnel mode: full-size packets are "         \
+    "fragmented on the underlay")                                                                \
+  X("overlay_source_mismatch", kLevelFatal,                                                      \
+    "sarena: from_overlay drops an inner source that is not of the sending peer's pod CIDRs")    \
+  X("policy_route_unexpected", kLevelWarning | kLevelInfo,                                       \
+    "a policy rule, not the main table, chose the route (WARNING where the CNI expects its "     \
+    "main-table routes)")                                                                        \
+  X("program_not_attached", kLevelFatal | kLevelWarning | kLevelInfo,                            \
+    "sarena: a datapath program is not attached where the node's mode needs it")                 \
+  X("remote_cidr_misrouted", kLevelFatal | kLevelWarning,                                        \
+    "sarena: a remote pod CIDR's route is not the one its entry's mode needs, or is missing so "  \
+    "the cluster CIDR's unreachable route answers")                                              \
+  X("route_mismatch", kLevelFatal | kLevelWarning | kLevelInfo,                                  \
+    "the route the kernel picks leaves by another device or gateway than the path needs")        \
+  X("rp_filter", kLevelInfo, "the reverse-path filter setting on the device (context)")          \
+  X("rp_filter_drop", kLevelFatal,                                                               \
+    "the reverse-path filter (max(all, iif): 1 strict, 2 loose) drops the packet")               \
+  X("service_backend_mismatch", kLevelWarning,                                                   \
+    "kube-proxy translates to an address that is not a ready endpoint (stale rules)")            \
+  X("service_backends", kLevelInfo, "the Service's backends the walk fans out to")              \
+  X("service_no_endpoints", kLevelFatal,                                                         \
+    "the Service has no ready endpoint: kube-proxy rejects the connection")                      \
+  X("service_not_programmed", kLevelFatal | kLevelInfo,                                          \
+    "kube-proxy's rules do not translate the Service (FATAL), or there are no kube-proxy rules " \
+    "and the endpoints are used instead (INFO)")                                                 \
+  X("snapshot_incomplete", kLevelWarning,                                                        \
+    "a node or netns the path reaches is not in the snapshot")                                   \
+  X("snat", kLevelInfo, "an SNAT / MASQUERADE at this hop")                                      \
+  X("source_range_denied", kLevelFatal,                                                          \
+    "loadBalancerSourceRanges: kube-proxy drops a source outside the allowed ranges")            \
+  X("stale_underlay", kLevelFatal | kLevelWarning,                                               \
+    "sarena: a tunnel entry's underlay is not the peer's current address, or no underlay route " \
+    "reaches it")                                                                                \
+  X("ttl_exceeded", kLevelFatal, "the TTL runs out on the path")                                 \
+  X("tunnel_entry_missing", kLevelFatal | kLevelWarning,                                         \
+    "sarena: a remote pod address with a route but no tunnel-map entry, or with neither")        \
+  X("tunnel_missing", kLevelFatal,                                                               \
+    "the tunnel device the encapsulation needs (vxlan.calico, tunl0, sarena_vxlan) is missing")  \
+  X("tunnel_port_blocked", kLevelFatal,                                                          \
+    "netfilter drops a tunnel's outer UDP packets (sender OUTPUT/POSTROUTING, router FORWARD, "  \
+    "receiver INPUT)")                                                                           \
+  X("unknown_peer", kLevelFatal,                                                                 \
+    "sarena: from_overlay drops VXLAN from an underlay address that is not a cluster member")    \
+  X("vxlan_fdb_missing", kLevelFatal,                                                            \
+    "the VXLAN device has no forwarding-database entry for the remote VTEP")                     \
+  X("wrong_vni", kLevelFatal, "sarena: from_overlay drops VXLAN with another VNI than the cluster's")
+
+/// One entry of the list.
+struct SuspicionCode {
+  absl::string_view code;  // e.g. "rp_filter_drop"
+  uint8_t levels;          // kLevel* bits; CRITICAL is implied by FATAL
+  absl::string_view meaning;
+};
+
+/// Every code, sorted by code.
+const std::vector<SuspicionCode>& AllSuspicionCodes();
+
+/// The entry of `code`, or nullptr when the diagnoser has no such code.
+const SuspicionCode* FindSuspicionCode(absl::string_view code);
+
+/// Whether `code` may be reported with `level` (an unknown code never may).
+bool CodeAllowsLevel(absl::string_view code, Level level);
+
+/// "FATAL / WARNING" for a levels bit set, highest first (CRITICAL left implicit).
+std::string LevelsText(uint8_t levels);
+
+/// The list as a Markdown table ("| code | level | meaning |", one row per code, sorted): what
+/// `sarena-diag codes -o markdown` prints and docs/diag-snapshot.md holds verbatim.
+std::string SuspicionCodesMarkdown();
+
+/// The list as JSON (protobuf's JSON mapping of sarena.diag.v1.SuspicionCodeList):
+/// {"codes": [{"code": "asymmetric_return", "levels": ["FATAL", "CRITICAL"], "meaning": "..."},
+/// ...]}. CRITICAL is listed for every code that may be FATAL. What `sarena-diag codes -o json`
+/// prints.
+std::string SuspicionCodesJson();
+
+}  // namespace sarena::diag
+
+#endif  // LIBSARENA_DIAG_CODES_H_

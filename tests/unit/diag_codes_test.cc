@@ -1,0 +1,128 @@
+// The suspicion codes are one list (libsarena/diag/codes.h): every code a diagnoser source reports
+// is in it with a level it allows, every code in it is reported somewhere, and the table in
+// docs/diag-snapshot.md is the list verbatim. (Codes reported at run time are checked too: every
+// trace the diag unit tests run through TraceLib fails on a code or level the list does not
+// allow.)
+#include "libsarena/diag/codes.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace sarena::diag {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SuspicionCodesTest, ListIsSortedUniqueAndComplete) {
+  const auto& all = AllSuspicionCodes();
+  ASSERT_GE(all.size(), 24u);  // DESIGN.md's minimum vocabulary alone has 24
+  for (size_t i = 0; i < all.size(); ++i) {
+    SCOPED_TRACE(all[i].code);
+    EXPECT_FALSE(all[i].meaning.empty());
+    EXPECT_NE(all[i].levels, 0);
+    EXPECT_EQ(all[i].levels & kLevelCritical, 0) << "CRITICAL is implied by FATAL";
+    if (i > 0) EXPECT_LT(all[i - 1].code, all[i].code) << "sorted and unique";
+    EXPECT_EQ(FindSuspicionCode(all[i].code), &all[i]);
+  }
+  EXPECT_EQ(FindSuspicionCode("no_such_code"), nullptr);
+  // DESIGN.md: "add more, never rename".
+  for (const char* code :
+       {"no_route", "route_mismatch", "rp_filter_drop", "ip_forward_disabled",
+        "iface_forwarding_disabled", "link_down", "link_missing", "mtu_mismatch",
+        "service_no_endpoints", "source_range_denied", "external_traffic_policy_local_drop",
+        "netfilter_drop", "nat_outgoing_missing", "ippool_not_found", "tunnel_missing",
+        "node_address_missing", "endpoint_map_missing", "endpoint_mac_mismatch",
+        "program_not_attached", "ttl_exceeded", "policy_route_unexpected", "not_listening",
+        "vxlan_fdb_missing", "neighbor_missing"}) {
+    EXPECT_NE(FindSuspicionCode(code), nullptr) << code;
+  }
+}
+
+TEST(SuspicionCodesTest, LevelsFollowTheList) {
+  EXPECT_TRUE(CodeAllowsLevel("rp_filter_drop", Level::kFatal));
+  EXPECT_TRUE(CodeAllowsLevel("rp_filter_drop", Level::kCritical));  // a failing fan-out branch
+  EXPECT_FALSE(CodeAllowsLevel("rp_filter_drop", Level::kInfo));
+  EXPECT_TRUE(CodeAllowsLevel("cross_subnet", Level::kInfo));
+  EXPECT_FALSE(CodeAllowsLevel("cross_subnet", Level::kCritical));
+  EXPECT_FALSE(CodeAllowsLevel("no_such_code", Level::kInfo));
+  EXPECT_EQ(LevelsText(kLevelFatal | kLevelWarning | kLevelInfo), "FATAL / WARNING / INFO");
+}
+
+// Every literal code passed to Suspect / Drop / AddSuspicion / AddGlobalSuspicion / InfoOnce in
+// libsarena/diag/ (any depth) is in the list, with the literal level when the call names one;
+// and every code of the list is reported by some source.
+TEST(SuspicionCodesTest, EverySourceCodeIsListedAndEveryListedCodeIsUsed) {
+  const fs::path root = SARENA_SOURCE_DIR;
+  const std::regex call(
+      R"re(\b(Drop|Suspect|AddSuspicion|AddGlobalSuspicion)\(([^;]{0,300}?)"([a-z][a-z_]*)")re");
+  // InfoOnce(v, key, code, message): the key is often built from literals ("missing|", ...), so
+  // the code is the plain literal argument that follows it.
+  const std::regex info_once(R"re(\b(InfoOnce)\(([^;]{0,300}?),\s*"([a-z][a-z_]*)"\s*,)re");
+  const std::regex level(R"re(Level::k(Info|Warning|Critical|Fatal)\b)re");
+  std::set<std::string> used;
+  int calls = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "libsarena/diag")) {
+    if (e.path().extension() != ".cc") continue;
+    const std::string text = Read(e.path());
+    std::vector<std::smatch> matches;
+    for (const std::regex* re : {&call, &info_once}) {
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), *re);
+           it != std::sregex_iterator(); ++it) {
+        matches.push_back(*it);
+      }
+    }
+    for (const std::smatch& m : matches) {
+      const std::string fn = m[1], args = m[2], code = m[3];
+      // For the others the first string literal after the parenthesis is the code only when no
+      // other literal precedes it.
+      if (fn != "InfoOnce" && args.find('"') != std::string::npos) continue;
+      ++calls;
+      SCOPED_TRACE(absl::StrCat(e.path().filename().string(), ": ", fn, "(... \"", code, "\""));
+      ASSERT_NE(FindSuspicionCode(code), nullptr) << "not in libsarena/diag/codes.h";
+      used.insert(code);
+      if (fn == "Drop") {
+        EXPECT_TRUE(CodeAllowsLevel(code, Level::kFatal));
+      }
+      for (auto l = std::sregex_iterator(args.begin(), args.end(), level);
+           l != std::sregex_iterator(); ++l) {
+        const std::string name = (*l)[1];
+        Level lv = name == "Info"       ? Level::kInfo
+                   : name == "Warning"  ? Level::kWarning
+                   : name == "Critical" ? Level::kCritical
+                                        : Level::kFatal;
+        EXPECT_TRUE(CodeAllowsLevel(code, lv)) << "level " << name;
+      }
+    }
+  }
+  EXPECT_GT(calls, 100);
+  for (const SuspicionCode& c : AllSuspicionCodes()) {
+    EXPECT_TRUE(used.count(std::string(c.code))) << c.code << " is listed but nothing reports it";
+  }
+}
+
+TEST(SuspicionCodesTest, DocsTableIsTheList) {
+  const std::string doc = Read(fs::path(SARENA_SOURCE_DIR) / "docs/diag-snapshot.md");
+  const std::string table = SuspicionCodesMarkdown();
+  EXPECT_NE(doc.find(table), std::string::npos)
+      << "docs/diag-snapshot.md must hold `sarena-diag codes -o markdown` verbatim:\n"
+      << table;
+}
+
+}  // namespace
+}  // namespace sarena::diag
