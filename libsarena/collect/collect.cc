@@ -33,6 +33,8 @@
 #include "libsarena/model/snapshot.h"
 #include "libsarena/model/snapshot_layout.h"
 #include "libsarena/net/ip.h"
+#include "libsarena/rpc/client.h"
+#include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::collect {
 namespace {
@@ -330,6 +332,21 @@ absl::StatusOr<snapshot::v1::SarenaEndpointsFile> EndpointsFromMap(
   return out;
 }
 
+// sarenad's endpoint records (pod names, netns paths, container ids: what only the daemon knows),
+// asked over its socket with the RPC client. sarenad's Endpoint and the file's have the same
+// field numbers, so a record converts by its wire form.
+absl::StatusOr<snapshot::v1::SarenaEndpointsFile> DaemonEndpoints(const std::string& socket) {
+  SARENA_ASSIGN_OR_RETURN(rpc::Client client, rpc::Client::Connect(socket));
+  rpc::v1::Request request;
+  request.mutable_endpoint_list();
+  SARENA_ASSIGN_OR_RETURN(rpc::v1::Response response, client.CallChecked(request));
+  snapshot::v1::SarenaEndpointsFile records;
+  if (!records.ParseFromString(response.endpoint_list().SerializeAsString())) {
+    return absl::DataLossError("sarenad's endpoint list does not convert to sarena-endpoints.json");
+  }
+  return records;
+}
+
 struct Job {
   absl::string_view file;
   std::vector<std::string> argv;
@@ -452,23 +469,13 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
   std::optional<snapshot::v1::SarenaEndpointsFile> daemon;
   if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
-    SARENA_ASSIGN_OR_RETURN(
-        Output o, RunTool("", {options.sarena_cli, "--socket", options.sarena_socket, "endpoint",
-                               "list", "-o", "json"}));
-    if (o.exit_code == 0) {
-      // `sarena endpoint list -o json` prints sarenad's Endpoint messages: the file's schema.
-      snapshot::v1::SarenaEndpointsFile records;
-      absl::Status st = model::ParseProtoJson(
-          o.out, absl::StrCat("'", options.sarena_cli, " endpoint list' output"), &records);
-      if (st.ok()) {
-        daemon = std::move(records);
-      } else {
-        report.skipped.push_back(absl::StrCat(ep_rel, ": ", st.message()));
-      }
+    absl::StatusOr<snapshot::v1::SarenaEndpointsFile> records =
+        DaemonEndpoints(options.sarena_socket);
+    if (records.ok()) {
+      daemon = *std::move(records);
     } else {
-      report.skipped.push_back(absl::StrCat(ep_rel, ": '", options.sarena_cli,
-                                            " endpoint list' exited ", o.exit_code, ": ",
-                                            absl::StripTrailingAsciiWhitespace(o.err)));
+      report.skipped.push_back(
+          absl::StrCat(ep_rel, " (daemon records): ", records.status().message()));
     }
   } else {
     report.skipped.push_back(

@@ -2,13 +2,15 @@
 // node, in exactly the formats the snapshot reader takes, at the paths of model/snapshot_layout.h:
 // the node's and each pod's iproute2 files, sysctl.txt, and for the node iptables-save.txt,
 // bridge-fdb.json and sarena's own files: sarena-endpoints.json (the pinned endpoint map, named
-// with `sarena endpoint list -o json` when sarenad answers; that output alone when the map is not
+// with sarenad's endpoint records when it answers; those records alone when the map is not
 // pinned), sarena-programs.json (BPF programs attached at device hooks) and sarena-cluster.json
 // (the cluster datapath maps, when pinned).
 // The iproute2 files come from running `ip -j ...` / `bridge -j fdb show` / `iptables-save`
 // (the documented formats, byte for byte); sysctl.txt is read from /proc/sys/net/ipv4 and
 // /proc/sys/net/bridge in the netns (the `sysctl -a` format, net.ipv4.* and net.bridge.* keys);
-// programs come from BPF_PROG_QUERY (TCX) and tc cls_bpf filters through libsarena/bpf. Each
+// programs come from BPF_PROG_QUERY (TCX) and tc cls_bpf filters (datapath::AttachedPrograms);
+// the sarena maps are opened read-only by pin (datapath::Maps::OpenPinned), so they are read
+// even when sarenad is down; sarenad's records come over its socket (rpc::Client). Each
 // command runs inside the node or pod network namespace (setns in a child process), never changing
 // the caller's namespace.
 #ifndef LIBSARENA_COLLECT_COLLECT_H_
@@ -49,9 +51,9 @@ struct CollectOptions {
   /// namespace whose veth peer is in the node's "netns/<name>", and the endpoint list's name
   /// for a pod wins).
   std::vector<PodNetnsSpec> fallback_pods;
-  /// The `sarena` CLI (for `sarena endpoint list -o json`) and sarenad's socket; skipped when
-  /// the socket does not exist.
-  std::string sarena_cli = "sarena";
+  /// sarenad's socket, asked for its endpoint records (EndpointList, libsarena/rpc/client.h);
+  /// skipped when the socket does not exist, and a daemon that does not answer is listed in
+  /// `skipped`: the pinned maps are read without it.
   std::string sarena_socket = "/run/sarena/sarenad.sock";
   /// bpffs directory of the datapath's pinned maps. When the endpoint map is pinned there, the
   /// endpoint list is written from the MAP (what the programs really use: pod/host MAC, ifindex),

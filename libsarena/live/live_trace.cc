@@ -150,7 +150,6 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   for (const std::string& n : pod_names) {
     copt.fallback_pods.push_back({"netns", n, absl::StrCat("/var/run/netns/", n)});
   }
-  copt.sarena_cli = opt.sarena_cli;
   copt.sarena_socket = opt.sarena_socket;
   copt.bpffs = opt.bpffs;
   copt.programs = opt.programs;

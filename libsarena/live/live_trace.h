@@ -39,9 +39,8 @@ struct LiveOptions {
   std::string node;
   /// Where to write the collected snapshot (kept); "" = a temporary directory removed after.
   std::string snapshot_dir;
-  /// Passed to collect: the sarena CLI, sarenad's socket, the datapath's bpffs directory (also
-  /// where the drop counters are read), whether to collect attached programs.
-  std::string sarena_cli = "sarena";
+  /// Passed to collect: sarenad's socket, the datapath's bpffs directory (also where the drop
+  /// counters are read), whether to collect attached programs.
   std::string sarena_socket = "/run/sarena/sarenad.sock";
   std::string bpffs = "/sys/fs/bpf/sarena";
   bool programs = true;

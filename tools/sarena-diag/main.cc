@@ -80,9 +80,10 @@ const std::vector<sarena::FlagDoc> kCollectFlags = {
      "process's)."},
     {"pod", "string", "",
      "NS/NAME=NETNS: a pod to collect besides those of the sarena endpoint list; repeatable."},
-    {"sarena", "string", "", "The sarena CLI (default: next to sarena-diag, else $PATH)."},
+    {"sarena", "string", "",
+     "Ignored (collect asks sarenad over --socket); accepted so older scripts still run."},
     {"socket", "string", "/run/sarena/sarenad.sock",
-     "sarenad's socket, for the endpoint list (skipped when absent)."},
+     "sarenad's socket, asked for its endpoint records (skipped when absent)."},
     {"bpffs", "string", "/sys/fs/bpf/sarena",
      "bpffs directory of the datapath's pinned maps (the endpoint map is read from there)."},
     {"no-programs", "", "", "Do not collect the attached BPF programs."},
@@ -200,20 +201,6 @@ class Args {
   std::string error_;
 };
 
-// The sarena CLI next to this binary (or in the build tree's tools/sarena), else "sarena" ($PATH).
-std::string SarenaCliNextToSelf() {
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    for (const std::string& cand : {dir + "/sarena", dir + "/../sarena/sarena"}) {
-      if (access(cand.c_str(), X_OK) == 0) return cand;
-    }
-  }
-  return "sarena";
-}
-
 bool ParseUint(const std::string& text, uint32_t max, uint32_t* out) {
   uint32_t v = 0;
   if (!absl::SimpleAtoi(text, &v) || v > max) return false;
@@ -254,7 +241,6 @@ int TraceLive(const Args& args, const std::string& format) {
   opts.cni = args.Get("cni", "auto");
   opts.node = args.Get("node");
   opts.snapshot_dir = args.Get("snapshot");
-  opts.sarena_cli = args.Has("sarena") ? args.Get("sarena") : SarenaCliNextToSelf();
   opts.sarena_socket = args.Get("socket", opts.sarena_socket);
   opts.bpffs = args.Get("bpffs", opts.bpffs);
   opts.programs = !args.Has("no-programs");
@@ -401,7 +387,6 @@ int Collect(const Args& args) {
     if (!spec.ok()) return Fail(kExitBadInput, spec.status().message());
     opts.pods.push_back(*spec);
   }
-  opts.sarena_cli = args.Has("sarena") ? args.Get("sarena") : SarenaCliNextToSelf();
   if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
   if (args.Has("bpffs")) opts.bpffs = args.Get("bpffs");
   opts.programs = !args.Has("no-programs");
