@@ -587,7 +587,7 @@ TEST_F(MapTest, EndpointCounterAndDropHelpers) {
 // The drop reasons are one list (SARENA_DROP_REASONS): names are unique and stable, each has a
 // description, and docs/architecture.md's table lists every one with its value and meaning.
 TEST(DropReasons, OneListForTheEnumTheNamesAndTheDocs) {
-  std::ifstream in(std::string(SARENA_SOURCE_DIR) + "/docs/architecture.md");
+  std::ifstream in(sarena::testing::SourceDir() + "/docs/architecture.md");
   std::stringstream doc;
   doc << in.rdbuf();
   std::set<std::string> names;

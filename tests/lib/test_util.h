@@ -24,6 +24,14 @@ CommandResult Run(const std::string& cmd, absl::string_view stdin_text = {});
 /// Runs and returns stdout; fails the current test (ADD_FAILURE) when the exit code is not 0.
 std::string RunOk(const std::string& cmd);
 
+/// The source tree's root, an absolute path (CMake's CMAKE_SOURCE_DIR), e.g. for tests/data.
+/// Only tests/lib/build_dirs.cc sees the configured paths, so every other test object compiles
+/// to the same bytes in every checkout and ccache can share it between worktrees.
+const std::string& SourceDir();
+
+/// The build tree's root, an absolute path (CMake's CMAKE_BINARY_DIR), e.g. for tools/sarena-cni.
+const std::string& BinaryDir();
+
 /// True when running as root (CI always is; privileged tests must FAIL, not skip, otherwise).
 bool IsRoot();
 

@@ -37,7 +37,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kPlugin[] = SARENA_BINARY_DIR "/tools/sarena-cni";
+const std::string kPlugin = sarena::testing::BinaryDir() + "/tools/sarena-cni";
 
 std::string ShellQuote(absl::string_view s) {
   return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");

@@ -37,7 +37,7 @@ namespace v1 = sarena::rpc::v1;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr char kPlugin[] = SARENA_BINARY_DIR "/tools/sarena-cni";
+const std::string kPlugin = sarena::testing::BinaryDir() + "/tools/sarena-cni";
 
 // What the peer does with one request: a response, or std::nullopt to hang up without one.
 using Script = std::function<std::optional<v1::Response>(const v1::Request&)>;

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::diag {
 namespace {
@@ -68,7 +69,7 @@ TEST(SuspicionCodesTest, LevelsFollowTheList) {
 // libsarena/diag/ (any depth) is in the list, with the literal level when the call names one;
 // and every code of the list is reported by some source.
 TEST(SuspicionCodesTest, EverySourceCodeIsListedAndEveryListedCodeIsUsed) {
-  const fs::path root = SARENA_SOURCE_DIR;
+  const fs::path root = sarena::testing::SourceDir();
   const std::regex call(
       R"re(\b(Drop|Suspect|AddSuspicion|AddGlobalSuspicion)\(([^;]{0,300}?)"([a-z][a-z_]*)")re");
   // InfoOnce(v, key, code, message): the key is often built from literals ("missing|", ...), so
@@ -117,7 +118,7 @@ TEST(SuspicionCodesTest, EverySourceCodeIsListedAndEveryListedCodeIsUsed) {
 }
 
 TEST(SuspicionCodesTest, DocsTableIsTheList) {
-  const std::string doc = Read(fs::path(SARENA_SOURCE_DIR) / "docs/diag-snapshot.md");
+  const std::string doc = Read(fs::path(sarena::testing::SourceDir()) / "docs/diag-snapshot.md");
   const std::string table = SuspicionCodesMarkdown();
   EXPECT_NE(doc.find(table), std::string::npos)
       << "docs/diag-snapshot.md must hold `sarena-diag codes -o markdown` verbatim:\n"

@@ -30,10 +30,10 @@
 namespace sarena::diag::testing {
 
 inline std::string CaseDir(absl::string_view name) {
-  return absl::StrCat(SARENA_SOURCE_DIR, "/tests/data/cases/", name);
+  return absl::StrCat(sarena::testing::SourceDir(), "/tests/data/cases/", name);
 }
 
-inline std::string DiagBinary() { return absl::StrCat(SARENA_BINARY_DIR, "/tools/sarena-diag"); }
+inline std::string DiagBinary() { return absl::StrCat(sarena::testing::BinaryDir(), "/tools/sarena-diag"); }
 
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

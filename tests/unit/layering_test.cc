@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/test_util.h"
 
 namespace {
 
@@ -111,14 +112,14 @@ std::string Read(const fs::path& p) {
 }
 
 TEST(Layering, EveryIncludeIsAllowedByTheLayerTable) {
-  const fs::path root = SARENA_SOURCE_DIR;
+  const fs::path root = sarena::testing::SourceDir();
   const Table table = ParseTable(Read(root / "cmake/layers.txt"));
   ASSERT_GE(table.size(), 10u) << "cmake/layers.txt not read";
   EXPECT_THAT(Violations(root, table), ::testing::IsEmpty());
 }
 
 TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
-  const fs::path root = SARENA_SOURCE_DIR;
+  const fs::path root = sarena::testing::SourceDir();
   const Table table = ParseTable(Read(root / "cmake/layers.txt"));
   EXPECT_THAT(Cycles(table), ::testing::IsEmpty());
   for (const auto& e : fs::directory_iterator(root / "libsarena")) {

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/model/netfilter.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -27,7 +28,7 @@ Packet Pkt(const char* src, uint16_t sport, const char* dst, uint16_t dport, uin
 }
 
 Ipsets Real() {
-  auto text = ReadFileToString(std::string(SARENA_SOURCE_DIR) + "/tests/data/model/ipset/ipset-save.txt");
+  auto text = ReadFileToString(sarena::testing::SourceDir() + "/tests/data/model/ipset/ipset-save.txt");
   EXPECT_TRUE(text.ok());
   auto sets = Ipsets::Parse(*text);
   EXPECT_TRUE(sets.ok()) << sets.status();

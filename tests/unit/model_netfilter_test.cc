@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/model/netstack.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -24,7 +25,7 @@ net::Ipv4Prefix Pfx(const char* s) { return *net::ParseIpv4Prefix(s); }
 
 const Netfilter& KubeProxy() {
   static const Netfilter* nf = [] {
-    auto text = ReadFileToString(std::string(SARENA_SOURCE_DIR) +
+    auto text = ReadFileToString(sarena::testing::SourceDir() +
                                  "/tests/data/model/iptables/kube-proxy.iptables-save.txt");
     EXPECT_TRUE(text.ok()) << text.status();
     auto parsed = Netfilter::Parse(*text, "kube-proxy.iptables-save.txt");

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -19,7 +20,7 @@ net::Ipv4 Ip(const char* s) { return net::Ipv4::from_string(s); }
 net::Ipv4Prefix Pfx(const char* s) { return *net::ParseIpv4Prefix(s); }
 
 std::string Fixture(const std::string& name) {
-  auto text = ReadFileToString(std::string(SARENA_SOURCE_DIR) + "/tests/data/model/iproute2/" + name);
+  auto text = ReadFileToString(sarena::testing::SourceDir() + "/tests/data/model/iproute2/" + name);
   EXPECT_TRUE(text.ok()) << text.status();
   return text.ok() ? *text : std::string();
 }

@@ -15,11 +15,12 @@
 #include "libsarena/model/json.h"
 #include "libsarena/model/netstack.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
 
-std::string Dir() { return std::string(SARENA_SOURCE_DIR) + "/tests/data/model/route-get"; }
+std::string Dir() { return sarena::testing::SourceDir() + "/tests/data/model/route-get"; }
 
 Netstack Load() {
   NetnsState st;

@@ -13,6 +13,7 @@
 #include "libsarena/model/sarena_node.pb.h"
 #include "libsarena/model/snapshot.h"
 #include "libsarena/model/snapshot_layout.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -160,7 +161,7 @@ TEST(SarenaNodeFiles, ModelReadersTakeTheWrittenText) {
 TEST(SarenaNodeFiles, EveryFileUnderTestsDataLoads) {
   int files = 0;
   for (const auto& entry :
-       std::filesystem::recursive_directory_iterator(std::string(SARENA_SOURCE_DIR) + "/tests")) {
+       std::filesystem::recursive_directory_iterator(sarena::testing::SourceDir() + "/tests")) {
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
     const std::string path = entry.path().string();

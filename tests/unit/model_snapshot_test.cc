@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -21,7 +22,7 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string Data(const std::string& rel) {
-  return std::string(SARENA_SOURCE_DIR) + "/tests/data/model/" + rel;
+  return sarena::testing::SourceDir() + "/tests/data/model/" + rel;
 }
 
 class SnapshotTest : public ::testing::Test {

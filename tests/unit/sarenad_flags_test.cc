@@ -21,7 +21,7 @@ bool Exists(const std::string& path) {
 }
 
 TEST(SarenadFlags, BadValuesExitTwoNamingTheFlagAndTouchNothing) {
-  const std::string bin = absl::StrCat(SARENA_BINARY_DIR, "/tools/sarenad");
+  const std::string bin = absl::StrCat(sarena::testing::BinaryDir(), "/tools/sarenad");
   const std::string tag = testing::UniqueName("sdf");
   const std::string state = absl::StrCat("/tmp/", tag, "-state");
   const std::string sock = absl::StrCat("/tmp/", tag, ".sock");
