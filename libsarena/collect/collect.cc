@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
-#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "libsarena/base/status_macros.h"
+#include "libsarena/base/subprocess.h"
 #include "libsarena/collect/cluster_maps.h"
 #include "libsarena/datapath/datapath.h"
 #include "libsarena/datapath/objects.h"
@@ -38,110 +38,6 @@
 
 namespace sarena::collect {
 namespace {
-
-struct Output {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Reads everything from two fds until both reach EOF.
-void Drain(int out_fd, int err_fd, std::string* out, std::string* err) {
-  char buf[65536];
-  bool out_open = true, err_open = err_fd >= 0;
-  while (out_open || err_open) {
-    fd_set rfds;
-    FD_ZERO(&rfds);
-    int maxfd = -1;
-    if (out_open) {
-      FD_SET(out_fd, &rfds);
-      maxfd = std::max(maxfd, out_fd);
-    }
-    if (err_open) {
-      FD_SET(err_fd, &rfds);
-      maxfd = std::max(maxfd, err_fd);
-    }
-    if (select(maxfd + 1, &rfds, nullptr, nullptr, nullptr) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (out_open && FD_ISSET(out_fd, &rfds)) {
-      ssize_t n = read(out_fd, buf, sizeof(buf));
-      if (n > 0) {
-        out->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        out_open = false;
-      }
-    }
-    if (err_open && FD_ISSET(err_fd, &rfds)) {
-      ssize_t n = read(err_fd, buf, sizeof(buf));
-      if (n > 0) {
-        err->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        err_open = false;
-      }
-    }
-  }
-}
-
-// Runs `fn` in a child process that first joins the network namespace at `netns` (empty: stay).
-// What the child writes to its stdout (fd 1) and stderr is returned. `fn` returns the exit code
-// (or execs).
-absl::StatusOr<Output> RunChild(const std::string& netns, const std::function<int()>& fn) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0)
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(out[0]);
-    close(out[1]);
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(e)));
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(out[0]);
-    close(out[1]);
-    close(err[0]);
-    close(err[1]);
-    return absl::InternalError(absl::StrCat("fork: ", strerror(e)));
-  }
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    if (!netns.empty()) {
-      int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-        dprintf(STDERR_FILENO, "enter network namespace '%s': %s\n", netns.c_str(),
-                strerror(errno));
-        _exit(125);
-      }
-    }
-    _exit(fn());
-  }
-  close(out[1]);
-  close(err[1]);
-  Output o;
-  Drain(out[0], err[0], &o.out, &o.err);
-  close(out[0]);
-  close(err[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
-
-absl::StatusOr<Output> RunTool(const std::string& netns, const std::vector<std::string>& argv) {
-  return RunChild(netns, [&argv]() {
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    dprintf(STDERR_FILENO, "run '%s': %s\n", args[0], strerror(errno));
-    return 127;
-  });
-}
 
 absl::Status MkdirAll(const std::string& path) {
   std::string cur;
@@ -353,9 +249,9 @@ struct Job {
   bool required;
 };
 
-absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
-                          const std::string& rel_dir, bool node, CollectReport* report) {
-  SARENA_RETURN_IF_ERROR(MkdirAll(abs_dir));
+// What one network namespace's part of the snapshot is made of: the iproute2 (and, on the node,
+// bridge and iptables-save) dumps, then the IPv4 sysctls read by a child inside the netns.
+std::vector<Job> NetnsJobs(bool node) {
   std::vector<Job> jobs = {
       {model::kIpLinkFile, {"ip", "-j", "-d", "link", "show"}, true},
       {model::kIpAddrFile, {"ip", "-j", "addr", "show"}, true},
@@ -367,10 +263,33 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
     jobs.push_back({model::kBridgeFdbFile, {"bridge", "-j", "fdb", "show"}, false});
     jobs.push_back({model::kIptablesFile, {"iptables-save"}, false});
   }
-  for (const Job& j : jobs) {
-    SARENA_ASSIGN_OR_RETURN(Output o, RunTool(netns, j.argv));
+  return jobs;
+}
+
+int PrintIpv4Sysctls() {
+  auto text = ReadIpv4Sysctls();
+  if (!text.ok()) return 1;
+  return write(STDOUT_FILENO, text->data(), text->size()) == static_cast<ssize_t>(text->size())
+             ? 0
+             : 1;
+}
+
+// The children that collect one netns (NetnsJobs, then the sysctl reader), appended to `specs`.
+void AddNetnsChildren(const std::string& netns, bool node, std::vector<ChildSpec>* specs) {
+  for (Job& j : NetnsJobs(node)) specs->push_back(ChildSpec{netns, ExecArgv(j.argv), {}});
+  specs->push_back(ChildSpec{netns, PrintIpv4Sysctls, {}});
+}
+
+// Writes one netns's files from what its children (AddNetnsChildren, same order) printed.
+absl::Status WriteNetns(const std::vector<ChildOutput>& outputs, const std::string& abs_dir,
+                        const std::string& rel_dir, bool node, CollectReport* report) {
+  SARENA_RETURN_IF_ERROR(MkdirAll(abs_dir));
+  const std::vector<Job> jobs = NetnsJobs(node);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    ChildOutput o = outputs[i];
     std::string rel = absl::StrCat(rel_dir, "/", j.file);
-    if (o.exit_code == 125) {
+    if (o.exit_code == kChildNetnsFailed) {
       return absl::NotFoundError(
           absl::StrCat("collect ", rel, ": ", absl::StripTrailingAsciiWhitespace(o.err)));
     }
@@ -387,14 +306,7 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
     SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/", j.file), o.out));
     report->written.push_back(rel);
   }
-  SARENA_ASSIGN_OR_RETURN(Output sys, RunChild(netns, []() {
-                            auto text = ReadIpv4Sysctls();
-                            if (!text.ok()) return 1;
-                            return write(STDOUT_FILENO, text->data(), text->size()) ==
-                                           static_cast<ssize_t>(text->size())
-                                       ? 0
-                                       : 1;
-                          }));
+  const ChildOutput& sys = outputs[jobs.size()];
   std::string rel = absl::StrCat(rel_dir, "/", model::kSysctlFile);
   if (sys.exit_code == 0) {
     SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(abs_dir, "/", model::kSysctlFile), sys.out));
@@ -404,6 +316,9 @@ absl::Status CollectNetns(const std::string& netns, const std::string& abs_dir,
   }
   return absl::OkStatus();
 }
+
+// The number of children AddNetnsChildren starts for one netns.
+size_t NetnsChildCount(bool node) { return NetnsJobs(node).size() + 1; }
 
 }  // namespace
 
@@ -462,25 +377,83 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   }
   std::string rel_node = model::NodeDir(node);
   std::string abs_node = absl::StrCat(options.out_dir, "/", rel_node);
-  SARENA_RETURN_IF_ERROR(CollectNetns(netns, abs_node, rel_node, true, &report));
 
-  // sarena endpoints: the daemon's records, and the pinned map the programs actually use.
+  // sarena endpoints: the daemon's records, and the pinned map the programs actually use. Asked
+  // first because the daemon's records name pods whose namespaces are collected below.
   std::vector<PodNetnsSpec> pods = options.pods;
   std::string ep_rel = absl::StrCat(rel_node, "/", model::kSarenaEndpointsFile);
   std::optional<snapshot::v1::SarenaEndpointsFile> daemon;
+  std::string daemon_skipped;
   if (!options.sarena_socket.empty() && access(options.sarena_socket.c_str(), F_OK) == 0) {
     absl::StatusOr<snapshot::v1::SarenaEndpointsFile> records =
         DaemonEndpoints(options.sarena_socket);
     if (records.ok()) {
       daemon = *std::move(records);
     } else {
-      report.skipped.push_back(
-          absl::StrCat(ep_rel, " (daemon records): ", records.status().message()));
+      daemon_skipped = absl::StrCat(ep_rel, " (daemon records): ", records.status().message());
     }
   } else {
-    report.skipped.push_back(
-        absl::StrCat(ep_rel, " (daemon records): no sarenad socket at ", options.sarena_socket));
+    daemon_skipped =
+        absl::StrCat(ep_rel, " (daemon records): no sarenad socket at ", options.sarena_socket);
   }
+  if (options.pods_from_endpoints && daemon) {
+    // The pods' netns paths as the daemon recorded them.
+    for (const snapshot::v1::Endpoint& e : daemon->endpoints()) {
+      if (e.netns().empty() || e.pod_namespace().empty() || e.pod_name().empty()) continue;
+      bool dup = false;
+      for (const auto& p : pods) {
+        if (p.namespace_ == e.pod_namespace() && p.name == e.pod_name()) dup = true;
+      }
+      if (!dup) pods.push_back(PodNetnsSpec{e.pod_namespace(), e.pod_name(), e.netns()});
+    }
+  }
+  const size_t first_fallback = pods.size();
+  pods.insert(pods.end(), options.fallback_pods.begin(), options.fallback_pods.end());
+
+  // Every child process of the snapshot starts at once and runs concurrently: the node's dumps,
+  // the BPF program query, then each pod's dumps. A pod namespace that cannot be opened is
+  // skipped; a fallback pod whose namespace (by inode) is already collected is left out.
+  struct PodPlan {
+    std::string skipped;  // why it is not collected; empty = collected
+    bool duplicate = false;
+    uint64_t inode = 0;
+    size_t first_child = 0;
+  };
+  std::vector<PodPlan> plans(pods.size());
+  std::vector<ChildSpec> specs;
+  AddNetnsChildren(netns, true, &specs);
+  const size_t programs_child = specs.size();
+  if (options.programs) specs.push_back(ChildSpec{netns, ProgramsJson, {}});
+  for (size_t i = 0; i < pods.size(); ++i) {
+    PodPlan& plan = plans[i];
+    std::string path = NetnsPath(pods[i].netns);
+    struct stat sb = {};
+    if (access(path.c_str(), R_OK) != 0 || stat(path.c_str(), &sb) != 0) {
+      plan.skipped = absl::StrCat(model::PodDir(node, pods[i].namespace_, pods[i].name),
+                                  ": netns '", pods[i].netns, "': ", strerror(errno));
+      continue;
+    }
+    plan.inode = static_cast<uint64_t>(sb.st_ino);
+    if (i >= first_fallback &&
+        std::any_of(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(i),
+                    [&](const PodPlan& c) {
+                      return c.skipped.empty() && !c.duplicate && c.inode == plan.inode;
+                    })) {
+      plan.duplicate = true;  // already collected under the endpoint list's (or the caller's) name
+      continue;
+    }
+    plan.first_child = specs.size();
+    AddNetnsChildren(path, false, &specs);
+  }
+  SARENA_ASSIGN_OR_RETURN(std::vector<ChildOutput> outputs, RunChildren(specs));
+  auto slice = [&outputs](size_t first, size_t count) {
+    return std::vector<ChildOutput>(outputs.begin() + static_cast<std::ptrdiff_t>(first),
+                                    outputs.begin() + static_cast<std::ptrdiff_t>(first + count));
+  };
+
+  SARENA_RETURN_IF_ERROR(
+      WriteNetns(slice(0, NetnsChildCount(true)), abs_node, rel_node, true, &report));
+  if (!daemon_skipped.empty()) report.skipped.push_back(daemon_skipped);
   std::optional<snapshot::v1::SarenaEndpointsFile> endpoints = daemon;
   if (!options.bpffs.empty() && access(options.bpffs.c_str(), F_OK) == 0) {
     std::vector<std::string> notes;
@@ -516,20 +489,8 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
       for (const auto& n : notes) report.skipped.push_back(absl::StrCat(rel, ": ", n));
     }
   }
-  if (options.pods_from_endpoints && daemon) {
-    // The pods' netns paths as the daemon recorded them.
-    for (const snapshot::v1::Endpoint& e : daemon->endpoints()) {
-      if (e.netns().empty() || e.pod_namespace().empty() || e.pod_name().empty()) continue;
-      bool dup = false;
-      for (const auto& p : pods) {
-        if (p.namespace_ == e.pod_namespace() && p.name == e.pod_name()) dup = true;
-      }
-      if (!dup) pods.push_back(PodNetnsSpec{e.pod_namespace(), e.pod_name(), e.netns()});
-    }
-  }
-
   if (options.programs) {
-    SARENA_ASSIGN_OR_RETURN(Output o, RunChild(netns, []() { return ProgramsJson(); }));
+    const ChildOutput& o = outputs[programs_child];
     std::string rel = absl::StrCat(rel_node, "/", model::kSarenaProgramsFile);
     if (o.exit_code == 0) {
       SARENA_RETURN_IF_ERROR(WriteFile(absl::StrCat(options.out_dir, "/", rel), o.out));
@@ -538,30 +499,21 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
       report.skipped.push_back(absl::StrCat(rel, ": BPF program query failed"));
     }
   }
-
-  const size_t first_fallback = pods.size();
-  pods.insert(pods.end(), options.fallback_pods.begin(), options.fallback_pods.end());
   for (size_t i = 0; i < pods.size(); ++i) {
-    const PodNetnsSpec& p = pods[i];
-    std::string path = NetnsPath(p.netns);
-    std::string rel = model::PodDir(node, p.namespace_, p.name);
-    struct stat sb = {};
-    if (access(path.c_str(), R_OK) != 0 || stat(path.c_str(), &sb) != 0) {
-      report.skipped.push_back(absl::StrCat(rel, ": netns '", p.netns, "': ", strerror(errno)));
+    const PodPlan& plan = plans[i];
+    if (!plan.skipped.empty()) {
+      report.skipped.push_back(plan.skipped);
       continue;
     }
-    if (i >= first_fallback &&
-        std::any_of(report.pods.begin(), report.pods.end(),
-                    [&](const CollectReport::PodNetns& c) { return c.inode == sb.st_ino; })) {
-      continue;  // already collected under the endpoint list's (or the caller's) name
-    }
-    absl::Status st =
-        CollectNetns(path, absl::StrCat(options.out_dir, "/", rel), rel, false, &report);
+    if (plan.duplicate) continue;
+    std::string rel = model::PodDir(node, pods[i].namespace_, pods[i].name);
+    absl::Status st = WriteNetns(slice(plan.first_child, NetnsChildCount(false)),
+                                 absl::StrCat(options.out_dir, "/", rel), rel, false, &report);
     if (!st.ok()) {
       report.skipped.push_back(absl::StrCat(rel, ": ", st.message()));
       continue;
     }
-    report.pods.push_back(CollectReport::PodNetns{p, static_cast<uint64_t>(sb.st_ino)});
+    report.pods.push_back(CollectReport::PodNetns{pods[i], plan.inode});
   }
   return report;
 }

@@ -1,19 +1,15 @@
 #include "libsarena/diag/report.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <boost/graph/graphviz.hpp>
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/base/subprocess.h"
 
 namespace sarena::diag {
 namespace {
@@ -208,65 +204,14 @@ std::string ToDot(const PathGraph& graph) {
 }
 
 absl::Status RenderSvg(absl::string_view dot_text, const std::string& svg_path) {
-  int in[2];
-  int err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) {
-    return absl::UnavailableError(absl::StrCat("create pipe for 'dot': ", strerror(errno)));
-  }
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(in[0]);
-    close(in[1]);
-    return absl::UnavailableError(absl::StrCat("create pipe for 'dot': ", strerror(e)));
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(in[0]);
-    close(in[1]);
-    close(err[0]);
-    close(err[1]);
-    return absl::UnavailableError(absl::StrCat("fork 'dot': ", strerror(e)));
-  }
-  if (pid == 0) {
-    dup2(in[0], STDIN_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    std::string out_arg = "-o" + svg_path;
-    execlp("dot", "dot", "-Tsvg", out_arg.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(in[0]);
-  close(err[1]);
-  // Ignore SIGPIPE while writing: a failed `dot` must surface as a status, not kill us.
-  struct sigaction ign = {}, old = {};
-  ign.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &ign, &old);
-  size_t off = 0;
-  while (off < dot_text.size()) {
-    ssize_t n = write(in[1], dot_text.data() + off, dot_text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  close(in[1]);
-  sigaction(SIGPIPE, &old, nullptr);
-  std::string err_text;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(err[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    err_text.append(buf, static_cast<size_t>(n));
-  }
-  close(err[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+  SARENA_ASSIGN_OR_RETURN(
+      ChildOutput dot,
+      RunChild(ChildSpec{{}, ExecArgv({"dot", "-Tsvg", "-o" + svg_path}), std::string(dot_text)}));
+  if (dot.exit_code == kChildExecFailed) {
     return absl::NotFoundError("run graphviz 'dot': not found (install the graphviz package)");
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat("render SVG '", svg_path, "': dot failed: ", err_text));
+  if (dot.exit_code != 0) {
+    return absl::InternalError(absl::StrCat("render SVG '", svg_path, "': dot failed: ", dot.err));
   }
   return absl::OkStatus();
 }
