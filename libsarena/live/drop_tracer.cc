@@ -63,9 +63,9 @@ DropTracer& DropTracer::operator=(DropTracer&&) noexcept = default;
 DropTracer::~DropTracer() = default;
 
 absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs) {
-  if (addrs.empty() || addrs.size() > SARENA_DROP_TRACE_MAX_ADDRS) {
+  if (addrs.size() > SARENA_DROP_TRACE_MAX_ADDRS) {
     return absl::InvalidArgumentError(absl::StrCat("drop tracer: addrs has ", addrs.size(),
-                                                   " addresses, want 1..",
+                                                   " addresses, want 0..",
                                                    SARENA_DROP_TRACE_MAX_ADDRS));
   }
   bpf::internal::LibbpfLogCapture capture;

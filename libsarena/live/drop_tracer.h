@@ -37,7 +37,8 @@ struct RawDrop {
 class DropTracer {
  public:
   /// Loads and attaches the tracer, reporting only IPv4/ARP packets whose source and destination
-  /// are both in `addrs` (1..8 addresses; more: kInvalidArgument naming "addrs").
+  /// are both in `addrs` (0..8 addresses, none: every IPv4/ARP drop of the machine; more:
+  /// kInvalidArgument naming "addrs").
   /// Errors: the load/attach errno as ErrnoStatus ("load BPF object 'drop_trace'", with
   /// libbpf's log), e.g. kPermissionDenied without CAP_BPF.
   static absl::StatusOr<DropTracer> Start(const std::vector<net::Ipv4>& addrs);

@@ -100,6 +100,29 @@ TEST(DiagCli, BadFlagsAndQueries) {
   EXPECT_NE(help.out.find("sarena-diag trace"), std::string::npos);
 }
 
+// `drops` (the kfree_skb stream needs root and BPF: tests/privileged/diag_diff_test.sh runs it);
+// here its flags, its help and --explained-by, which attaches nothing.
+TEST(DiagCli, DropsFlagsHelpAndExplainedBy) {
+  auto help = Diag("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* s : {"sarena-diag drops", "--ready-file", "--duration", "--explained-by"}) {
+    EXPECT_NE(help.out.find(s), std::string::npos) << s << "\n" << help.out;
+  }
+  ExpectBadInput(Diag("drops --bogus 1"), {"--bogus"});
+  ExpectBadInput(Diag("drops --duration soon"), {"--duration", "soon"});
+  ExpectBadInput(Diag("drops --duration -3"), {"--duration"});
+  ExpectBadInput(Diag("drops --explained-by no_such_code"), {"no_such_code"});
+  // Namespaces are resolved before anything is attached.
+  ExpectBadInput(Diag("drops --netns sarena-no-such-netns-4711 --duration 1"),
+                 {"sarena-no-such-netns-4711"});
+  auto rp = Diag("drops --explained-by rp_filter_drop");
+  EXPECT_EQ(rp.exit_code, 0) << rp.err;
+  EXPECT_EQ(rp.out, "SKB_DROP_REASON_IP_RPFILTER\n");
+  auto nr = Diag("drops --explained-by no_route");
+  EXPECT_EQ(nr.exit_code, 0) << nr.err;
+  EXPECT_NE(nr.out.find("SKB_DROP_REASON_IP_INNOROUTES\n"), std::string::npos) << nr.out;
+}
+
 TEST(DiagCli, MalformedFilesAreNamed) {
   {
     Scratch s("KP-01");

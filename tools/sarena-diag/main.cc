@@ -9,13 +9,17 @@
 //                     [--socket PATH] [--bpffs DIR] [--sarena PATH] [--no-programs]
 //   sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...
 //                       [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]
+//   sarena-diag drops [--netns NAME]... [--duration D] [--ready-file PATH] [--no-symbols]
+//   sarena-diag drops --explained-by CODE
 //
 // SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4.
 // Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
 // node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -33,7 +37,10 @@
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
+#include "absl/time/time.h"
+#include "libsarena/diag/evidence.h"
 #include "libsarena/diag/walk.h"
+#include "libsarena/live/drop_stream.h"
 #include "libsarena/live/live_trace.h"
 #include "libsarena/model/snapshot.h"
 
@@ -89,6 +96,23 @@ const std::vector<sarena::FlagDoc> kCollectFlags = {
     {"no-programs", "", "", "Do not collect the attached BPF programs."},
     {"no-endpoint-pods", "", "", "Do not collect the pods the endpoint list names."},
 };
+// `drops` (libsarena/live/drop_stream.h). Its --netns repeats and means "only these", unlike
+// collect's single --netns.
+const std::vector<sarena::FlagDoc> kDropsFlags = {
+    {"netns", "string", "",
+     "drops: only drops in this network namespace (a name under /var/run/netns or a path); "
+     "repeatable; default every namespace's. With collect: the node's namespace."},
+    {"duration", "duration", "0",
+     "drops: stop after this long (10s, 500ms, 2m; a bare number is seconds); 0 = until "
+     "SIGINT/SIGTERM."},
+    {"ready-file", "string", "",
+     "drops: create this file once the tracer is attached (removed when the stream ends), so a "
+     "script can start its traffic without sleeping."},
+    {"no-symbols", "", "", "drops: do not resolve drop locations from /proc/kallsyms."},
+    {"explained-by", "string", "",
+     "drops: print the kernel drop reasons (SKB_DROP_REASON_*) the suspicion CODE explains, one "
+     "a line, and exit (nothing is attached)."},
+};
 
 // The flags' names; with `switches_only` those that take no value (type "").
 std::vector<std::string> NamesOf(const std::vector<sarena::FlagDoc>& flags, bool switches_only) {
@@ -109,6 +133,8 @@ const sarena::ProgramDoc& Doc() {
         .usage = {"sarena-diag trace --snapshot DIR --src SRC --dst DST:PORT/PROTO [flags]",
                   "sarena-diag trace --live --src IP --dst IP:PORT/PROTO [flags]",
                   "sarena-diag collect --out DIR [flags]",
+                  "sarena-diag drops [--netns NAME]... [--duration D] [--ready-file PATH]",
+                  "sarena-diag drops --explained-by CODE",
                   "sarena-diag codes [-o text|json|markdown]"},
         .description = "SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | "
                        "IPv4 address.",
@@ -116,18 +142,26 @@ const sarena::ProgramDoc& Doc() {
                                   "prints the verdict, the hops and what is suspicious."},
                         {"collect", "Writes this node's part of a snapshot (netns state, sarena "
                                     "endpoints and maps, BPF programs)."},
+                        {"drops", "Prints every packet the kernel drops (skb:kfree_skb), one "
+                                  "JSON object a line (sarena.diag.v1.KernelDropEvent): reason, "
+                                  "namespace, device, packet; until SIGINT/SIGTERM or "
+                                  "--duration. Needs root (BPF)."},
                         {"codes", "Lists every suspicion code with the levels it may carry and "
                                   "what it means."}},
         .groups = {{"trace flags", NamesOf(kTraceFlags, false)},
                    {"trace --live flags", NamesOf(kLiveFlags, false)},
-                   {"collect flags", NamesOf(kCollectFlags, false)}},
+                   {"collect flags", NamesOf(kCollectFlags, false)},
+                   {"drops flags", NamesOf(kDropsFlags, false)}},
         .epilog = "Exit status: 0 the walk ran (whatever it found), 2 bad input (unknown pod / "
                   "Service / node, malformed snapshot file, unanswerable query, bad flags), 1 "
                   "other failure.\n",
     };
     d->extra_flags = kTraceFlags;
     d->extra_flags.insert(d->extra_flags.end(), kLiveFlags.begin(), kLiveFlags.end());
-    d->extra_flags.insert(d->extra_flags.end(), kCollectFlags.begin(), kCollectFlags.end());
+    for (const sarena::FlagDoc& f : kCollectFlags) {
+      if (f.name != "netns") d->extra_flags.push_back(f);  // listed once, under drops' meaning
+    }
+    d->extra_flags.insert(d->extra_flags.end(), kDropsFlags.begin(), kDropsFlags.end());
     return d;
   }();
   return *doc;
@@ -403,6 +437,71 @@ int Collect(const Args& args) {
   return 0;
 }
 
+volatile std::sig_atomic_t g_stop = 0;
+void OnStopSignal(int) { g_stop = 1; }
+
+// "10s", "500ms", "2m" (absl::ParseDuration) or a bare number of seconds.
+bool ParseDurationFlag(const std::string& text, absl::Duration* out) {
+  double secs = 0;
+  if (absl::SimpleAtod(text, &secs)) {
+    if (!(secs >= 0) || secs > 1e9) return false;
+    *out = absl::Seconds(secs);
+    return true;
+  }
+  return absl::ParseDuration(text, out) && *out >= absl::ZeroDuration();
+}
+
+// `drops`: flags here, the stream in libsarena/live (StreamDrops).
+int Drops(const Args& args) {
+  if (std::string u = args.Unknown(NamesOf(kDropsFlags, false)); !u.empty()) {
+    return Fail(kExitBadInput, absl::StrCat("drops: unknown flag --", u, "\n", Usage()));
+  }
+  if (args.Has("explained-by")) {
+    const std::string code = args.Get("explained-by");
+    if (!sarena::diag::FindSuspicionCode(code)) {
+      return Fail(kExitBadInput,
+                  absl::StrCat("drops --explained-by: unknown suspicion code '", code,
+                               "' (sarena-diag codes lists them)"));
+    }
+    for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
+      std::printf("SKB_DROP_REASON_%s\n", r.c_str());
+    }
+    return 0;
+  }
+  sarena::live::DropStreamOptions opts;
+  opts.netns = args.All("netns");
+  for (const std::string& n : opts.netns) {
+    if (n.empty()) return Fail(kExitBadInput, "drops: --netns needs a namespace name");
+  }
+  if (args.Has("duration")) {
+    absl::Duration d;
+    if (!ParseDurationFlag(args.Get("duration"), &d)) {
+      return Fail(kExitBadInput, absl::StrCat("invalid --duration '", args.Get("duration"),
+                                              "': want e.g. 10s, 500ms, 2m or seconds"));
+    }
+    opts.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
+    if (opts.duration_ms == 0 && d > absl::ZeroDuration()) opts.duration_ms = 1;
+  }
+  opts.ready_file = args.Get("ready-file");
+  opts.symbols = !args.Has("no-symbols");
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;  // no SA_RESTART: the ring's epoll_wait returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  absl::Status st = sarena::live::StreamDrops(opts, &g_stop, [](const sarena::live::NamedDrop& d) {
+    std::string line = sarena::live::DropJsonLine(d);
+    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size()) return false;
+    return std::fflush(stdout) == 0;
+  });
+  if (!st.ok()) {
+    int code = absl::IsInvalidArgument(st) || absl::IsNotFound(st) ? kExitBadInput : 1;
+    return Fail(code, absl::StrCat("drops: ", st.message()));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -425,6 +524,11 @@ int main(int argc, char** argv) {
     Args args(argc, argv, 2, NamesOf(kCollectFlags, true));
     if (!args.error().empty()) return Fail(kExitBadInput, args.error());
     return Collect(args);
+  }
+  if (cmd == "drops") {
+    Args args(argc, argv, 2, NamesOf(kDropsFlags, true));
+    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    return Drops(args);
   }
   if (cmd == "codes") {
     Args args(argc, argv, 2, {});
