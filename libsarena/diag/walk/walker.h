@@ -1,0 +1,344 @@
+// The path walk's private parts (not installed): the walk's types and the Walker class that
+// Trace (libsarena/diag/walk.h) runs.
+#ifndef LIBSARENA_DIAG_WALK_WALKER_H_
+#define LIBSARENA_DIAG_WALK_WALKER_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "libsarena/base/status_macros.h"
+#include "libsarena/diag/walk.h"
+#include "libsarena/model/neigh.h"
+
+namespace sarena::diag::internal {
+
+using model::CtState;
+using model::InputDecision;
+using model::InputDrop;
+using model::Interface;
+using model::Netstack;
+using model::NetstackSource;
+using model::NfHook;
+using model::NfOutcome;
+using model::NfVerdict;
+using model::RouteResult;
+using model::RouteType;
+using Vertex = PathGraph::Vertex;
+
+constexpr uint32_t kIpipOverhead = 20;
+constexpr uint32_t kVxlanOverhead = 50;
+constexpr uint32_t kWireguardOverhead = 60;
+
+std::string Ep(const net::Ipv4& ip, uint16_t port);
+std::string Tuple(const Packet& p);
+
+// A NAT conntrack made at one netns for the request: the reply is translated back there.
+struct NatRecord {
+  std::string netns;
+  Packet before;
+  Packet after;
+  bool dnat = false;
+  bool snat = false;
+};
+
+// Per-branch state; copied when a Service fans out.
+struct Branch {
+  std::vector<NatRecord> nat;
+  absl::flat_hash_set<std::string> visited;
+  absl::flat_hash_set<std::string> request_netns;
+  std::vector<Packet> host_flows;
+  int hops = 0;
+  // Where the request left the cluster (for the reply of an external destination).
+  std::string egress_node;
+  std::string egress_iface;
+};
+
+// One end of a TCP connection as its SYN describes it. The MSS option a Linux socket announces
+// (RFC 9293 3.7.1; tcp_advertise_mss / ipv4_default_advmss) is the route's advmss metric, else
+// its path MTU - 40 (IPv4 + TCP headers); the path MTU is the route's mtu metric, else the MTU
+// of the route's device. No segment this end sends is larger than its path MTU.
+struct TcpEnd {
+  std::string who;           // "node node-a", "pod default/web"
+  std::string dev;           // the route's output device
+  uint32_t pmtu = 0;         // bytes; 0 = unknown
+  bool pmtu_metric = false;  // pmtu is the route's mtu metric (else the device MTU)
+  uint32_t mss = 0;          // the MSS option of its SYN (bytes); 0 = unknown
+  bool advmss = false;       // mss is the route's advmss metric
+};
+
+// An MTU check of the packet in flight (Walker::CheckSize): a packet of more than `limit` bytes
+// (inner IP size) does not pass; `flag(size, forced, tcp)` adds the suspicion (`tcp`: how the
+// TCP segment size was negotiated, or empty) and returns whether the packet is dropped there
+// (only ever for a --size packet, `forced`); after a mismatch the packet is `settle` bytes (0 =
+// unchanged), the size PMTU discovery settles on.
+using SizeFlag = std::function<bool(uint32_t size, bool forced, const std::string& tcp)>;
+struct SizeCheck {
+  uint32_t limit = 0;
+  uint32_t settle = 0;
+  SizeFlag flag;  // null: a silent limit (PMTU discovery against a tunnel MTU)
+};
+
+// A request's MTU checks whose packet size is not known yet: a TCP client's segments are
+// min(its path MTU, the server's MSS + 40), and the server's MSS is known only when the
+// SYN-ACK reaches the client. A persistent list (each node points to the check before it), so a
+// fan-out shares its prefix; Walker::ResolveChecks decides a chain once the size is known.
+struct SizeCheckNode {
+  SizeCheck check;
+  std::shared_ptr<SizeCheckNode> prev;
+  std::shared_ptr<const TcpEnd> client;
+  bool resolved = false;  // decided at least once
+  bool flagged = false;   // its suspicion was added (once, however many servers)
+};
+
+// TCP segment sizes of a TCP query without --size (a real connection never sends a segment
+// larger than the peer's MSS + 40, nor than its own path MTU: tcp_sync_mss).
+struct TcpFlight {
+  bool active = false;
+  TcpEnd self;          // the sender of this direction: the client, then (reply) the server
+  bool self_known = false;
+  uint32_t syn = 0;     // self's MSS option as its SYN (SYN-ACK) carries it here
+  std::string clamps;   // the TCPMSS rules that lowered `syn`: ", clamped to 1360 at ..."
+  std::shared_ptr<SizeCheckNode> pending;  // request: the checks so far (leaf of the chain)
+  // Reply only: the client's SYN as the server received it, and the server's segment size.
+  TcpEnd peer;
+  uint32_t peer_syn = 0;
+  std::string peer_clamps;
+  std::shared_ptr<SizeCheckNode> request;  // the request's checks, decided when the reply arrives
+  uint32_t segment = 0;  // the reply's negotiated segment size (bytes), for its messages
+};
+
+// The packet in flight.
+struct Flight {
+  Packet pkt;                   // the inner (or only) packet
+  std::optional<Packet> outer;  // encapsulation header while crossing the underlay
+  std::string encap_kind;       // "ipip", "vxlan", "wireguard"
+  std::optional<uint32_t> vni;  // VXLAN network identifier of `outer`
+  // A plugin's description of what the far end of a tunnel / redirect must do, reported when
+  // that far end is not a node of the snapshot (PluginAction::peer_expectation).
+  std::string peer_expectation;
+  uint32_t size = 0;            // bytes of the (inner) IP packet
+  bool reply = false;
+  TcpFlight tcp;                // a TCP query without --size: the segment sizes (MSS)
+};
+
+struct Prev {
+  std::optional<Vertex> v;
+  std::string label;
+};
+
+constexpr uint32_t kTcpIpHeaders = 40;  // IPv4 + TCP headers without options (RFC 9293 3.7.1)
+
+TcpEnd MakeTcpEnd(std::string who, const RouteResult& r, const Interface* out);
+std::string PathMtuText(const TcpEnd& e);
+std::string SegmentWhy(const TcpEnd& sender, const TcpEnd* receiver, uint32_t rcvd,
+                       const std::string& clamps, uint32_t size);
+std::string SizeText(uint32_t size, const std::string& tcp);
+
+struct NfPass {
+  bool dropped = false;
+  std::vector<NfOutcome> accepted;  // most probable first
+};
+
+class Walker {
+ public:
+  Walker(const model::Snapshot& snap, const Query& query, Plugin& plugin, const TraceOptions& opts)
+      : snap_(snap), cluster_(snap.cluster()), query_(query), plugin_(plugin), opts_(opts) {
+    pctx_.snapshot = &snap_;
+    pctx_.cluster = &cluster_;
+    pctx_.find_pod = [this](const std::string& ns, const std::string& name) {
+      return FindPodAnywhere(ns, name);
+    };
+    pctx_.graph = &graph_;
+    pctx_.query = &query_;
+  }
+
+  absl::Status Run();
+  // Decides the TCP request checks whose server's MSS never became known (the request or its
+  // reply died on the way, or the server is outside the snapshot): with the client's own path
+  // MTU as the segment size, as without MSS knowledge.
+  void Finish();
+  PathGraph TakeGraph() { return std::move(graph_); }
+
+ private:
+  // ---- locations ----
+  absl::StatusOr<Where> NodeWhere(absl::string_view node);
+  absl::StatusOr<Where> PodWhere(const model::Pod& pod);
+  std::string HopId(const Where& w, bool reply) const;
+
+  // ---- graph helpers ----
+  Vertex AddHop(Hop hop, const Prev& prev);
+  void Suspect(Vertex v, Level level, absl::string_view code, absl::string_view msg) {
+    graph_.AddSuspicion(v, level, code, msg);
+  }
+  void Drop(Vertex v, absl::string_view code, absl::string_view msg) {
+    Suspect(v, Level::kFatal, code, msg);
+    graph_.hop(v).action = HopAction::kDrop;
+  }
+  bool Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what);
+  void InfoOnce(Vertex v, absl::string_view key, absl::string_view code, absl::string_view msg);
+
+  // ---- the walk ----
+  void Originate(const Where& w, Flight f, Branch br, const Prev& prev);
+  void OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
+  void Receive(const Where& w, const std::string& iif, Flight f, Branch br, const Prev& prev);
+  void Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
+  void ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
+  void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
+                Branch br);
+  void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
+                   Flight f, Branch br);
+  // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
+  // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
+  // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
+  void SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
+                 uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
+                 bool outer_fragments, Flight f, Branch br, std::string label);
+  // PluginAction::kEncapsulate / kRedirect.
+  void EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  void Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  // Netfilter dropped an encapsulated packet's outer header at `hook`: name the tunnel port.
+  void TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
+                         absl::string_view hook);
+  void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
+                Branch br, const std::string& label);
+  void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
+                Branch br);
+  void BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
+                  Flight f, Branch br, const std::string& label);
+  void BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
+                     const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev);
+  struct PortTarget {
+    const Interface* port = nullptr;
+    std::optional<Where> where;  // the pod behind the port
+    std::string ifname;
+  };
+  std::optional<PortTarget> FindBridgePort(const Where& w, const Interface& bridge,
+                                           const net::Ipv4& nexthop);
+  void DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
+                    const Prev& prev, const PluginAction& action);
+  void Serve(const Where& w, Vertex v, Flight f, Branch br);
+  void External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
+  void ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
+  void StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
+  bool HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f, Branch& br,
+                          std::string* iif);
+
+  // ---- services ----
+  // Returns true when the packet matched a Service (the branches were walked from here).
+  bool ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
+                    bool originated);
+
+  void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
+                          bool originated);
+
+  // ---- packet size / TCP MSS ----
+  // Checks the packet in flight against `limit` / `settle` (SizeCheck) at hop `v`: at once, or
+  // (the request of a TCP query without --size) kept in f.tcp.pending until the segment size is
+  // known. `make_flag` builds the SizeCheck::flag, only when it may be needed. False when the
+  // packet is dropped here (the hop's action is set).
+  bool CheckSize(Vertex v, Flight& f, uint32_t limit, uint32_t settle,
+                 absl::FunctionRef<SizeFlag()> make_flag);
+  // The flag of a device's MTU check (WARNING: PMTU discovery; FATAL for a --size packet).
+  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev);
+  // How the reply's segments of `f` got their size (SegmentWhy).
+  std::string ReplyWhy(const Flight& f) const;
+  // Decides the chain ending at `leaf` for client segments of `size` bytes (`why`: how it was
+  // negotiated, built when a check fails).
+  void ResolveChecks(const std::shared_ptr<SizeCheckNode>& leaf, uint32_t size,
+                     absl::FunctionRef<std::string()> why);
+  // The request's checks of `f` (a reply reaching the client, or a request served outside the
+  // snapshot), for the server `server` whose MSS reached the client as `rcvd` (0: unknown).
+  void ResolveRequest(const std::shared_ptr<SizeCheckNode>& leaf, const TcpEnd* server,
+                      uint32_t rcvd, const std::string& clamps);
+  // iptables TCPMSS rules in mangle `hook` of `w` that the SYN (request) or SYN-ACK (reply)
+  // matches lower f.tcp.syn as xt_TCPMSS does (--set-mss; --clamp-mss-to-pmtu: the smaller of
+  // the output device's MTU and the MTU of the route back to the source, - 40; never raised).
+  void ClampMss(const Where& w, NfHook hook, const Packet& pkt, absl::string_view iif,
+                absl::string_view oif, Flight& f);
+  std::string Who(const Where& w) const;
+
+  // ---- netfilter / NAT ----
+  NfPass RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt, absl::string_view iif,
+                 absl::string_view oif, std::optional<net::Ipv4> nexthop);
+  void UnSnat(const Where& w, Packet* p, const Branch& br);
+  void UnDnat(const Where& w, Packet* p, const Branch& br);
+  void SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br);
+
+  // ---- routing ----
+  void ReportRouteError(Vertex v, const RouteResult& r, const Packet& p, absl::string_view what,
+                        const Where* w = nullptr);
+  const Interface* DownDeviceFor(const Where& w, const net::Ipv4& dst);
+  void NotePolicyRoute(Vertex v, const RouteResult& r);
+  void CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
+                     const std::optional<net::Ipv4>& gateway);
+  struct Owner {
+    Where where;
+    std::string ifname;
+  };
+  std::optional<Owner> OwnerOf(const net::Ipv4& ip);
+  std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
+  // The other end of a veth "cable" from node `w` to another node's netns.
+  std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
+  // Whether the netns `peer` answers, on its device `pif`, an ARP request for `target` from
+  // `sender` (arp_process: own address under arp_ignore, or proxy ARP).
+  // `why` (optional) gets the reason when it does not.
+  bool AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
+                  const net::Ipv4& sender, std::string* why = nullptr);
+  // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
+  // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
+  // packet died here (the FATAL is added to `v`).
+  bool CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
+                 const Interface& pif, const net::Ipv4& nexthop, Flight& f);
+  // Pods of `node`: the cluster's, plus pod directories of the snapshot that pods.json lacks
+  // (a collect without kubectl data), synthesized from their netns.
+  const std::vector<const model::Pod*>& PodsOn(const std::string& node);
+  const model::Pod* FindPodAnywhere(const std::string& ns, const std::string& name);
+  const Interface* PrimaryInterface(const Where& node);
+
+  // ---- fan-out ----
+  void WalkBranches(Vertex parent, std::vector<std::function<void()>> branches);
+
+  const model::Snapshot& snap_;
+  const model::Cluster& cluster_;
+  const Query& query_;
+  Plugin& plugin_;
+  TraceOptions opts_;
+  PathGraph graph_;
+  PluginContext pctx_;
+  absl::Status error_;
+  absl::flat_hash_set<std::string> checked_;
+  absl::flat_hash_set<std::string> once_;
+  std::vector<std::vector<Vertex>*> collectors_;
+  // The request as the client sent it (after source selection), for reply verification.
+  std::optional<Packet> client_packet_;
+  std::deque<model::Pod> synthetic_pods_;
+  absl::flat_hash_map<std::string, std::vector<const model::Pod*>> pods_on_;
+  Where client_where_;
+  bool client_external_ = false;
+  // Size of the client's first packet (its route MTU, or --size): a TCP server's segments are
+  // no larger (the client's MSS).
+  uint32_t client_size_ = 0;
+  // Every request check made (creation order), for Finish.
+  std::vector<std::shared_ptr<SizeCheckNode>> size_checks_;
+};
+
+}  // namespace sarena::diag::internal
+
+#endif  // LIBSARENA_DIAG_WALK_WALKER_H_
