@@ -1,5 +1,6 @@
 // The path walk's private parts (not installed): the walk's types and the Walker class that
-// Trace (libsarena/diag/walk.h) runs.
+// Trace (libsarena/diag/walk.h) runs. The member functions live in this folder, one file per
+// concern (docs/architecture.md, "Where each concern lives").
 #ifndef LIBSARENA_DIAG_WALK_WALKER_H_
 #define LIBSARENA_DIAG_WALK_WALKER_H_
 
@@ -43,6 +44,7 @@ constexpr uint32_t kIpipOverhead = 20;
 constexpr uint32_t kVxlanOverhead = 50;
 constexpr uint32_t kWireguardOverhead = 60;
 
+// Defined in hops.cc.
 std::string Ep(const net::Ipv4& ip, uint16_t port);
 std::string Tuple(const Packet& p);
 
@@ -142,6 +144,7 @@ struct Prev {
 
 constexpr uint32_t kTcpIpHeaders = 40;  // IPv4 + TCP headers without options (RFC 9293 3.7.1)
 
+// Defined in mtu.cc.
 TcpEnd MakeTcpEnd(std::string who, const RouteResult& r, const Interface* out);
 std::string PathMtuText(const TcpEnd& e);
 std::string SegmentWhy(const TcpEnd& sender, const TcpEnd* receiver, uint32_t rcvd,

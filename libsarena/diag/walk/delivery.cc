@@ -1,0 +1,168 @@
+// Ends of the path: a served request (Serve), the reply (StartReply), an external
+// destination and its reply (External, ExternalReply).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+// ------------------------------------------------------------------------------------------
+// Ends of the path.
+
+void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
+  Hop& h = graph_.hop(v);
+  h.action = HopAction::kServe;
+  h.packet = f.pkt;
+  if (f.reply) {
+    // The SYN-ACK reached the client: the server's MSS (after the clamps on the way back) sizes
+    // the client's segments.
+    if (f.tcp.active && f.tcp.request) {
+      ResolveRequest(f.tcp.request, f.tcp.self_known ? &f.tcp.self : nullptr, f.tcp.syn,
+                     f.tcp.clamps);
+    }
+    // The reply reached the client: conntrack there matches it against the request it sent.
+    if (client_where_.ns && w.ns && client_where_.ns != w.ns) {
+      Drop(v, "route_mismatch",
+           absl::StrCat("the reply to ", f.pkt.dst.to_string(), " is delivered to ", w.ns->id,
+                        ", not to the client ", client_where_.ns->id));
+      return;
+    }
+    if (client_packet_) {
+      const Packet& c = *client_packet_;
+      if (f.pkt.src != c.dst || (c.dport && f.pkt.sport != c.dport)) {
+        Drop(v, "asymmetric_return",
+             absl::StrCat("the reply arrives from ", Ep(f.pkt.src, f.pkt.sport),
+                          " but the client sent to ", Ep(c.dst, c.dport),
+                          ": the NAT of the request was not reversed on the way back (the reply "
+                          "bypassed the node that translated it); the client drops it"));
+      }
+    }
+    return;
+  }
+  // The request is delivered to a socket here.
+  if (w.in_pod()) {
+    const model::Pod& pod = *w.pod;
+    if (f.pkt.proto == model::kProtoTcp || f.pkt.proto == model::kProtoUdp ||
+        f.pkt.proto == model::kProtoSctp) {
+      if (pod.ports.empty()) {
+        Suspect(v, Level::kInfo, "not_listening",
+                absl::StrCat("pod ", pod.Key(),
+                             " declares no containerPorts: cannot check that "
+                             "something listens on ",
+                             f.pkt.dport, "/", model::ProtoName(f.pkt.proto)));
+      } else {
+        bool found = false;
+        for (const auto& p : pod.ports) {
+          if (p.container_port == f.pkt.dport && p.proto == f.pkt.proto) found = true;
+        }
+        if (!found) {
+          std::vector<std::string> ports;
+          for (const auto& p : pod.ports) {
+            ports.push_back(absl::StrCat(p.container_port, "/", model::ProtoName(p.proto)));
+          }
+          Suspect(v, Level::kWarning, "not_listening",
+                  absl::StrCat("pod ", pod.Key(), " declares containerPorts ",
+                               absl::StrJoin(ports, ", "), " but not ", f.pkt.dport, "/",
+                               model::ProtoName(f.pkt.proto),
+                               ": nothing may listen there (ports need not be declared)"));
+        }
+      }
+    }
+  } else if (w.ns) {
+    // Local delivery on a node: a hostNetwork pod or a node service. A Service node port that
+    // reaches here was not translated.
+    if (const model::Service* svc = cluster_.FindServiceByNodePort(f.pkt.dport, f.pkt.proto)) {
+      (void)svc;
+    }
+  }
+  if (opts_.reply) StartReply(w, v, f, std::move(br));
+}
+
+void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
+  Flight rf;
+  rf.pkt = f.pkt.Reversed();
+  rf.pkt.ct_state = CtState::kEstablished;
+  rf.pkt.ttl = 64;
+  rf.pkt.mark = 0;
+  rf.pkt.length = 0;
+  rf.reply = true;
+  // TCP: the server's segments are at most the client's MSS (its MTU - 40, announced in the
+  // SYN), so the reply is no larger than the client's own packets. Other protocols: unknown,
+  // full-size (the server's MTU).
+  if (f.tcp.active) {
+    rf.tcp.active = true;
+    rf.tcp.peer = f.tcp.self;
+    rf.tcp.peer_syn = f.tcp.syn;
+    rf.tcp.peer_clamps = f.tcp.clamps;
+    rf.tcp.request = f.tcp.pending;
+    rf.size = f.tcp.syn ? f.tcp.syn + kTcpIpHeaders : client_size_;
+    // Until the server's route is known (OriginateRouted): its own path MTU unknown.
+    rf.tcp.self.who = Who(w);
+    rf.tcp.segment = rf.size;
+  } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
+    rf.size = client_size_;
+  }
+  Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
+}
+
+void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+  // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
+  if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
+  Hop h;
+  h.kind = HopKind::kExternal;
+  h.id = absl::StrCat("external:", ip.to_string());
+  h.action = HopAction::kServe;
+  h.packet = f.pkt;
+  Vertex v = AddHop(std::move(h), prev);
+  if (!opts_.reply) return;
+  Flight rf;
+  rf.pkt = f.pkt.Reversed();
+  rf.pkt.ct_state = CtState::kEstablished;
+  rf.reply = true;
+  Hop r;
+  r.kind = HopKind::kExternal;
+  r.id = absl::StrCat("external:", ip.to_string(), "@reply");
+  r.action = HopAction::kSend;
+  r.packet = rf.pkt;
+  r.reply = true;
+  Vertex rv = AddHop(std::move(r), Prev{v, "reply"});
+  // The reply comes back to whoever owns its destination; else to where the request left.
+  if (auto o = OwnerOf(rf.pkt.dst)) {
+    if (!error_.ok()) return;
+    Receive(o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"});
+    return;
+  }
+  if (!error_.ok()) return;
+  auto node = NodeWhere(br.egress_node);
+  if (!node.ok()) {
+    error_ = node.status();
+    return;
+  }
+  if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
+    Suspect(rv, Level::kWarning, "route_mismatch",
+            absl::StrCat("the reply is addressed to pod ", pod->Key(), " (", rf.pkt.dst.to_string(),
+                         "): the network outside the cluster must route "
+                         "pod addresses back (no SNAT was applied)"));
+  }
+  std::string iif = br.egress_iface;
+  Receive(*node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"});
+}
+
+void Walker::ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+  Hop h;
+  h.kind = HopKind::kExternal;
+  h.id = absl::StrCat("external:", ip.to_string(), "@reply");
+  h.action = HopAction::kServe;
+  h.packet = f.pkt;
+  h.reply = true;
+  Vertex v = AddHop(std::move(h), prev);
+  if (client_external_ && client_packet_) {
+    const Packet& c = *client_packet_;
+    if (f.pkt.src != c.dst || (c.dport && f.pkt.sport != c.dport)) {
+      Drop(v, "asymmetric_return",
+           absl::StrCat("the reply reaches ", ip.to_string(), " from ", Ep(f.pkt.src, f.pkt.sport),
+                        " but the client sent to ", Ep(c.dst, c.dport),
+                        ": the request's NAT was not reversed (asymmetric return)"));
+    }
+  }
+}
+
+}  // namespace sarena::diag::internal

@@ -1,0 +1,120 @@
+// Locations (NodeWhere, PodWhere, HopId), graph helpers (AddHop, InfoOnce, Need) and the
+// branch fan-out (WalkBranches: a FATAL in some but not all branches is reported as CRITICAL).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+std::string Ep(const net::Ipv4& ip, uint16_t port) {
+  return port ? absl::StrCat(ip.to_string(), ":", port) : ip.to_string();
+}
+
+std::string Tuple(const Packet& p) {
+  return absl::StrCat(Ep(p.src, p.sport), " -> ", Ep(p.dst, p.dport), "/",
+                      model::ProtoName(p.proto));
+}
+
+// ------------------------------------------------------------------------------------------
+// Locations.
+
+absl::StatusOr<Where> Walker::NodeWhere(absl::string_view node) {
+  Where w;
+  w.node_name = std::string(node);
+  auto st = snap_.Node(node);
+  if (st.ok()) {
+    w.node = *st;
+    w.ns = *st;
+    return w;
+  }
+  if (absl::IsNotFound(st.status())) return w;  // ns == nullptr: not in the snapshot
+  return st.status();
+}
+
+absl::StatusOr<Where> Walker::PodWhere(const model::Pod& pod) {
+  Where w;
+  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(pod.node_name));
+  w.node = node.node;
+  w.node_name = pod.node_name;
+  w.pod = &pod;
+  if (pod.host_network) {
+    w.pod = nullptr;
+    w.ns = node.node;
+    return w;
+  }
+  auto st = snap_.PodNetns(pod.namespace_, pod.name, pod.node_name);
+  if (st.ok()) {
+    w.ns = *st;
+  } else if (!absl::IsNotFound(st.status())) {
+    return st.status();
+  }
+  return w;
+}
+
+std::string Walker::HopId(const Where& w, bool reply) const {
+  std::string id = w.in_pod() ? w.pod->Key() : w.node_name;
+  if (reply) absl::StrAppend(&id, "@reply");
+  return id;
+}
+
+// ------------------------------------------------------------------------------------------
+// Graph helpers.
+
+Vertex Walker::AddHop(Hop hop, const Prev& prev) {
+  Vertex v = graph_.AddHop(std::move(hop));
+  if (prev.v) graph_.Link(*prev.v, v, prev.label);
+  for (auto* c : collectors_) c->push_back(v);
+  return v;
+}
+
+void Walker::InfoOnce(Vertex v, absl::string_view key, absl::string_view code,
+                      absl::string_view msg) {
+  if (!once_.insert(std::string(key)).second) return;
+  Suspect(v, Level::kInfo, code, msg);
+}
+
+bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what) {
+  if (w.ns == nullptr) return false;
+  if (w.ns->netstack.Has(src)) return true;
+  std::string file = absl::StrCat(w.ns->dir, "/", model::ToString(src));
+  InfoOnce(v, absl::StrCat("missing|", file, "|", what), "file_missing",
+           absl::StrCat("cannot check ", what, ": file ", file, " missing"));
+  return false;
+}
+
+void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> branches) {
+  if (branches.size() <= 1) {
+    for (auto& b : branches) b();
+    return;
+  }
+  std::vector<std::vector<Vertex>> sets(branches.size());
+  for (size_t i = 0; i < branches.size(); ++i) {
+    collectors_.push_back(&sets[i]);
+    branches[i]();
+    collectors_.pop_back();
+    if (!error_.ok()) return;
+  }
+  // DESIGN: FATAL means the path is broken. When only some backends fail, some connections
+  // succeed: report those FATALs as CRITICAL (the branch still shows where it fails).
+  std::vector<bool> fatal(branches.size(), false);
+  size_t nfatal = 0;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    for (Vertex v : sets[i]) {
+      if (graph_.hop(v).MaxLevel() == Level::kFatal) fatal[i] = true;
+    }
+    nfatal += fatal[i];
+  }
+  if (nfatal == 0 || nfatal == sets.size()) return;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    if (!fatal[i]) continue;
+    for (Vertex v : sets[i]) {
+      for (Suspicion& s : graph_.hop(v).suspicions) {
+        if (s.level != Level::kFatal) continue;
+        s.level = Level::kCritical;
+        s.message = absl::StrCat(s.message, " (only ", nfatal, " of ", sets.size(),
+                                 " Service branches fail: some connections succeed)");
+      }
+    }
+  }
+  (void)parent;
+}
+
+}  // namespace sarena::diag::internal

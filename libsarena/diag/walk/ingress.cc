@@ -1,0 +1,233 @@
+// Ingress of a netns: the link (Receive), PREROUTING and the plugin's ingress hook
+// (Ingress), input routing and INPUT / FORWARD (ProcessInput, ContinueInput).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br,
+                     const Prev& prev) {
+  if (!error_.ok()) return;
+  Hop h;
+  h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
+  h.id = HopId(w, f.reply);
+  h.node = w.node_name;
+  h.iif = iif;
+  h.action = HopAction::kForward;
+  h.packet = f.pkt;
+  h.reply = f.reply;
+  Vertex v = AddHop(std::move(h), prev);
+  if (++br.hops > opts_.max_hops) {
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("more than ", opts_.max_hops,
+                      " hops: the path loops or is longer than any real "
+                      "path; stopped"));
+    return;
+  }
+  HookPacket hp{f.pkt, f.reply, &br.host_flows};
+  if (w.in_pod()) {
+    plugin_.CheckPod(pctx_, w, v, hp);
+  } else if (w.ns && checked_.insert(w.node_name).second) {
+    plugin_.CheckNode(pctx_, w, v);
+  }
+  if (w.ns == nullptr) {
+    if (w.in_pod()) {
+      Suspect(v, Level::kInfo, "file_missing",
+              absl::StrCat("cannot check inside pod ", w.pod->Key(), ": directory nodes/",
+                           w.node_name, "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
+      graph_.hop(v).iif = iif.empty() ? "eth0" : iif;
+      if (w.pod->pod_ip && f.pkt.dst == *w.pod->pod_ip) {
+        Serve(w, v, std::move(f), std::move(br));
+      } else {
+        Suspect(v, Level::kWarning, "route_mismatch",
+                absl::StrCat("packet for ", f.pkt.dst.to_string(), " delivered to pod ",
+                             w.pod->Key(), " which does not own that address"));
+      }
+      return;
+    }
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("node ", w.node_name,
+                         " has no directory in the snapshot: the path "
+                         "beyond it cannot be checked",
+                         f.peer_expectation.empty() ? std::string()
+                                                    : absl::StrCat("; there, ", f.peer_expectation)));
+    return;
+  }
+  Ingress(w, v, iif, std::move(f), std::move(br));
+}
+
+void Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
+  if (Need(w, v, NetstackSource::kLinks, "links")) {
+    const Interface* in = ns.FindInterface(iif);
+    if (in == nullptr) {
+      Drop(v, "link_missing",
+           absl::StrCat("ingress device '", iif, "' does not exist in ", w.ns->id));
+      return;
+    }
+    if (!in->admin_up || !in->CanTransmit()) {
+      Drop(v, "link_down",
+           absl::StrCat("ingress device ", iif, " is down (", in->operstate,
+                        "): nothing is received on it"));
+      return;
+    }
+  }
+  const Packet& seen = f.outer ? *f.outer : f.pkt;
+  std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(seen), "|", f.reply);
+  if (!br.visited.insert(key).second) {
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(seen), " enters ", w.ns->id, " on ", iif,
+                      " again; it circulates until its TTL "
+                      "expires"));
+    return;
+  }
+  if (!f.reply) br.request_netns.insert(w.ns->id);
+  if (!f.outer && !w.in_pod()) {
+    HookPacket hp{f.pkt, f.reply, &br.host_flows};
+    PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
+    if (!HandlePluginAction(w, v, a, f, br, &iif)) return;
+  }
+  ProcessInput(w, v, iif, std::move(f), std::move(br));
+}
+
+void Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
+  Packet& pkt = f.outer ? *f.outer : f.pkt;
+  SetCtState(w, &pkt, f, br);
+  if (f.reply && !f.outer) UnSnat(w, &pkt, br);
+  if (!f.outer && !f.reply && !w.in_pod()) {
+    if (ServiceStage(w, v, iif, f, br, false)) return;
+    if (!error_.ok()) return;
+  }
+  if (!w.in_pod()) {
+    NfPass nf = RunHook(w, v, NfHook::kPrerouting, pkt, iif, "", std::nullopt);
+    if (nf.dropped || !error_.ok()) return;
+    const NfOutcome& o = nf.accepted.front();
+    if (o.dnat && !f.outer) {
+      br.nat.push_back(NatRecord{w.ns->id, pkt, o.packet, true, false});
+      Suspect(v, Level::kInfo, "dnat",
+              absl::StrCat("DNAT ", Tuple(pkt), " -> ", Ep(o.packet.dst, o.packet.dport), " by ",
+                           o.decided_by ? o.decided_by->ToString() : "netfilter"));
+    }
+    pkt = o.packet;
+    graph_.hop(v).packet = f.pkt;
+  }
+  ContinueInput(w, v, iif, std::move(f), std::move(br));
+}
+
+void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  Packet& pkt = f.outer ? *f.outer : f.pkt;
+  if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
+    if (w.in_pod() && w.pod->pod_ip && pkt.dst == *w.pod->pod_ip) {
+      Serve(w, v, std::move(f), std::move(br));
+      return;
+    }
+    Suspect(
+        v, Level::kWarning, "snapshot_incomplete",
+        absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id, ": no routes in the snapshot"));
+    return;
+  }
+  bool sysctls = ns.Has(NetstackSource::kSysctls);
+  model::Flow fl;
+  fl.dst = pkt.dst;
+  fl.src = pkt.src;
+  fl.iif = iif;
+  fl.mark = pkt.mark;
+  fl.tos = pkt.tos;
+  fl.proto = pkt.proto;
+  fl.sport = pkt.sport;
+  fl.dport = pkt.dport;
+  model::InputResult in = ns.RouteInput(fl);
+  bool forward_unknown =
+      in.decision == InputDecision::kDrop && in.drop == InputDrop::kForwardingDisabled && !sysctls;
+  if (in.decision == InputDecision::kDrop && !forward_unknown) {
+    switch (in.drop) {
+      case InputDrop::kIngressMissing:
+        Drop(v, "link_missing", absl::StrCat("ingress device '", iif, "' does not exist"));
+        return;
+      case InputDrop::kIngressDown:
+        Drop(v, "link_down", absl::StrCat("ingress device ", iif, " is down"));
+        return;
+      case InputDrop::kNoRoute:
+      case InputDrop::kUnreachable:
+      case InputDrop::kBlackhole:
+      case InputDrop::kProhibit:
+        ReportRouteError(v, in.route, pkt, "no usable route to", &w);
+        return;
+      case InputDrop::kForwardingDisabled:
+        if (!sysctls) break;  // unknown: reported below as "cannot check", walked on
+        if (in.ip_forward_disabled) {
+          Drop(v, "ip_forward_disabled",
+               absl::StrCat("net.ipv4.ip_forward = 0 on ", w.ns->id, ": ", Tuple(pkt),
+                            " entering on ", iif, " is not forwarded to ", in.route.oif));
+        } else {
+          Drop(v, "iface_forwarding_disabled",
+               absl::StrCat("net.ipv4.conf.", iif, ".forwarding = 0: ", Tuple(pkt), " entering on ",
+                            iif, " is not forwarded (the kernel checks the INGRESS device) to ",
+                            in.route.oif));
+        }
+        return;
+      case InputDrop::kRpFilter: {
+        std::string mode = in.rpf.mode == 1 ? "strict (1)" : "loose (2)";
+        Drop(v, "rp_filter_drop",
+             absl::StrCat("reverse-path filter ", mode, " on ", iif, " (effective max(all, ", iif,
+                          ")) drops ", Tuple(pkt), ": ", model::ToString(in.rpf.failure),
+                          "; reverse route: ",
+                          in.rpf.reverse.ok() ? in.rpf.reverse.ToString() : std::string("none"),
+                          in.rpf.detail.empty() ? "" : absl::StrCat(" (", in.rpf.detail, ")")));
+        return;
+      }
+      case InputDrop::kMartianSource:
+        Drop(v, "martian_packet",
+             absl::StrCat("martian source: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
+        return;
+      case InputDrop::kMartianDestination:
+        Drop(v, "martian_packet",
+             absl::StrCat("martian destination: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
+        return;
+      case InputDrop::kNone:
+        Drop(v, "no_route", absl::StrCat("input routing drops ", Tuple(pkt), ": ", in.detail));
+        return;
+    }
+  }
+  if (!sysctls) {
+    std::string file = absl::StrCat(w.ns->dir, "/", model::kSysctlFile);
+    InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
+             absl::StrCat("cannot check rp_filter and forwarding: file ", file, " missing"));
+  }
+  if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
+    NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
+    if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
+    if (nf.dropped || !error_.ok()) return;
+    pkt = nf.accepted.front().packet;
+    if (f.outer) {
+      Decapsulate(w, v, std::move(f), std::move(br));
+      return;
+    }
+    if (f.reply) UnDnat(w, &f.pkt, br);
+    Serve(w, v, std::move(f), std::move(br));
+    return;
+  }
+  // Forward.
+  NotePolicyRoute(v, in.route);
+  if (pkt.ttl <= 1) {
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id, " (forwarding decrements it)"));
+    return;
+  }
+  --pkt.ttl;
+  NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, in.route.oif, in.route.gateway);
+  if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
+  if (nf.dropped || !error_.ok()) return;
+  if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, in.route.oif, f);
+  pkt = nf.accepted.front().packet;
+  if (!w.in_pod() && !f.outer) {
+    HookPacket hp{f.pkt, f.reply, &br.host_flows};
+    PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, in.route);
+    std::string dummy;
+    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  }
+  Transmit(w, v, in.route, std::move(f), std::move(br));
+}
+
+}  // namespace sarena::diag::internal

@@ -1,0 +1,134 @@
+// Netfilter: a hook's outcomes to a verdict and suspicions (RunHook); conntrack state
+// and un-NAT of replies (SetCtState, UnSnat, UnDnat).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+// ------------------------------------------------------------------------------------------
+// Netfilter.
+
+NfPass Walker::RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt,
+                       absl::string_view iif, absl::string_view oif,
+                       std::optional<net::Ipv4> nexthop) {
+  NfPass pass;
+  if (w.ns == nullptr || !w.ns->netfilter) {
+    if (w.ns != nullptr && !w.in_pod()) {
+      std::string file = absl::StrCat(w.ns->dir, "/", model::kIptablesFile);
+      InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
+               absl::StrCat("cannot check netfilter (iptables): file ", file, " missing"));
+    }
+    NfOutcome o;
+    o.packet = pkt;
+    pass.accepted.push_back(std::move(o));
+    return pass;
+  }
+  model::NfContext ctx;
+  ctx.iif = iif;
+  ctx.oif = oif;
+  ctx.nexthop = nexthop;
+  ctx.netstack = &w.ns->netstack;
+  std::vector<NfOutcome> outs = w.ns->netfilter->EvaluateHook(hook, pkt, ctx);
+  double drop_certain = 0, drop_assumed = 0;
+  const NfOutcome* first_drop = nullptr;
+  const NfOutcome* first_assumed_drop = nullptr;
+  for (NfOutcome& o : outs) {
+    for (const model::NfNote& n : o.notes) {
+      std::string key = absl::StrCat("nfnote|", w.ns->id, "|", n.rule.line, "|", n.what);
+      InfoOnce(v, key, "netfilter_unknown",
+               absl::StrCat("netfilter: ", model::ToString(n.kind), " '", n.what, "' at ",
+                            n.rule.ToString(), ": ", n.detail));
+    }
+    if (o.verdict == NfVerdict::kAccept) {
+      pass.accepted.push_back(o);
+    } else if (o.verdict == NfVerdict::kQueue) {
+      InfoOnce(v, absl::StrCat("nfqueue|", w.ns->id, "|", model::ToString(hook)),
+               "netfilter_unknown",
+               absl::StrCat("netfilter ", model::ToString(hook),
+                            ": packet queued to user space (NFQUEUE); assumed accepted"));
+      pass.accepted.push_back(o);
+    } else if (o.certain()) {
+      drop_certain += o.probability;
+      if (!first_drop) first_drop = &o;
+    } else {
+      drop_assumed += o.probability;
+      if (!first_assumed_drop) first_assumed_drop = &o;
+    }
+  }
+  std::stable_sort(pass.accepted.begin(), pass.accepted.end(),
+                   [](const NfOutcome& a, const NfOutcome& b) {
+                     if (a.certain() != b.certain()) return a.certain();
+                     return a.probability > b.probability;
+                   });
+  auto describe = [&](const NfOutcome& o) {
+    std::string by = o.decided_by ? o.decided_by->ToString() : "chain policy";
+    return absl::StrCat(model::ToString(o.verdict), " by ", by);
+  };
+  if (first_drop && pass.accepted.empty()) {
+    pass.dropped = true;
+    Drop(v, "netfilter_drop",
+         absl::StrCat("netfilter ", model::ToString(hook), " drops ", Tuple(pkt), ": ",
+                      describe(*first_drop)));
+  } else if (first_drop) {
+    bool any_certain_accept = std::any_of(pass.accepted.begin(), pass.accepted.end(),
+                                          [](const NfOutcome& o) { return o.certain(); });
+    Suspect(v, any_certain_accept ? Level::kCritical : Level::kWarning, "netfilter_drop",
+            absl::StrFormat("netfilter %s drops %.0f%% of %s: %s", model::ToString(hook),
+                            drop_certain * 100, Tuple(pkt), describe(*first_drop)));
+  } else if (first_assumed_drop) {
+    if (pass.accepted.empty()) {
+      pass.dropped = true;
+      Drop(v, "netfilter_drop",
+           absl::StrCat("netfilter ", model::ToString(hook), " drops ", Tuple(pkt), ": ",
+                        describe(*first_assumed_drop),
+                        " (depends on a match the model cannot "
+                        "evaluate; see the INFO notes)"));
+    } else {
+      std::vector<std::string> what;
+      for (const auto& a : first_assumed_drop->assumptions) {
+        what.push_back(absl::StrCat(a.assumed_match ? "if '" : "unless '", a.what, "' matches"));
+      }
+      Suspect(v, Level::kWarning, "netfilter_drop",
+              absl::StrCat("netfilter ", model::ToString(hook), " may drop ", Tuple(pkt), " (",
+                           absl::StrJoin(what, ", "), "): ", describe(*first_assumed_drop)));
+    }
+  }
+  return pass;
+}
+
+void Walker::SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br) {
+  if (!f.reply || w.ns == nullptr) {
+    p->ct_state = CtState::kNew;
+    return;
+  }
+  if (br.request_netns.contains(w.ns->id)) {
+    p->ct_state = CtState::kEstablished;
+  } else {
+    // A reply meeting a conntrack that never saw the request: for TCP a SYN-ACK without a SYN is
+    // INVALID (nf_conntrack_proto_tcp: sSA from sNO); other protocols start a NEW entry.
+    p->ct_state = p->proto == model::kProtoTcp ? CtState::kInvalid : CtState::kNew;
+  }
+}
+
+void Walker::UnSnat(const Where& w, Packet* p, const Branch& br) {
+  if (w.ns == nullptr) return;
+  for (const NatRecord& r : br.nat) {
+    if (!r.snat || r.netns != w.ns->id) continue;
+    if (p->dst == r.after.src && (r.after.sport == 0 || p->dport == r.after.sport)) {
+      p->dst = r.before.src;
+      p->dport = r.before.sport;
+    }
+  }
+}
+
+void Walker::UnDnat(const Where& w, Packet* p, const Branch& br) {
+  if (w.ns == nullptr) return;
+  for (const NatRecord& r : br.nat) {
+    if (!r.dnat || r.netns != w.ns->id) continue;
+    if (p->src == r.after.dst && (r.after.dport == 0 || p->sport == r.after.dport)) {
+      p->src = r.before.dst;
+      p->sport = r.before.dport;
+    }
+  }
+}
+
+}  // namespace sarena::diag::internal

@@ -1,0 +1,231 @@
+// Query placement: resolving the destination and placing the source, then the first
+// step of the walk (Walker::Run).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+// ------------------------------------------------------------------------------------------
+// Run.
+
+absl::Status Walker::Run() {
+  const Query& q = query_;
+  // Destination.
+  net::Ipv4 dst;
+  uint16_t dport = q.dport;
+  switch (q.dst.kind) {
+    case EndpointSpec::Kind::kPod: {
+      const model::Pod* p = FindPodAnywhere(q.dst.namespace_, q.dst.name);
+      if (!p) {
+        return absl::NotFoundError(absl::StrCat("unknown destination pod ", q.dst.namespace_, "/",
+                                                q.dst.name, " (not in cluster/pods.json)"));
+      }
+      if (!p->pod_ip) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "destination pod ", p->Key(), " has no IP (status.podIP empty: not running?)"));
+      }
+      dst = *p->pod_ip;
+      break;
+    }
+    case EndpointSpec::Kind::kNode: {
+      const model::Node* n = cluster_.FindNode(q.dst.name);
+      std::optional<net::Ipv4> ip = n ? n->PrimaryIp() : std::nullopt;
+      if (!ip && snap_.HasNodeDir(q.dst.name)) {
+        SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(q.dst.name));
+        if (const Interface* i = PrimaryInterface(w); i && i->PrimaryAddress()) {
+          ip = i->PrimaryAddress()->local;
+        }
+        // No Node object and no default route (a live collect of a node whose only address
+        // is on a host device, e.g. sarena_host): its first global address.
+        for (size_t k = 0; !ip && w.ns && k < w.ns->netstack.interfaces().size(); ++k) {
+          const Interface& i = w.ns->netstack.interfaces()[k];
+          const auto* a = i.loopback ? nullptr : i.PrimaryAddress();
+          if (a && a->scope == model::Scope::kUniverse) ip = a->local;
+        }
+      }
+      if (!ip) {
+        return absl::NotFoundError(absl::StrCat("unknown destination node ", q.dst.name,
+                                                " (no address in cluster/nodes.json)"));
+      }
+      dst = *ip;
+      break;
+    }
+    case EndpointSpec::Kind::kService: {
+      const model::Service* s = cluster_.FindService(q.dst.namespace_, q.dst.name);
+      if (!s) {
+        return absl::NotFoundError(absl::StrCat("unknown Service ", q.dst.namespace_, "/",
+                                                q.dst.name, " (not in cluster/services.json)"));
+      }
+      if (s->headless || s->cluster_ips.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Service ", s->Key(), " is headless (no cluster IP): trace one of its pods instead"));
+      }
+      if (!s->FindPort(q.dport, q.proto)) {
+        std::vector<std::string> ports;
+        for (const auto& p : s->ports) {
+          ports.push_back(absl::StrCat(p.port, "/", model::ProtoName(p.proto)));
+        }
+        return absl::InvalidArgumentError(
+            absl::StrCat("Service ", s->Key(), " has no port ", q.dport, "/",
+                         model::ProtoName(q.proto), " (ports: ", absl::StrJoin(ports, ", "), ")"));
+      }
+      dst = s->cluster_ips.front();
+      break;
+    }
+    case EndpointSpec::Kind::kIp:
+      dst = q.dst.ip;
+      break;
+  }
+
+  Flight f;
+  f.pkt.dst = dst;
+  f.pkt.dport = dport;
+  f.pkt.sport = q.sport;
+  f.pkt.proto = q.proto;
+  f.pkt.ttl = q.ttl;
+  f.pkt.ct_state = CtState::kNew;
+  Branch br;
+
+  // Source.
+  auto from_node = [&](absl::string_view name) -> absl::Status {
+    if (!snap_.HasNodeDir(name)) {
+      return absl::NotFoundError(absl::StrCat("source node ", name, " has no directory nodes/",
+                                              name, " in the snapshot: nothing to trace from"));
+    }
+    SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
+    client_where_ = w;
+    Originate(w, f, br, Prev{});
+    return error_;
+  };
+  switch (q.src.kind) {
+    case EndpointSpec::Kind::kPod: {
+      const model::Pod* p = FindPodAnywhere(q.src.namespace_, q.src.name);
+      if (!p) {
+        return absl::NotFoundError(absl::StrCat("unknown source pod ", q.src.namespace_, "/",
+                                                q.src.name, " (not in cluster/pods.json)"));
+      }
+      if (p->node_name.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("source pod ", p->Key(), " is not scheduled (spec.nodeName empty)"));
+      }
+      if (p->host_network) {
+        if (p->host_ip) f.pkt.src = *p->host_ip;
+        return from_node(p->node_name);
+      }
+      if (!p->pod_ip) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("source pod ", p->Key(), " has no IP (status.podIP empty: not running?)"));
+      }
+      if (!snap_.HasNodeDir(p->node_name)) {
+        return absl::NotFoundError(absl::StrCat("node ", p->node_name, " of source pod ", p->Key(),
+                                                " has no directory nodes/", p->node_name,
+                                                " in the snapshot"));
+      }
+      f.pkt.src = *p->pod_ip;
+      client_packet_ = f.pkt;
+      SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
+      client_where_ = w;
+      Originate(w, f, br, Prev{});
+      return error_;
+    }
+    case EndpointSpec::Kind::kNode: {
+      if (!cluster_.FindNode(q.src.name) && !snap_.HasNodeDir(q.src.name)) {
+        return absl::NotFoundError(absl::StrCat("unknown source node ", q.src.name));
+      }
+      return from_node(q.src.name);
+    }
+    case EndpointSpec::Kind::kService:
+      return absl::InvalidArgumentError("a Service cannot be the source of a trace");
+    case EndpointSpec::Kind::kIp: {
+      const net::Ipv4 ip = q.src.ip;
+      if (const model::Pod* p = cluster_.FindPodByIp(ip); p && !p->host_network) {
+        if (!snap_.HasNodeDir(p->node_name)) {
+          return absl::NotFoundError(absl::StrCat("node ", p->node_name, " of source pod ",
+                                                  p->Key(), " has no directory in the snapshot"));
+        }
+        f.pkt.src = ip;
+        client_packet_ = f.pkt;
+        SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
+        client_where_ = w;
+        Originate(w, f, br, Prev{});
+        return error_;
+      }
+      if (auto o = OwnerOf(ip)) {
+        SARENA_RETURN_IF_ERROR(error_);
+        if (!o->where.ns) {
+          return absl::NotFoundError(absl::StrCat("source ", ip.to_string(), " is node ",
+                                                  o->where.node_name,
+                                                  " which has no directory in the snapshot"));
+        }
+        f.pkt.src = ip;
+        client_packet_ = f.pkt;
+        client_where_ = o->where;
+        Originate(o->where, f, br, Prev{});
+        return error_;
+      }
+      SARENA_RETURN_IF_ERROR(error_);
+      // A client outside the cluster: it enters where the destination lives.
+      f.pkt.src = ip;
+      client_packet_ = f.pkt;
+      client_external_ = true;
+      std::optional<Owner> entry = OwnerOf(dst);
+      SARENA_RETURN_IF_ERROR(error_);
+      std::string note;
+      if (!entry) {
+        if (const model::Pod* p = cluster_.FindPodByIp(dst); p && !p->host_network) {
+          SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(p->node_name));
+          const Interface* i = PrimaryInterface(w);
+          entry = Owner{w, i ? i->name : ""};
+          note = absl::StrCat("assumed: the network routes pod ", p->Key(), " to its node ",
+                              p->node_name);
+        } else if (const model::Service* svc = cluster_.FindServiceByIp(dst)) {
+          // A load balancer sends to any node, or (externalTrafficPolicy Local) only to nodes
+          // whose health check reports a local endpoint.
+          std::vector<std::string> candidates;
+          if (svc->external_traffic_policy_local) {
+            if (const model::ServicePort* sp = svc->FindPort(dport, q.proto)) {
+              for (const auto& b : cluster_.BackendsFor(*svc, *sp)) {
+                if (b.ready && !b.node_name.empty()) candidates.push_back(b.node_name);
+              }
+            }
+          }
+          for (const std::string& n : snap_.node_names()) candidates.push_back(n);
+          for (const std::string& n : candidates) {
+            if (!snap_.HasNodeDir(n)) continue;
+            SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(n));
+            if (!w.ns) continue;
+            const Interface* i = PrimaryInterface(w);
+            entry = Owner{w, i ? i->name : ""};
+            note = absl::StrCat("assumed: traffic for Service address ", dst.to_string(),
+                                " arrives on node ", n);
+            break;
+          }
+          bool cluster_ip = std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), dst) !=
+                            svc->cluster_ips.end();
+          if (cluster_ip) {
+            absl::StrAppend(&note,
+                            "; a cluster IP is normally not routed from outside the "
+                            "cluster");
+          }
+        }
+      }
+      if (!entry || !entry->where.ns) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot place source ", ip.to_string(),
+                                                       ": it is neither a pod nor a node, and the "
+                                                       "destination ",
+                                                       dst.to_string(), " is not in the cluster"));
+      }
+      Hop h;
+      h.kind = HopKind::kExternal;
+      h.id = absl::StrCat("external:", ip.to_string());
+      h.action = HopAction::kSend;
+      h.packet = f.pkt;
+      Vertex v = AddHop(std::move(h), Prev{});
+      if (!note.empty()) Suspect(v, Level::kInfo, "external_source", note);
+      Receive(entry->where, entry->ifname, f, br, Prev{v, "underlay"});
+      return error_;
+    }
+  }
+  return error_;
+}
+
+}  // namespace sarena::diag::internal

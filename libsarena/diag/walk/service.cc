@@ -1,0 +1,298 @@
+// Kubernetes Service semantics: ClusterIP / NodePort / external IP matches, endpoints,
+// traffic policies (ServiceStage), and why a Service has no endpoints (ExplainNoEndpoints).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+// ------------------------------------------------------------------------------------------
+// Services.
+
+bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
+                          bool originated) {
+  const Packet& pkt = f.pkt;
+  const model::Service* svc = cluster_.FindServiceByIp(pkt.dst);
+  const model::ServicePort* port = nullptr;
+  enum class Via { kClusterIp, kExternal, kNodePort } via = Via::kClusterIp;
+  if (svc) {
+    bool is_cluster_ip = std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), pkt.dst) !=
+                         svc->cluster_ips.end();
+    via = is_cluster_ip ? Via::kClusterIp : Via::kExternal;
+    port = svc->FindPort(pkt.dport, pkt.proto);
+  } else if (w.ns && w.ns->netstack.IsLocalAddress(pkt.dst)) {
+    svc = cluster_.FindServiceByNodePort(pkt.dport, pkt.proto);
+    if (svc) {
+      port = svc->FindNodePort(pkt.dport, pkt.proto);
+      via = Via::kNodePort;
+    }
+  }
+  if (!svc) return false;
+
+  Hop h;
+  h.kind = HopKind::kService;
+  h.id = absl::StrCat(w.node_name, "/svc:", svc->Key());
+  h.node = w.node_name;
+  h.iif = iif;
+  h.action = HopAction::kService;
+  h.packet = pkt;
+  Vertex s = AddHop(h, Prev{v, via == Via::kNodePort ? "nodePort" : "service address"});
+  graph_.hop(v).action = originated ? HopAction::kSend : HopAction::kForward;
+
+  if (svc->headless) {
+    Drop(s, "service_no_endpoints", absl::StrCat("Service ", svc->Key(), " is headless"));
+    return true;
+  }
+  if (!port) {
+    Drop(s, "service_no_endpoints",
+         absl::StrCat("Service ", svc->Key(), " has no port ", pkt.dport, "/",
+                      model::ProtoName(pkt.proto), " on ", pkt.dst.to_string(),
+                      ": nothing translates this destination"));
+    return true;
+  }
+  std::vector<model::Backend> all = cluster_.BackendsFor(*svc, *port);
+  std::vector<model::Backend> ready;
+  for (const auto& b : all) {
+    if (b.ready) ready.push_back(b);
+  }
+  bool src_is_pod = cluster_.FindPodByIp(pkt.src) != nullptr;
+  bool src_is_node =
+      cluster_.FindNodeByIp(pkt.src) != nullptr || (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
+  bool external_src = !src_is_pod && !src_is_node && !originated;
+  if (ready.empty()) {
+    std::string why;
+    if (svc->selector.empty()) {
+      why = "it has no selector and no manual endpoints";
+    } else {
+      std::vector<std::string> sel;
+      for (const auto& [k, val] : svc->selector) sel.push_back(absl::StrCat(k, "=", val));
+      size_t matching = 0, matching_ready = 0;
+      for (const model::Pod& p : cluster_.pods()) {
+        if (p.namespace_ != svc->namespace_) continue;
+        bool ok = true;
+        for (const auto& [k, val] : svc->selector) {
+          const std::string* lv = model::FindLabel(p.labels, k);
+          if (!lv || *lv != val) ok = false;
+        }
+        if (ok) {
+          ++matching;
+          if (p.ready) ++matching_ready;
+        }
+      }
+      why = absl::StrCat("selector ", absl::StrJoin(sel, ","), " matches ", matching,
+                         " pod(s) in namespace ", svc->namespace_, ", ", matching_ready, " ready");
+    }
+    Drop(s, "service_no_endpoints",
+         absl::StrCat("Service ", svc->Key(), " port ", port->port, "/",
+                      model::ProtoName(port->proto), " has no ready endpoints (", why,
+                      all.empty() ? "" : absl::StrCat("; ", all.size(), " not ready"),
+                      "): connections to ", Ep(pkt.dst, pkt.dport), " fail"));
+    // How it fails (refused vs hang) depends on whether a rule rejects the untranslated packet
+    // on this path: kube-proxy's REJECT sat only in filter OUTPUT/INPUT for years
+    // (kubernetes/kubernetes#60124), so forwarded pod traffic was not rejected.
+    if (w.ns && w.ns->netfilter) ExplainNoEndpoints(w, s, iif, pkt, originated);
+    return true;
+  }
+  if (via == Via::kExternal &&
+      std::find(svc->load_balancer_ips.begin(), svc->load_balancer_ips.end(), pkt.dst) !=
+          svc->load_balancer_ips.end() &&
+      !svc->load_balancer_source_ranges.empty()) {
+    bool allowed = false;
+    for (const auto& r : svc->load_balancer_source_ranges) {
+      if (net::Contains(r, pkt.src)) allowed = true;
+    }
+    if (!allowed) {
+      std::vector<std::string> rs;
+      for (const auto& r : svc->load_balancer_source_ranges) rs.push_back(r.to_string());
+      Drop(s, "source_range_denied",
+           absl::StrCat("Service ", svc->Key(), " loadBalancerSourceRanges [",
+                        absl::StrJoin(rs, ", "), "] do not allow source ", pkt.src.to_string(),
+                        ": kube-proxy drops it"));
+      return true;
+    }
+  }
+  std::vector<model::Backend> eligible = ready;
+  if ((via == Via::kExternal || via == Via::kNodePort) && svc->external_traffic_policy_local &&
+      external_src) {
+    std::vector<model::Backend> local;
+    for (const auto& b : ready) {
+      if (b.node_name == w.node_name) local.push_back(b);
+    }
+    if (local.empty()) {
+      Drop(s, "external_traffic_policy_local_drop",
+           absl::StrCat("Service ", svc->Key(),
+                        " has externalTrafficPolicy Local and no ready "
+                        "endpoint on node ",
+                        w.node_name, " (", ready.size(),
+                        " elsewhere): external traffic arriving here is dropped"));
+      return true;
+    }
+    eligible = local;
+  } else if (via == Via::kClusterIp && svc->internal_traffic_policy_local) {
+    std::vector<model::Backend> local;
+    for (const auto& b : ready) {
+      if (b.node_name == w.node_name) local.push_back(b);
+    }
+    if (local.empty()) {
+      Drop(s, "service_no_endpoints",
+           absl::StrCat("Service ", svc->Key(),
+                        " has internalTrafficPolicy Local and no ready "
+                        "endpoint on node ",
+                        w.node_name));
+      return true;
+    }
+    eligible = local;
+  }
+
+  // The translation kube-proxy installed (netfilter), else the endpoints themselves.
+  struct Target {
+    Packet pkt;
+    double probability = 1;
+    std::string by;
+  };
+  std::vector<Target> targets;
+  bool from_rules = false;
+  if (w.ns && w.ns->netfilter) {
+    NfPass nf = RunHook(w, s, originated ? NfHook::kOutput : NfHook::kPrerouting, pkt, iif, "",
+                        std::nullopt);
+    if (nf.dropped || !error_.ok()) return true;
+    for (const NfOutcome& o : nf.accepted) {
+      if (!o.dnat) continue;
+      bool dup = false;
+      for (auto& t : targets) {
+        if (t.pkt.dst == o.packet.dst && t.pkt.dport == o.packet.dport) {
+          t.probability += o.probability;
+          dup = true;
+        }
+      }
+      if (!dup) {
+        targets.push_back(
+            Target{o.packet, o.probability, o.decided_by ? o.decided_by->ToString() : "netfilter"});
+      }
+    }
+    from_rules = !targets.empty();
+    if (targets.empty()) {
+      bool kube_proxy = false;
+      for (const std::string& c : w.ns->netfilter->Chains(model::NfTable::kNat)) {
+        if (absl::StartsWith(c, "KUBE-SVC-") || absl::StartsWith(c, "KUBE-SEP-")) {
+          kube_proxy = true;
+        }
+      }
+      if (kube_proxy) {
+        Drop(s, "service_not_programmed",
+             absl::StrCat("kube-proxy's rules on ", w.node_name, " do not translate ",
+                          Ep(pkt.dst, pkt.dport), " (", svc->Key(), " has ", ready.size(),
+                          " ready endpoint(s)): the packet keeps the Service address"));
+        return true;
+      }
+      InfoOnce(s, absl::StrCat("nokp|", w.node_name), "service_not_programmed",
+               absl::StrCat("no kube-proxy iptables rules on ", w.node_name,
+                            " (IPVS or an eBPF service proxy?): backends taken from the "
+                            "Service's endpoints"));
+    } else {
+      // Compare with the endpoints Kubernetes lists.
+      for (const Target& t : targets) {
+        bool known = false;
+        for (const auto& b : eligible) {
+          if (b.ip == t.pkt.dst && b.port == t.pkt.dport) known = true;
+        }
+        if (!known) {
+          Suspect(s, Level::kWarning, "service_backend_mismatch",
+                  absl::StrCat("kube-proxy translates to ", Ep(t.pkt.dst, t.pkt.dport),
+                               " which is not a ready endpoint of ", svc->Key(), " (stale rules)"));
+        }
+      }
+    }
+  } else if (w.ns) {
+    std::string file = absl::StrCat(w.ns->dir, "/", model::kIptablesFile);
+    InfoOnce(s, absl::StrCat("missing|", file), "file_missing",
+             absl::StrCat("cannot check kube-proxy rules: file ", file,
+                          " missing; backends taken from the Service's endpoints"));
+  }
+  if (!from_rules) {
+    for (const auto& b : eligible) {
+      Packet p = pkt;
+      p.dst = b.ip;
+      p.dport = b.port;
+      targets.push_back(Target{p, 1.0 / eligible.size(), "endpoints"});
+    }
+  }
+  if (targets.size() > opts_.max_backends) {
+    Suspect(s, Level::kInfo, "service_backends",
+            absl::StrCat(targets.size(), " backends; walking the first ", opts_.max_backends));
+    targets.resize(opts_.max_backends);
+  }
+  std::vector<std::function<void()>> branches;
+  bool many = targets.size() > 1;
+  for (const Target& t : targets) {
+    branches.push_back([&, t]() {
+      Hop bh = h;
+      if (many) bh.id = absl::StrCat(h.id, "@", Ep(t.pkt.dst, t.pkt.dport));
+      bh.packet = t.pkt;
+      Vertex b = s;
+      if (many) {
+        b = AddHop(bh, Prev{s, absl::StrFormat("DNAT -> %s (p=%.2f)", Ep(t.pkt.dst, t.pkt.dport),
+                                               t.probability)});
+      } else {
+        graph_.hop(s).packet = t.pkt;
+      }
+      Suspect(b, Level::kInfo, "dnat",
+              absl::StrCat("DNAT ", Ep(pkt.dst, pkt.dport), " -> ", Ep(t.pkt.dst, t.pkt.dport),
+                           " by ", t.by));
+      Branch cb = br;
+      Packet after = t.pkt;
+      cb.nat.push_back(NatRecord{w.ns ? w.ns->id : "", pkt, after, true, false});
+      Flight cf = f;
+      cf.pkt = after;
+      if (originated) {
+        OriginateRouted(w, b, std::move(cf), std::move(cb), true);
+      } else {
+        ContinueInput(w, b, iif, std::move(cf), std::move(cb));
+      }
+    });
+  }
+  WalkBranches(s, std::move(branches));
+  return true;
+}
+
+void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
+                                bool originated) {
+  const model::Netfilter& nf = *w.ns->netfilter;
+  model::NfContext ctx;
+  ctx.netstack = &w.ns->netstack;
+  ctx.iif = iif;
+  std::vector<NfOutcome> outs =
+      nf.EvaluateHook(originated ? NfHook::kOutput : NfHook::kPrerouting, pkt, ctx);
+  const NfOutcome* stop = nullptr;
+  for (const NfOutcome& o : outs) {
+    if (o.verdict == NfVerdict::kDrop || o.verdict == NfVerdict::kReject) stop = &o;
+  }
+  std::string route_text;
+  if (!stop && !originated) {
+    model::Flow fl;
+    fl.dst = pkt.dst;
+    fl.src = pkt.src;
+    fl.iif = iif;
+    model::InputResult in = w.ns->netstack.RouteInput(fl);
+    if (in.decision == InputDecision::kForward) {
+      route_text = in.route.ToString();
+      ctx.oif = in.route.oif;
+      for (const NfOutcome& o : nf.EvaluateHook(NfHook::kForward, pkt, ctx)) {
+        if (o.verdict == NfVerdict::kDrop || o.verdict == NfVerdict::kReject) stop = &o;
+      }
+    }
+  }
+  if (stop) {
+    Suspect(s, Level::kInfo, "netfilter_drop",
+            absl::StrCat("the untranslated packet is ",
+                         stop->verdict == NfVerdict::kReject ? "rejected (the client sees "
+                                                               "'connection refused')"
+                                                             : "dropped (the client hangs)",
+                         " by ", stop->decided_by ? stop->decided_by->ToString() : "policy"));
+  } else if (!route_text.empty()) {
+    Suspect(s, Level::kInfo, "netfilter_drop",
+            absl::StrCat("no rule on the ", originated ? "OUTPUT" : "FORWARD",
+                         " path rejects the untranslated packet: it follows '", route_text,
+                         "' and is lost, so the client hangs instead of being refused"));
+  }
+}
+
+}  // namespace sarena::diag::internal

@@ -1,0 +1,169 @@
+// Start of the walk in a netns: a locally originated packet (Originate) and its output
+// routing (OriginateRouted).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+// ------------------------------------------------------------------------------------------
+// Entry points of a netns.
+
+void Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
+  if (!error_.ok()) return;
+  Hop h;
+  h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
+  h.id = HopId(w, f.reply);
+  h.node = w.node_name;
+  h.action = HopAction::kSend;
+  h.packet = f.pkt;
+  h.reply = f.reply;
+  Vertex v = AddHop(std::move(h), prev);
+  ++br.hops;
+  HookPacket hp{f.pkt, f.reply, &br.host_flows};
+  if (w.in_pod()) {
+    plugin_.CheckPod(pctx_, w, v, hp);
+  } else if (w.ns && checked_.insert(w.node_name).second) {
+    plugin_.CheckNode(pctx_, w, v);
+  }
+  if (w.ns == nullptr) {
+    if (!w.in_pod()) {
+      Suspect(v, Level::kWarning, "snapshot_incomplete",
+              absl::StrCat("node ", w.node_name,
+                           " has no directory in the snapshot: the path "
+                           "from it cannot be checked"));
+      return;
+    }
+    // A pod without its netns files: assume the usual default route to the node.
+    Suspect(v, Level::kInfo, "file_missing",
+            absl::StrCat("cannot check the pod's own routes: directory nodes/", w.node_name,
+                         "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
+    auto node = NodeWhere(w.node_name);
+    if (!node.ok()) {
+      error_ = node.status();
+      return;
+    }
+    std::string iif;
+    if (node->ns) {
+      model::Flow fl;
+      fl.dst = *w.pod->pod_ip;
+      RouteResult r = node->ns->netstack.Lookup(fl);
+      if (r.ok()) iif = r.oif;
+      if (const Interface* i = node->ns->netstack.FindInterface(iif); i && !i->master.empty()) {
+        iif = i->master;
+      }
+    }
+    graph_.hop(v).oif = "eth0";
+    br.request_netns.insert(absl::StrCat("pod:", w.pod->Key()));
+    Receive(*node, iif, std::move(f), std::move(br), Prev{v, "veth (assumed)"});
+    return;
+  }
+  if (!f.reply) br.request_netns.insert(w.ns->id);
+  SetCtState(w, &f.pkt, f, br);
+  OriginateRouted(w, v, std::move(f), std::move(br), /*service_done=*/false);
+}
+
+void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done) {
+  const Netstack& ns = w.ns->netstack;
+  if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
+    if (!w.in_pod()) {
+      Suspect(v, Level::kWarning, "snapshot_incomplete",
+              absl::StrCat("cannot route ", Tuple(f.pkt), " from ", w.node_name,
+                           ": no routes in the snapshot"));
+      return;
+    }
+  }
+  model::Flow fl;
+  fl.dst = f.pkt.dst;
+  if (!f.pkt.src.is_unspecified()) fl.src = f.pkt.src;
+  fl.mark = f.pkt.mark;
+  fl.proto = f.pkt.proto;
+  fl.sport = f.pkt.sport;
+  fl.dport = f.pkt.dport;
+  RouteResult r = ns.RouteOutput(fl);
+  if (!r.ok()) {
+    if (r.error == EINVAL && fl.src && !ns.IsLocalAddress(*fl.src)) {
+      Drop(v, "route_mismatch",
+           absl::StrCat("source ", fl.src->to_string(), " is not an address of ", w.ns->id,
+                        ": the kernel refuses to send from it"));
+      return;
+    }
+    ReportRouteError(v, r, f.pkt, "output route to", &w);
+    return;
+  }
+  NotePolicyRoute(v, r);
+  if (f.pkt.src.is_unspecified()) {
+    if (!r.prefsrc) {
+      Drop(v, "no_route",
+           absl::StrCat("no source address for ", f.pkt.dst.to_string(), " via ", r.oif));
+      return;
+    }
+    f.pkt.src = *r.prefsrc;
+    graph_.hop(v).packet = f.pkt;
+  }
+  if (!f.reply && (!client_packet_ || client_packet_->src.is_unspecified())) {
+    client_packet_ = f.pkt;
+  }
+  // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
+  // them; a Service's DNAT re-routes the packet, not the socket).
+  if (f.tcp.active && f.reply && !f.tcp.self_known) {
+    // The server's SYN-ACK: its MSS from its route back to the client; its segments are at most
+    // the client's MSS (as received) + 40 (set by StartReply) and its own path MTU.
+    f.tcp.self = MakeTcpEnd(Who(w), r, ns.FindInterface(r.oif));
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    if (f.tcp.self.pmtu && f.tcp.self.pmtu < f.size) f.size = f.tcp.self.pmtu;
+    f.tcp.segment = f.size;
+  } else if (!f.tcp.active && f.size == 0 && !f.reply && query_.size == 0 &&
+             f.pkt.proto == model::kProtoTcp) {
+    // A TCP client: its SYN's MSS; the size of its segments waits for the server's MSS.
+    f.tcp.active = true;
+    f.tcp.self = MakeTcpEnd(Who(w), r, ns.FindInterface(r.oif));
+    f.tcp.self_known = true;
+    f.tcp.syn = f.tcp.self.mss;
+    f.size = f.tcp.self.pmtu;
+  }
+  // kube-proxy's nat OUTPUT runs for locally generated packets of the node netns.
+  if (!w.in_pod() && !f.reply && !service_done && ServiceStage(w, v, "", f, br, true)) return;
+  if (!w.in_pod()) {
+    NfPass nf = RunHook(w, v, NfHook::kOutput, f.pkt, "", r.oif, r.gateway);
+    if (nf.dropped || !error_.ok()) return;
+    ClampMss(w, NfHook::kOutput, f.pkt, "", r.oif, f);
+    Packet out = nf.accepted.front().packet;
+    if (nf.accepted.front().dnat && !(out.dst == f.pkt.dst && out.dport == f.pkt.dport)) {
+      br.nat.push_back(NatRecord{w.ns->id, f.pkt, out, true, false});
+      f.pkt = out;
+      graph_.hop(v).packet = f.pkt;
+      OriginateRouted(w, v, std::move(f), std::move(br), true);
+      return;
+    }
+    f.pkt = out;
+  }
+  if (r.type == RouteType::kLocal || r.oif == "lo") {
+    // Addressed to this netns itself.
+    graph_.hop(v).oif = "lo";
+    if (f.reply) UnDnat(w, &f.pkt, br);
+    Serve(w, v, std::move(f), std::move(br));
+    return;
+  }
+  const Interface* out = ns.FindInterface(r.oif);
+  if (f.tcp.active) {
+    // Sized above (TCP: the path MTU and the MSS).
+  } else if (f.size == 0) {
+    if (query_.size && !f.reply) {
+      f.size = query_.size;
+    } else if (out) {
+      f.size = out->mtu;
+    }
+  } else if (f.reply && out && out->mtu && f.size > out->mtu) {
+    f.size = out->mtu;  // a TCP server's segments: the client's MSS, capped by its own MTU
+  }
+  if (!f.reply && client_size_ == 0) client_size_ = f.size;
+  if (!w.in_pod()) {
+    HookPacket hp{f.pkt, f.reply, &br.host_flows};
+    PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, r);
+    std::string dummy;
+    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  }
+  Transmit(w, v, r, std::move(f), std::move(br));
+}
+
+}  // namespace sarena::diag::internal

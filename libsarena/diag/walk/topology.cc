@@ -1,0 +1,183 @@
+// Topology lookups over the snapshot: a node's primary interface, the owner of an
+// address, the pods of a node, a pod by ifindex, the far end of a node-to-node veth.
+#include <dirent.h>
+
+#include <cerrno>
+
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+const Interface* Walker::PrimaryInterface(const Where& node) {
+  if (node.ns == nullptr) return nullptr;
+  const model::Node* k = cluster_.FindNode(node.node_name);
+  if (k) {
+    for (const auto& ip : k->internal_ips) {
+      if (const Interface* i = node.ns->netstack.InterfaceWithAddress(ip)) return i;
+    }
+    if (k->calico_ipv4_address) {
+      if (const Interface* i =
+              node.ns->netstack.InterfaceWithAddress(k->calico_ipv4_address->address())) {
+        return i;
+      }
+    }
+  }
+  // The device of the default route.
+  model::Flow fl;
+  fl.dst = net::Ipv4(0x08080808);
+  RouteResult r = node.ns->netstack.Lookup(fl);
+  if (r.ok()) return node.ns->netstack.FindInterface(r.oif);
+  return nullptr;
+}
+
+std::optional<Walker::Owner> Walker::OwnerOf(const net::Ipv4& ip) {
+  const model::Node* k = cluster_.FindNodeByIp(ip);
+  auto check = [&](absl::string_view name) -> std::optional<Owner> {
+    auto w = NodeWhere(name);
+    if (!w.ok()) {
+      error_.Update(w.status());
+      return std::nullopt;
+    }
+    if (w->ns == nullptr) return Owner{*w, ""};
+    if (const Interface* i = w->ns->netstack.InterfaceWithAddress(ip)) return Owner{*w, i->name};
+    return std::nullopt;
+  };
+  if (k) {
+    if (auto o = check(k->name)) return o;
+    // Known node, address not configured on it (e.g. a Calico annotation): its primary device.
+    auto w = NodeWhere(k->name);
+    if (!w.ok()) {
+      error_.Update(w.status());
+      return std::nullopt;
+    }
+    if (w->ns == nullptr) return Owner{*w, ""};
+    const Interface* p = PrimaryInterface(*w);
+    return Owner{*w, p ? p->name : ""};
+  }
+  if (snap_.node_names().size() <= 64) {
+    for (const std::string& n : snap_.node_names()) {
+      auto w = NodeWhere(n);
+      if (!w.ok()) {
+        error_.Update(w.status());
+        return std::nullopt;
+      }
+      if (w->ns == nullptr) continue;
+      if (const Interface* i = w->ns->netstack.InterfaceWithAddress(ip)) {
+        return Owner{*w, i->name};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+const std::vector<const model::Pod*>& Walker::PodsOn(const std::string& node) {
+  auto it = pods_on_.find(node);
+  if (it != pods_on_.end()) return it->second;
+  std::vector<const model::Pod*> pods = cluster_.PodsOnNode(node);
+  std::string base = absl::StrCat(snap_.dir(), "/nodes/", node, "/pods");
+  auto list = [](const std::string& dir) {
+    std::vector<std::string> out;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") out.push_back(n);
+      }
+      closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  for (const std::string& ns : list(base)) {
+    for (const std::string& name : list(absl::StrCat(base, "/", ns))) {
+      if (cluster_.FindPod(ns, name)) continue;
+      auto st = snap_.PodNetns(ns, name, node);
+      if (!st.ok()) continue;
+      model::Pod p;
+      p.namespace_ = ns;
+      p.name = name;
+      p.node_name = node;
+      p.phase = "Running";
+      p.ready = true;
+      for (const Interface& i : (*st)->netstack.interfaces()) {
+        if (i.loopback) continue;
+        if (const auto* a = i.PrimaryAddress()) {
+          p.pod_ip = a->local;
+          p.pod_ips.push_back(a->local);
+          break;
+        }
+      }
+      synthetic_pods_.push_back(std::move(p));
+      pods.push_back(&synthetic_pods_.back());
+    }
+  }
+  return pods_on_.emplace(node, std::move(pods)).first->second;
+}
+
+const model::Pod* Walker::FindPodAnywhere(const std::string& ns, const std::string& name) {
+  if (const model::Pod* p = cluster_.FindPod(ns, name)) return p;
+  for (const std::string& node : snap_.node_names()) {
+    for (const model::Pod* p : PodsOn(node)) {
+      if (p->namespace_ == ns && p->name == name) return p;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex,
+                                                  int peer_ifindex) {
+  for (const model::Pod* pod : PodsOn(node.node_name)) {
+    if (pod->host_network) continue;
+    auto st = snap_.PodNetns(pod->namespace_, pod->name, pod->node_name);
+    if (!st.ok()) {
+      if (!absl::IsNotFound(st.status())) error_.Update(st.status());
+      continue;
+    }
+    const Interface* i = (*st)->netstack.FindInterfaceByIndex(ifindex);
+    if (i == nullptr || i->kind != "veth") continue;
+    if (i->link_index && *i->link_index != peer_ifindex) continue;
+    Where w;
+    w.ns = *st;
+    w.node = node.node;
+    w.pod = pod;
+    w.node_name = node.node_name;
+    return Owner{w, i->name};
+  }
+  return std::nullopt;
+}
+
+std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interface& oif,
+                                                  const net::Ipv4& nexthop) {
+  if (!oif.link_index || !oif.link_netnsid || snap_.node_names().size() > 64) return std::nullopt;
+  // ifindexes are per netns: the candidates are the other nodes' veths with ifindex ==
+  // link_index whose own peer is ours; several are told apart by the next hop's address, then
+  // by a shared subnet.
+  std::vector<Owner> cands;
+  for (const std::string& n : snap_.node_names()) {
+    if (n == w.node_name) continue;
+    auto nw = NodeWhere(n);
+    if (!nw.ok()) {
+      error_.Update(nw.status());
+      return std::nullopt;
+    }
+    if (nw->ns == nullptr) continue;
+    const Interface* i = nw->ns->netstack.FindInterfaceByIndex(*oif.link_index);
+    if (!i || i->kind != "veth" || !i->link_netnsid) continue;
+    if (i->link_index && *i->link_index != oif.ifindex) continue;
+    cands.push_back(Owner{*nw, i->name});
+  }
+  if (cands.size() == 1) return cands.front();
+  for (const Owner& c : cands) {
+    if (c.where.ns->netstack.IsLocalAddress(nexthop)) return c;
+  }
+  for (const Owner& c : cands) {
+    const Interface* i = c.where.ns->netstack.FindInterface(c.ifname);
+    for (const auto& a : oif.addresses) {
+      for (const auto& b : i->addresses) {
+        if (a.prefixlen < 32 && net::Contains(a.Subnet(), b.local)) return c;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace sarena::diag::internal

@@ -1,0 +1,279 @@
+// Tunnels: decapsulation on the receiving node, encapsulation into ipip / vxlan /
+// wireguard and the outer packet's trip (SendOuter), a blocked tunnel port.
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  const Packet& outer = *f.outer;
+  const Interface* tun = nullptr;
+  if (outer.proto == model::kProtoIpip) {
+    const Interface* fallback = nullptr;
+    for (const Interface& i : ns.interfaces()) {
+      if (!i.tunnel || (i.kind != "ipip" && i.tunnel->proto != "ipip")) continue;
+      if (i.tunnel->local && *i.tunnel->local != outer.dst) continue;
+      if (i.tunnel->remote) {
+        if (*i.tunnel->remote == outer.src) {
+          tun = &i;
+          break;
+        }
+      } else if (!fallback) {
+        fallback = &i;
+      }
+    }
+    if (!tun) tun = fallback;
+  } else if (outer.proto == model::kProtoUdp) {
+    for (const Interface& i : ns.interfaces()) {
+      if (!i.vxlan || i.vxlan->port != outer.dport) continue;
+      if (i.vxlan->local && *i.vxlan->local != outer.dst) continue;
+      tun = &i;
+      break;
+    }
+    if (!tun && f.encap_kind == "wireguard") {
+      for (const Interface& i : ns.interfaces()) {
+        if (i.kind == "wireguard") {
+          tun = &i;
+          break;
+        }
+      }
+    }
+  }
+  if (!tun) {
+    Drop(v, "tunnel_missing",
+         absl::StrCat("no ", f.encap_kind, " device on ", w.ns->id, " accepts ", Tuple(outer),
+                      ": the encapsulated packet is dropped on arrival"));
+    return;
+  }
+  if (!tun->admin_up || !tun->CanTransmit()) {
+    Drop(v, "link_down",
+         absl::StrCat("tunnel device ", tun->name, " is down: ", f.encap_kind, " packets from ",
+                      outer.src.to_string(), " are dropped"));
+    return;
+  }
+  Suspect(
+      v, Level::kInfo, "decap",
+      absl::StrCat(f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer), ")"));
+  Packet arrived = *f.outer;
+  std::optional<uint32_t> vni = f.vni;
+  f.outer.reset();
+  f.vni.reset();
+  f.peer_expectation.clear();
+  std::string iif = tun->name;
+  graph_.hop(v).iif = iif;
+  // The inner packet enters the stack again, on the tunnel device.
+  std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(f.pkt), "|", f.reply);
+  if (!br.visited.insert(key).second) {
+    Drop(v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(f.pkt), " decapsulated on ", iif, " again"));
+    return;
+  }
+  HookPacket hp{f.pkt, f.reply, &br.host_flows};
+  hp.outer = &arrived;
+  hp.vni = vni;
+  PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
+  if (!HandlePluginAction(w, v, a, f, br, &iif)) return;
+  ProcessInput(w, v, iif, std::move(f), std::move(br));
+}
+
+void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
+                         Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  Packet outer;
+  outer.ttl = 64;
+  uint32_t overhead = 0;
+  std::string kind;
+  std::optional<net::Ipv4> outer_src;
+  std::string label;
+  if (tun.kind == "vxlan" && tun.vxlan) {
+    kind = "vxlan";
+    overhead = kVxlanOverhead;
+    net::Ipv4 nh = route.gateway.value_or(f.pkt.dst);
+    std::optional<net::Ipv4> vtep;
+    if (Need(w, v, NetstackSource::kNeighbors, "VXLAN neighbour entries")) {
+      const model::Neighbor* n = ns.FindNeighbor(nh, tun.name);
+      if (n == nullptr || !n->Usable() || !n->lladdr) {
+        Drop(v, "neighbor_missing",
+             absl::StrCat("no usable neighbour entry for ", nh.to_string(), " on ", tun.name,
+                          n ? absl::StrCat(" (", absl::StrJoin(n->state, ","), ")") : "",
+                          ": the VXLAN device cannot build the inner Ethernet header (the CNI "
+                          "programs these entries; ARP does not cross the overlay)"));
+        return;
+      }
+      if (Need(w, v, NetstackSource::kFdb, "VXLAN forwarding entries (bridge fdb)")) {
+        for (const model::FdbEntry* e : ns.FindFdb(tun.name, *n->lladdr)) {
+          if (e->dst) {
+            vtep = e->dst;
+            break;
+          }
+        }
+        if (!vtep && tun.vxlan->group) vtep = tun.vxlan->group;
+        if (!vtep) {
+          Drop(v, "vxlan_fdb_missing",
+               absl::StrCat("no bridge fdb entry on ", tun.name, " for ",
+                            net::FormatMac(*n->lladdr), " (", nh.to_string(),
+                            "): the VXLAN device does not know which VTEP to send to"));
+          return;
+        }
+      }
+    }
+    if (!vtep) {
+      // No neighbour / fdb data: the node owning the overlay next hop.
+      const model::Node* k = cluster_.FindNodeByIp(nh);
+      if (k && k->PrimaryIp()) vtep = k->PrimaryIp();
+    }
+    if (!vtep) {
+      Suspect(v, Level::kWarning, "snapshot_incomplete",
+              absl::StrCat("cannot tell which VTEP ", tun.name, " sends ", nh.to_string(), " to"));
+      return;
+    }
+    outer.dst = *vtep;
+    outer.proto = model::kProtoUdp;
+    outer.dport = tun.vxlan->port;
+    outer.sport = 0;
+    outer_src = tun.vxlan->local;
+    label = absl::StrCat("vxlan ", tun.name, " vni ", tun.vxlan->vni);
+  } else if (tun.kind == "wireguard") {
+    kind = "wireguard";
+    overhead = kWireguardOverhead;
+    const model::Node* k = nullptr;
+    if (const model::Pod* p = cluster_.FindPodByIp(f.pkt.dst)) k = cluster_.FindNode(p->node_name);
+    if (!k) k = cluster_.FindNodeByIp(route.gateway.value_or(f.pkt.dst));
+    if (!k) k = cluster_.FindNodeByPodCidr(f.pkt.dst);
+    if (!k || !k->PrimaryIp()) {
+      Suspect(v, Level::kWarning, "snapshot_incomplete",
+              absl::StrCat("cannot tell which WireGuard peer ", tun.name, " sends ",
+                           f.pkt.dst.to_string(), " to (peers are not in the snapshot)"));
+      return;
+    }
+    outer.dst = *k->PrimaryIp();
+    outer.proto = model::kProtoUdp;
+    outer.dport = 51820;
+    label = absl::StrCat("wireguard ", tun.name);
+  } else {
+    kind = "ipip";
+    overhead = kIpipOverhead;
+    if (tun.tunnel && tun.tunnel->remote) {
+      outer.dst = *tun.tunnel->remote;
+    } else if (route.gateway) {
+      outer.dst = *route.gateway;
+    } else {
+      Drop(v, "tunnel_missing",
+           absl::StrCat(tun.name, " has no remote and route '",
+                        route.route ? route.route->ToString() : route.ToString(),
+                        "' has no gateway: the ipip outer destination is unknown"));
+      return;
+    }
+    outer.proto = model::kProtoIpip;
+    if (tun.tunnel) outer_src = tun.tunnel->local;
+    label = absl::StrCat("ipip ", tun.name);
+  }
+  CheckSize(v, f, tun.mtu, tun.mtu, [] { return SizeFlag(); });  // PMTU discovery vs the tunnel
+  if (kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
+  bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
+  SendOuter(w, v, tun, kind, overhead, outer, outer_src, outer_fragments, std::move(f),
+            std::move(br), std::move(label));
+}
+
+void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
+                       uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
+                       bool outer_fragments, Flight f, Branch br, std::string label) {
+  const Netstack& ns = w.ns->netstack;
+  model::Flow fl;
+  fl.dst = outer.dst;
+  if (outer_src) fl.src = outer_src;
+  fl.proto = outer.proto;
+  fl.dport = outer.dport;
+  RouteResult r = ns.RouteOutput(fl);
+  if (!r.ok()) {
+    ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
+    return;
+  }
+  outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
+  const Interface* under = ns.FindInterface(r.oif);
+  if (under == nullptr) {
+    Drop(v, "link_missing",
+         absl::StrCat("the ", kind, " outer route uses device '", r.oif, "' which does not exist"));
+    return;
+  }
+  if (under->kind == "ipip" || under->kind == "vxlan" || under->kind == "wireguard") {
+    Drop(v, "route_mismatch",
+         absl::StrCat("the ", kind, " outer packet to ", outer.dst.to_string(),
+                      " is routed into tunnel ", under->name, " again (recursive encapsulation)"));
+    return;
+  }
+  if (!under->admin_up || !under->CanTransmit()) {
+    Drop(v, "link_down",
+         absl::StrCat("underlay device ", under->name, " of ", tun.name, " is down"));
+    return;
+  }
+  // The tunnel device sends the outer packet with ip_local_out: OUTPUT and POSTROUTING see it.
+  if (!w.in_pod()) {
+    NfPass nf = RunHook(w, v, NfHook::kOutput, outer, "", under->name, r.gateway);
+    if (nf.dropped) {
+      f.outer = outer;
+      TunnelPortBlocked(w, v, f, outer, "OUTPUT");
+    }
+    if (nf.dropped || !error_.ok()) return;
+    outer = nf.accepted.front().packet;
+    nf = RunHook(w, v, NfHook::kPostrouting, outer, "", under->name, r.gateway);
+    if (nf.dropped) {
+      f.outer = outer;
+      TunnelPortBlocked(w, v, f, outer, "POSTROUTING");
+    }
+    if (nf.dropped || !error_.ok()) return;
+    outer = nf.accepted.front().packet;
+  }
+  if (under->mtu > overhead) {
+    auto make = [&]() -> SizeFlag {
+      return [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
+              uname = under->name, umtu = under->mtu](uint32_t size, bool forced,
+                                                      const std::string& tcp) {
+      std::string what =
+          tcp.empty() ? absl::StrCat("a ", size, "-byte packet")
+                      : absl::StrCat("a ", size, "-byte TCP segment (", tcp, ")");
+      std::string head = absl::StrCat(kind, " on ", tname, " (MTU ", tmtu, "): ", what,
+                                      " becomes ", size + overhead, " bytes (+", overhead,
+                                      ") but ", uname, " has MTU ", umtu);
+      if (outer_fragments) {
+        // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP
+        // layer fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only
+        // lowers the inner route's PMTU so that later DF packets get "fragmentation needed".
+        Suspect(v, Level::kWarning, "mtu_mismatch",
+                absl::StrCat(head,
+                             ": the outer packet is fragmented (no DF) and the inner path MTU "
+                             "drops to ",
+                             umtu - overhead, " for later packets; ", tname, " MTU should be <= ",
+                             umtu - overhead));
+        return false;
+      }
+      Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+              absl::StrCat(head,
+                           ": full-size packets are dropped after encapsulation (no PMTU signal "
+                           "reaches the sender); ",
+                           tname, " MTU should be <= ", umtu - overhead));
+        return true;
+      };
+    };
+    if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return;
+  }
+  CheckNeighbor(w, v, *under, r.gateway);
+  outer.ttl = 64;
+  f.outer = outer;
+  f.encap_kind = kind;
+  absl::StrAppend(&label, ": ", Tuple(outer), " via ", under->name);
+  Underlay(w, v, *under, r.gateway.value_or(outer.dst), std::move(f), std::move(br), label);
+}
+
+void Walker::TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
+                               absl::string_view hook) {
+  if (outer.proto != model::kProtoUdp) return;
+  Suspect(v, Level::kFatal, "tunnel_port_blocked",
+          absl::StrCat("netfilter ", hook, " on ", w.node_name, " drops the ",
+                       f.encap_kind.empty() ? "tunnel" : f.encap_kind, " packets (UDP ",
+                       outer.src.to_string(), " -> ", outer.dst.to_string(), ":", outer.dport,
+                       ") that carry ", Tuple(f.pkt), ": the tunnel port ", outer.dport,
+                       " must be open on every node and router between the nodes"));
+}
+
+}  // namespace sarena::diag::internal

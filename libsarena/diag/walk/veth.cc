@@ -1,0 +1,253 @@
+// veth crossing: ARP answered by the peer netns (AnswersArp), what the receiving device
+// accepts (CrossVeth), and the walk to the veth's peer (VethPeer).
+#include "libsarena/diag/walk/walker.h"
+
+namespace sarena::diag::internal {
+
+bool Walker::AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
+                        const net::Ipv4& sender, std::string* why) {
+  std::string scratch;
+  if (why == nullptr) why = &scratch;
+  if (pif.noarp) {  // arp_rcv drops ARP on IFF_NOARP devices
+    *why = absl::StrCat(pif.name, " is NOARP");
+    return false;
+  }
+  const Netstack& ns = peer.ns->netstack;
+  const model::Sysctls& sc = ns.sysctls();
+  auto conf = [&](absl::string_view dev, absl::string_view key) {
+    return sc.GetInt(model::Sysctls::ConfKey(dev, key)).value_or(0);
+  };
+  if (ns.IsLocalAddress(target)) {
+    // IN_DEV_ARP_IGNORE = max(all, dev): 0 any local address, 1 only one configured on the
+    // receiving device, 2 that and the sender inside its subnet, 3+ (scope / never) no.
+    int64_t ignore = std::max(conf("all", "arp_ignore"), conf(pif.name, "arp_ignore"));
+    if (ignore == 0) return true;
+    if (ignore > 2) return false;
+    for (const auto& a : pif.addresses) {
+      if (a.local != target) continue;
+      if (ignore == 1 || net::Contains(a.Subnet(), sender)) return true;
+    }
+    *why = absl::StrCat("arp_ignore ", ignore, " on ", pif.name);
+    return false;
+  }
+  // Proxy ARP (IN_DEV_PROXY_ARP = all OR dev; arp_fwd_proxy): answered when the device forwards
+  // and the kernel would route the target out of another device.
+  if (conf("all", "proxy_arp") == 0 && conf(pif.name, "proxy_arp") == 0) {
+    *why = absl::StrCat("no local address, and proxy_arp is off on ", pif.name);
+    return false;
+  }
+  model::Flow fl;
+  fl.dst = target;
+  fl.src = sender;
+  fl.iif = pif.name;
+  model::InputResult in = ns.RouteInput(fl);
+  if (in.decision == model::InputDecision::kForward && in.route.type == RouteType::kUnicast &&
+      in.route.oif != pif.name) {
+    return true;
+  }
+  *why = absl::StrCat(
+      "no local address, and proxy_arp on ", pif.name,
+      " answers only for an address it forwards out of another device: ",
+      in.decision == model::InputDecision::kForward
+          ? absl::StrCat("the route is ", in.route.ToString())
+          : absl::StrCat("no forwarding route (",
+                         in.detail.empty() ? std::string(model::ToString(in.drop)) : in.detail,
+                         ")"));
+  return false;
+}
+
+bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
+                       const Interface& pif, const net::Ipv4& nexthop, Flight& f) {
+  if (peer.ns == nullptr) return true;
+  // Neighbour resolution (not for NOARP devices such as sarena_host, nor for a usable cached
+  // entry).
+  if (!oif.noarp && w.ns) {
+    const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
+    bool cached = n && n->Usable();
+    std::string why;
+    if (!cached && !AnswersArp(peer, pif, nexthop, f.outer ? f.outer->src : f.pkt.src, &why)) {
+      std::string where_to =
+          peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
+      Drop(v, "neighbor_missing",
+           absl::StrCat("nothing answers ARP for next hop ", nexthop.to_string(), " on ", oif.name,
+                        " (the other end is ", pif.name, " in ", where_to, ": ", why, "), so ",
+                        Tuple(f.pkt), " is never sent",
+                        n ? absl::StrCat(" (neighbour entry ", absl::StrJoin(n->state, ","), ")")
+                          : std::string()));
+      return false;
+    }
+    // A cached entry is used as is: a static one naming a MAC the peer no longer has is
+    // dropped there (model/neigh.h); the finding sits on this hop, which holds the entry. Not
+    // into a sarena node: its tc ingress programs take frames before ip_rcv checks the MAC.
+    bool bpf_ingress = !peer.in_pod() && peer.node && peer.node->sarena_endpoints.has_value();
+    if (cached && !bpf_ingress) {
+      model::NeighCheck nc = model::CheckNeighborLladdr(
+          *n, pif, peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : peer.node_name);
+      if (nc.fit == model::NeighFit::kStaleStatic) {
+        Drop(v, "neighbor_stale", absl::StrCat(nc.detail, "; ", Tuple(f.pkt), " is lost"));
+        return false;
+      }
+      if (nc.fit == model::NeighFit::kStaleDynamic) {
+        Suspect(v, Level::kWarning, "neighbor_stale", nc.detail);
+      }
+    }
+  }
+  // veth_xmit -> __dev_forward_skb: is_skb_forwardable() drops a frame longer than the
+  // RECEIVING device's MTU + Ethernet header + VLAN_HLEN, silently (no ICMP, no PMTU signal).
+  uint32_t overhead = f.outer ? (f.encap_kind == "vxlan" ? kVxlanOverhead : kIpipOverhead) : 0;
+  if (pif.mtu > 0 && pif.mtu + 4 > overhead) {
+    auto make = [&]() -> SizeFlag {
+      return [this, v, overhead, oname = oif.name, pname = pif.name, omtu = oif.mtu,
+              pmtu = pif.mtu](uint32_t size, bool forced, const std::string& tcp) {
+      std::string what = overhead ? absl::StrCat(size + overhead, "-byte packets (",
+                                                 SizeText(size, tcp), " encapsulated)")
+                                  : SizeText(size, tcp);
+      Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+              absl::StrCat(what, " leave ", oname, " (MTU ", omtu, ") but ", pname,
+                           " at the other end of the veth has MTU ", pmtu,
+                           ": the veth drops them silently (is_skb_forwardable; no "
+                           "fragmentation-needed reaches the sender)"));
+        return true;
+      };
+    };
+    if (!CheckSize(v, f, pif.mtu + 4 - overhead, f.outer ? 0 : pif.mtu, make)) return false;
+  }
+  return true;
+}
+
+void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                      Flight f, Branch br) {
+  const Netstack& ns = w.ns->netstack;
+  // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
+  if (!oif.link.empty() && !oif.link_netnsid) {
+    if (const Interface* peer = ns.FindInterface(oif.link)) {
+      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return;
+      Receive(w, oif.link, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)});
+      return;
+    }
+  }
+  if (w.in_pod()) {
+    // Pod -> node: the node-side device is the one with ifindex == our link_index.
+    auto node = NodeWhere(w.node_name);
+    if (!node.ok()) {
+      error_ = node.status();
+      return;
+    }
+    std::string iif;
+    if (node->ns && oif.link_index) {
+      if (const Interface* hi = node->ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
+        iif = hi->name;
+        if (hi->master.empty() && !CrossVeth(w, v, oif, *node, *hi, nexthop, f)) return;
+        if (!hi->master.empty()) {
+          const Interface* br_dev = node->ns->netstack.FindInterface(hi->master);
+          if (br_dev && br_dev->kind == "bridge") {
+            // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
+            // pod -> switched at L2.
+            if (!node->ns->netstack.IsLocalAddress(nexthop)) {
+              BridgeForward(*node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
+                            Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
+              return;
+            }
+          }
+          iif = hi->master;
+        }
+      }
+    }
+    if (iif.empty() && node->ns) {
+      // No link data: the device the node routes the pod's address through.
+      model::Flow fl;
+      fl.dst = *w.pod->pod_ip;
+      RouteResult r = node->ns->netstack.Lookup(fl);
+      if (r.ok()) iif = r.oif;
+      Suspect(v, Level::kInfo, "file_missing",
+              absl::StrCat("cannot match ", oif.name,
+                           " to its node-side peer by ifindex; "
+                           "assuming ",
+                           iif.empty() ? "?" : iif));
+    }
+    Receive(*node, iif, std::move(f), std::move(br),
+            Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
+    return;
+  }
+  // Node -> pod.
+  if (oif.link_index) {
+    // Fast path: the pod owning the address, when its eth0 is this veth's peer.
+    for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
+      const model::Pod* p = cluster_.FindPodByIp(ip);
+      if (!p || p->host_network || p->node_name != w.node_name) continue;
+      auto pn = snap_.PodNetns(p->namespace_, p->name, p->node_name);
+      if (!pn.ok()) continue;
+      const Interface* pi = (*pn)->netstack.FindInterfaceByIndex(*oif.link_index);
+      if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
+        continue;
+      }
+      auto pw = PodWhere(*p);
+      if (!pw.ok()) {
+        error_ = pw.status();
+        return;
+      }
+      if (!CrossVeth(w, v, oif, *pw, *pi, nexthop, f)) return;
+      Receive(*pw, pi->name, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
+      return;
+    }
+    if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
+      if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
+        if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return;
+      }
+      Receive(o->where, o->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});
+      return;
+    }
+    if (!error_.ok()) return;
+    // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
+    // hop must resolve there (CrossVeth).
+    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
+      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
+                                   peer->where.node_name, ")")});
+      return;
+    }
+    if (!error_.ok()) return;
+  }
+  const model::Pod* pod = cluster_.FindPodByIp(nexthop);
+  if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
+  if (pod && !pod->host_network && pod->node_name == w.node_name) {
+    auto pw = PodWhere(*pod);
+    if (!pw.ok()) {
+      error_ = pw.status();
+      return;
+    }
+    Receive(*pw, "eth0", std::move(f), std::move(br),
+            Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
+    return;
+  }
+  // The peer netns is not in the snapshot, but the next hop (or, for a tunnel's outer packet,
+  // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
+  // snapshot does not hold (e.g. an underlay bridge namespace); follow the address.
+  {
+    bool known = OwnerOf(nexthop).has_value();
+    if (!error_.ok()) return;
+    if (!known && f.outer) known = OwnerOf(f.outer->dst).has_value();
+    if (!error_.ok()) return;
+    if (known) {
+      std::string label = absl::StrCat(oif.name, " (underlay segment not in the snapshot)");
+      Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
+      return;
+    }
+  }
+  // A veth's peer always exists (the pair dies together): what is missing is its netns in the
+  // snapshot.
+  Suspect(v, Level::kWarning, "snapshot_incomplete",
+          absl::StrCat("veth ", oif.name,
+                       " leads to a network namespace the snapshot does not "
+                       "hold (peer ifindex ",
+                       oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"), "), and ",
+                       f.pkt.dst.to_string(), " is not a known pod on ", w.node_name,
+                       ": the path beyond cannot be checked"));
+}
+
+}  // namespace sarena::diag::internal
