@@ -37,6 +37,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "libsarena/base/file.h"
 #include "libsarena/diag/path_graph.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
@@ -221,7 +222,7 @@ int main(int argc, char** argv) {
   // --- One node's iptables-save parsed on its own: what every first touch costs when the
   // nodes' rulesets differ (here they are identical and parsed once). ---
   {
-    auto text = sarena::model::ReadFileToString(
+    auto text = sarena::ReadFileToString(
         absl::StrCat(dir, "/nodes/", snap.node_names().front(), "/iptables-save.txt"));
     if (text.ok()) {
       double t = Now(), c = CpuNow();

@@ -8,7 +8,7 @@
 #include "absl/strings/strip.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/daemon/state_file.h"
+#include "libsarena/base/file.h"
 
 namespace sarena::daemon {
 namespace {

@@ -29,11 +29,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "libsarena/base/errno_status.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/rpc/framing.h"
-#include "libsarena/daemon/state_file.h"
+#include "libsarena/rpc/kind.h"
 
 namespace sarena::daemon {
 
@@ -51,26 +52,6 @@ namespace {
 
 std::chrono::steady_clock::duration ToChrono(absl::Duration d) {
   return absl::ToChronoNanoseconds(d);
-}
-
-absl::string_view KindName(v1::Request::KindCase kind) {
-  switch (kind) {
-    case v1::Request::kEndpointAdd:
-      return "EndpointAdd";
-    case v1::Request::kEndpointDel:
-      return "EndpointDel";
-    case v1::Request::kEndpointCheck:
-      return "EndpointCheck";
-    case v1::Request::kEndpointList:
-      return "EndpointList";
-    case v1::Request::kStatus:
-      return "Status";
-    case v1::Request::kGc:
-      return "GC";
-    case v1::Request::KIND_NOT_SET:
-      break;
-  }
-  return "unknown";
 }
 
 // What a probe connect(2) to an existing socket file says about it.
@@ -378,7 +359,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           "invalid request: no request kind set (unknown to this sarenad version?)")));
       return;
     }
-    SARENA_LOG(Debug, "sarenad: ", Describe(), ": ", KindName(request.kind_case()), " request");
+    SARENA_LOG(Debug, "sarenad: ", Describe(), ": ", rpc::RequestKindName(request.kind_case()), " request");
     busy_ = true;
     server_->Execute(shared_from_this(), std::move(request));
   }

@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
-#include "libsarena/daemon/state_file.h"
+#include "libsarena/base/file.h"
 #include "libsarena/net/ip.h"
 #include "sarena/abi.h"
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "libsarena/base/errno_status.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/model/json.h"
 #include "libsarena/model/packet.h"

@@ -18,43 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "libsarena/base/errno_status.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/model/proto_json.h"
 #include "libsarena/model/sarena_node.pb.h"
 
 namespace sarena::model {
-
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOENT || e == ENOTDIR) {
-      return absl::NotFoundError(absl::StrCat("read file '", path, "': no such file"));
-    }
-    return ErrnoStatus(e, absl::StrCat("read file '", path, "'"));
-  }
-  std::string out;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("read file '", path, "': is a directory"));
-  }
-  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return ErrnoStatus(e, absl::StrCat("read file '", path, "'"));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
 
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_view json,
                                                                  absl::string_view file) {

@@ -130,9 +130,6 @@ class Snapshot {
   std::unique_ptr<Cache> cache_;
 };
 
-/// Reads a whole file. kNotFound when it does not exist, kInternal (with errno) on read errors.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-
 /// Loads one netns directory (absolute `abs_dir`, reported as `rel_dir`) into `state`:
 /// every file optional. Exposed for sarena-diag collect round-trip tests.
 absl::Status LoadNetnsDir(const std::string& abs_dir, const std::string& rel_dir, bool with_iptables,

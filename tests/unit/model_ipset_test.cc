@@ -1,5 +1,6 @@
 // IP sets from real `ipset save` output (tests/data/model/ipset/ipset-save.txt, captured from a
 // namespace with ipset 7.17) and their use by `-m set` rules: Calico's natOutgoing rule.
+#include "libsarena/base/file.h"
 #include "libsarena/model/ipset.h"
 
 #include <string>

@@ -1,5 +1,6 @@
 // Kubernetes objects from kubectl -o json lists (tests/data/model/cluster), EndpointSlices and
 // legacy Endpoints, Calico IPPools in both API groups and the legacy ipip form, lookups.
+#include "libsarena/base/file.h"
 #include "libsarena/model/k8s.h"
 
 #include <string>

@@ -3,6 +3,7 @@
 // backends enumerated with probabilities, NodePort, externalTrafficPolicy=Local without local
 // endpoints, loadBalancerSourceRanges, masquerade mark, REJECT for no endpoints; unknown
 // matches/targets, chain semantics, parse errors.
+#include "libsarena/base/file.h"
 #include "libsarena/model/netfilter.h"
 
 #include <algorithm>

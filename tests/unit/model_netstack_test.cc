@@ -1,6 +1,7 @@
 // Netstack: iproute2 JSON parsing (real iproute2 6.1 samples in tests/data/model/iproute2),
 // policy routing + LPM with the kernel's type/scope/metric/TOS rules, source selection,
 // rp_filter (fib_validate_source), forwarding by ingress device, input/output routing.
+#include "libsarena/base/file.h"
 #include "libsarena/model/netstack.h"
 
 #include <cerrno>

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "libsarena/base/file.h"
 #include "libsarena/model/proto_json.h"
 #include "libsarena/model/sarena_cluster.h"
 #include "libsarena/model/sarena_node.pb.h"

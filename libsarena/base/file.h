@@ -1,10 +1,11 @@
-// Durable file primitives for the daemon's state under --state-dir (used by Ipam and
-// EndpointStore). Every function names the path in its error (ErrnoStatus, "<verb> <object>
+// File and directory primitives, written once for every layer: whole-file reads (the snapshot
+// loader, the Kubernetes object files, the daemon's state), plain writes (sarena-diag collect) and
+// the durable ones the daemon's state under --state-dir needs (Ipam, EndpointStore). Every function names the path in its error (ErrnoStatus, "<verb> <object>
 // '<path>': <cause>"). Durability follows the usual POSIX recipe: fsync the file, then fsync the
 // directory that holds the new name (fsync(2): "Calling fsync() does not necessarily ensure that
 // the entry in the directory containing the file has also reached disk").
-#ifndef LIBSARENA_DAEMON_STATE_FILE_H_
-#define LIBSARENA_DAEMON_STATE_FILE_H_
+#ifndef LIBSARENA_BASE_FILE_H_
+#define LIBSARENA_BASE_FILE_H_
 
 #include <sys/types.h>
 
@@ -16,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "libsarena/base/unique_fd.h"
 
-namespace sarena::daemon {
+namespace sarena {
 
 /// Prefix of temporary files written by this module. Such files are never committed state: a
 /// crash can leave them behind, and RemoveTemporaries deletes them.
@@ -29,8 +30,15 @@ absl::Status MakeDirs(const std::string& path, mode_t mode);
 /// fsync(2) on the directory itself (makes created/renamed/unlinked names durable).
 absl::Status FsyncDir(const std::string& dir);
 
-/// Whole content of a regular file. Errors: ErrnoStatus (kNotFound when missing).
+/// Whole content of a file (read(2) to EOF; works on /proc and /sys files whose size is 0).
+/// Errors: kNotFound "read file '<path>': no such file" when it or a parent is missing (ENOENT,
+/// ENOTDIR); kInvalidArgument when `path` is a directory; ErrnoStatus otherwise.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+/// Writes `content` to `path` (created with `mode`, or truncated), not durably: no fsync, no
+/// rename. For outputs that are complete only when the caller says so (a snapshot directory).
+/// Errors: ErrnoStatus naming the path ("create file" / "write file").
+absl::Status WriteFile(const std::string& path, absl::string_view content, mode_t mode = 0644);
 
 /// Writes `content` to <dir>/<name> atomically: temporary file, fsync, rename(2), fsync(dir).
 /// Replaces an existing file. mode 0600.
@@ -64,6 +72,6 @@ inline constexpr absl::string_view kLockName = "lock";
 /// `content` quoted for an error message: C-escaped, cut to `max_len` bytes with "...".
 std::string QuoteContent(absl::string_view content, size_t max_len = 200);
 
-}  // namespace sarena::daemon
+}  // namespace sarena
 
-#endif  // LIBSARENA_DAEMON_STATE_FILE_H_
+#endif  // LIBSARENA_BASE_FILE_H_

@@ -1,4 +1,4 @@
-#include "libsarena/daemon/state_file.h"
+#include "libsarena/base/file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/unique_fd.h"
 
-namespace sarena::daemon {
+namespace sarena {
 namespace {
 
 std::string Join(const std::string& dir, absl::string_view name) {
@@ -98,9 +98,20 @@ absl::Status FsyncDir(const std::string& dir) {
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return ErrnoStatus(errno, absl::StrCat("open file '", path, "'"));
+  if (!fd) {
+    int e = errno;
+    if (e == ENOENT || e == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("read file '", path, "': no such file"));
+    }
+    return ErrnoStatus(e, absl::StrCat("read file '", path, "'"));
+  }
   std::string out;
-  char buf[4096];
+  struct stat st = {};
+  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("read file '", path, "': is a directory"));
+  }
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
   while (true) {
     ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
@@ -111,6 +122,12 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+absl::Status WriteFile(const std::string& path, absl::string_view content, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) return ErrnoStatus(errno, absl::StrCat("create file '", path, "'"));
+  return WriteAll(fd.get(), content, path);
 }
 
 absl::Status WriteFileAtomic(const std::string& dir, absl::string_view name,
@@ -204,4 +221,4 @@ std::string QuoteContent(absl::string_view content, size_t max_len) {
   return absl::StrCat("\"", absl::CEscape(content.substr(0, max_len)), "\"...");
 }
 
-}  // namespace sarena::daemon
+}  // namespace sarena
