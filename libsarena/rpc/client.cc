@@ -21,6 +21,7 @@
 #include "libsarena/cni/env.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/kind.h"
 
 namespace sarena::rpc {
 namespace {
@@ -28,51 +29,6 @@ namespace {
 absl::Status ConnectError(absl::string_view path, int err) {
   return absl::UnavailableError(absl::StrCat("connect to sarenad socket '", path,
                                              "': ", strerror(err), " (errno ", err, ")"));
-}
-
-absl::string_view KindName(v1::Request::KindCase k) {
-  switch (k) {
-    case v1::Request::kEndpointAdd:
-      return "endpoint_add";
-    case v1::Request::kEndpointDel:
-      return "endpoint_del";
-    case v1::Request::kEndpointCheck:
-      return "endpoint_check";
-    case v1::Request::kEndpointList:
-      return "endpoint_list";
-    case v1::Request::kStatus:
-      return "status";
-    case v1::Request::kGc:
-      return "gc";
-    case v1::Request::KIND_NOT_SET:
-      return "nothing";
-  }
-  return "?";
-}
-
-absl::string_view KindName(v1::Response::KindCase k) {
-  switch (k) {
-    case v1::Response::kEndpointAdd:
-      return "endpoint_add";
-    case v1::Response::kEndpointDel:
-      return "endpoint_del";
-    case v1::Response::kEndpointCheck:
-      return "endpoint_check";
-    case v1::Response::kEndpointList:
-      return "endpoint_list";
-    case v1::Response::kStatus:
-      return "status";
-    case v1::Response::kGc:
-      return "gc";
-    case v1::Response::KIND_NOT_SET:
-      return "nothing";
-  }
-  return "?";
-}
-
-// Request and Response share field numbers 1..6 <-> 2..7 for the same kinds.
-bool KindsMatch(v1::Request::KindCase req, v1::Response::KindCase resp) {
-  return static_cast<int>(resp) == static_cast<int>(req) + 1;
 }
 
 }  // namespace
@@ -260,8 +216,8 @@ absl::Status CheckResponseKind(const v1::Request& request, const v1::Response& r
   }
   return cni::MakeCniError(
       cni::ErrorCode::kProtocolError, absl::StatusCode::kInternal,
-      absl::StrCat("sarenad at '", socket_path, "' answered ", KindName(response.kind_case()),
-                   " to ", KindName(request.kind_case())));
+      absl::StrCat("sarenad at '", socket_path, "' answered ", ResponseKindName(response.kind_case()),
+                   " to ", RequestKindName(request.kind_case())));
 }
 
 absl::StatusOr<v1::Response> Client::Call(const v1::Request& request, absl::Duration timeout) {
@@ -280,7 +236,7 @@ absl::StatusOr<v1::Response> Client::Call(const v1::Request& request, absl::Dura
   absl::Status s = WriteFrame(fd_.get(), request, timeout);
   if (!s.ok()) {
     broken_ = true;
-    return absl::Status(s.code(), absl::StrCat("send ", KindName(request.kind_case()),
+    return absl::Status(s.code(), absl::StrCat("send ", RequestKindName(request.kind_case()),
                                                " request to sarenad at '", socket_path_,
                                                "': ", s.message()));
   }
@@ -288,7 +244,7 @@ absl::StatusOr<v1::Response> Client::Call(const v1::Request& request, absl::Dura
   s = ReadFrame(fd_.get(), &response, std::max(absl::ZeroDuration(), deadline - absl::Now()));
   if (!s.ok()) {
     broken_ = true;
-    return absl::Status(s.code(), absl::StrCat("receive ", KindName(request.kind_case()),
+    return absl::Status(s.code(), absl::StrCat("receive ", RequestKindName(request.kind_case()),
                                                " reply from sarenad at '", socket_path_,
                                                "': ", s.message()));
   }

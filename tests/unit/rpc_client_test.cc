@@ -26,6 +26,7 @@
 #include "libsarena/cni/error.h"
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
+#include "libsarena/rpc/kind.h"
 #include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::rpc {
@@ -67,6 +68,30 @@ v1::Request AddRequest() {
   add->set_pod_namespace("default");
   add->set_pod_name("web-0");
   return r;
+}
+
+TEST(RpcKind, NamesComeFromTheSchemaAndPairRequestsWithResponses) {
+  EXPECT_EQ(RequestKindName(v1::Request::kEndpointAdd), "endpoint_add");
+  EXPECT_EQ(RequestKindName(v1::Request::kGc), "gc");
+  EXPECT_EQ(RequestKindName(v1::Request::KIND_NOT_SET), "nothing");
+  EXPECT_EQ(ResponseKindName(v1::Response::kEndpointList), "endpoint_list");
+  EXPECT_EQ(RequestKindName(static_cast<v1::Request::KindCase>(99)), "?");
+  // Every request kind has exactly one response kind of the same name.
+  const auto* req = v1::Request::descriptor()->FindOneofByName("kind");
+  const auto* resp = v1::Response::descriptor()->FindOneofByName("kind");
+  ASSERT_NE(req, nullptr);
+  ASSERT_NE(resp, nullptr);
+  ASSERT_EQ(req->field_count(), resp->field_count());
+  for (int i = 0; i < req->field_count(); ++i) {
+    auto rk = static_cast<v1::Request::KindCase>(req->field(i)->number());
+    int matches = 0;
+    for (int j = 0; j < resp->field_count(); ++j) {
+      matches += KindsMatch(rk, static_cast<v1::Response::KindCase>(resp->field(j)->number()));
+    }
+    EXPECT_EQ(matches, 1) << req->field(i)->name();
+  }
+  EXPECT_FALSE(KindsMatch(v1::Request::kEndpointAdd, v1::Response::kEndpointDel));
+  EXPECT_FALSE(KindsMatch(v1::Request::KIND_NOT_SET, v1::Response::KIND_NOT_SET));
 }
 
 TEST(DaemonFraming, HeaderIsBigEndianLength) {
