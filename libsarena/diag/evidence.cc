@@ -57,8 +57,6 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       {"neighbor_missing", {"NEIGH_FAILED", "NEIGH_QUEUEFULL", "NEIGH_DEAD", "NEIGH_CREATEFAIL"}},
       // A stale cached lladdr: the receiver's eth_type_trans marks the frame PACKET_OTHERHOST.
       {"neighbor_stale", {"OTHERHOST"}},
-      {"arp_ignore", {"NEIGH_FAILED", "NEIGH_QUEUEFULL"}},
-      {"proxy_arp", {"NEIGH_FAILED", "NEIGH_QUEUEFULL"}},
       // Too big with DF: ip_forward / ip_fragment (ICMP frag needed sent back).
       {"mtu_mismatch", {"PKT_TOO_BIG", "FRAG_TOO_FAR", "IP_INHDR"}},
       {"overlay_mtu_too_big", {"PKT_TOO_BIG", "FRAG_TOO_FAR"}},
@@ -156,6 +154,13 @@ const std::vector<std::string>& ReasonsExplainedBy(absl::string_view code) {
   static const std::vector<std::string>* empty = new std::vector<std::string>();
   auto it = Table().find(std::string(code));
   return it == Table().end() ? *empty : it->second;
+}
+
+std::vector<std::string> CodesWithDropReasons() {
+  std::vector<std::string> codes;
+  for (const auto& [code, reasons] : Table()) codes.push_back(code);
+  std::sort(codes.begin(), codes.end());
+  return codes;
 }
 
 bool CodeExplainsDrop(absl::string_view code, absl::string_view kernel_reason) {

@@ -36,6 +36,10 @@ bool CodeExplainsDrop(absl::string_view code, absl::string_view kernel_reason);
 /// The SKB_DROP_REASON_* names (prefix stripped) that `code` explains; empty for unknown codes.
 const std::vector<std::string>& ReasonsExplainedBy(absl::string_view code);
 
+/// Every suspicion code that has drop reasons (sorted): each must be a code of codes.h, which a
+/// unit test checks, so the table cannot keep a key the walk never reports.
+std::vector<std::string> CodesWithDropReasons();
+
 /// One joined finding (see the file comment).
 struct EvidenceItem {
   enum class Outcome { kAgreed, kKernelOnly, kModelOnly, kMismatch };

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "libsarena/diag/codes.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
@@ -20,6 +21,15 @@ namespace sarena::diag {
 namespace {
 
 using Outcome = EvidenceItem::Outcome;
+
+TEST(CodeExplainsDrop, EveryKeyIsASuspicionCode) {
+  std::vector<std::string> codes = CodesWithDropReasons();
+  EXPECT_GE(codes.size(), 25u);
+  for (const std::string& code : codes) {
+    EXPECT_NE(FindSuspicionCode(code), nullptr) << code << " explains drops but is not in codes.h";
+    EXPECT_FALSE(ReasonsExplainedBy(code).empty()) << code;
+  }
+}
 
 TEST(CodeExplainsDrop, KnownPairsAndPrefix) {
   EXPECT_TRUE(CodeExplainsDrop("rp_filter_drop", "SKB_DROP_REASON_IP_RPFILTER"));
