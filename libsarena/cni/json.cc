@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "libsarena/base/json.h"
 #include "libsarena/cni/env.h"
 
 namespace sarena::cni {
@@ -19,25 +20,6 @@ using google::protobuf::Value;
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 
 }  // namespace
-
-absl::string_view JsonKindName(const Value& value) {
-  switch (value.kind_case()) {
-    case Value::kStringValue:
-      return "a string";
-    case Value::kNumberValue:
-      return "a number";
-    case Value::kBoolValue:
-      return "a boolean";
-    case Value::kStructValue:
-      return "an object";
-    case Value::kListValue:
-      return "an array";
-    case Value::kNullValue:
-    case Value::KIND_NOT_SET:
-      return "null";
-  }
-  return "null";
-}
 
 namespace {
 

@@ -20,8 +20,8 @@ namespace sarena::cni {
 /// quote offending values in error messages.
 std::string JsonValueText(const google::protobuf::Value& value, size_t max_len = 80);
 
-/// "a string", "a number", "a boolean", "null", "an object", "an array".
-absl::string_view JsonKindName(const google::protobuf::Value& value);
+/// "a string", "a number", ... : base/json.h.
+using ::sarena::JsonKindName;
 
 /// Deepest nesting of arrays/objects ParseJsonValue accepts. A CNI config (with prevResult,
 /// runtimeConfig, args) needs fewer than 10; the bound keeps a hostile 40 KB document of 20,000

@@ -7,6 +7,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "libsarena/base/json.h"
 
 namespace sarena::model {
 namespace {
@@ -18,25 +19,6 @@ using google::protobuf::Value;
 
 google::protobuf::StringPiece Piece(absl::string_view s) {
   return google::protobuf::StringPiece(s.data(), s.size());
-}
-
-const char* KindName(const Value& v) {
-  switch (v.kind_case()) {
-    case Value::kNullValue:
-      return "null";
-    case Value::kNumberValue:
-      return "a number";
-    case Value::kStringValue:
-      return "a string";
-    case Value::kBoolValue:
-      return "a boolean";
-    case Value::kStructValue:
-      return "an object";
-    case Value::kListValue:
-      return "an array";
-    default:
-      return "nothing";
-  }
 }
 
 // protobuf's messages span lines (the text around a syntax error, a caret): one line.
@@ -61,7 +43,7 @@ absl::Status CheckOne(const FieldDescriptor* f, const Value& v, absl::string_vie
     return ProtoFieldError(file, path, "expected a value, got null");
   }
   auto want = [&](absl::string_view what) {
-    return ProtoFieldError(file, path, absl::StrCat("expected ", what, ", got ", KindName(v)));
+    return ProtoFieldError(file, path, absl::StrCat("expected ", what, ", got ", JsonKindName(v)));
   };
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_MESSAGE:
@@ -94,12 +76,12 @@ absl::Status CheckObject(const Descriptor* d, const Struct& s, absl::string_view
       const std::string p = path.empty() ? key : absl::StrCat(path, ".", key);
       if (f->is_map()) {
         if (v.kind_case() != Value::kStructValue && v.kind_case() != Value::kNullValue) {
-          return ProtoFieldError(file, p, absl::StrCat("expected an object, got ", KindName(v)));
+          return ProtoFieldError(file, p, absl::StrCat("expected an object, got ", JsonKindName(v)));
         }
       } else if (f->is_repeated()) {
         if (v.kind_case() == Value::kNullValue) continue;
         if (v.kind_case() != Value::kListValue) {
-          return ProtoFieldError(file, p, absl::StrCat("expected an array, got ", KindName(v)));
+          return ProtoFieldError(file, p, absl::StrCat("expected an array, got ", JsonKindName(v)));
         }
         for (int e = 0; e < v.list_value().values_size(); ++e) {
           absl::Status st =
@@ -163,7 +145,7 @@ absl::Status ParseProtoJson(absl::string_view json, absl::string_view file,
     }
   }
   if (doc.kind_case() != Value::kStructValue) {
-    return ProtoFieldError(file, "", absl::StrCat("expected an object, got ", KindName(doc)));
+    return ProtoFieldError(file, "", absl::StrCat("expected an object, got ", JsonKindName(doc)));
   }
   if (absl::Status c = CheckObject(message->GetDescriptor(), doc.struct_value(), file, "");
       !c.ok()) {
