@@ -125,9 +125,18 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 absl::Status WriteFile(const std::string& path, absl::string_view content, mode_t mode) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  if (!fd) return ErrnoStatus(errno, absl::StrCat("create file '", path, "'"));
-  return WriteAll(fd.get(), content, path);
+  size_t slash = path.rfind('/');
+  std::string tmp = slash == std::string::npos
+                        ? TempName(path)
+                        : Join(path.substr(0, slash), TempName(path.substr(slash + 1)));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return ErrnoStatus(errno, absl::StrCat("create file '", tmp, "'"));
+  absl::Status st = WriteAll(fd.get(), content, tmp);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = ErrnoStatus(errno, absl::StrCat("rename file '", tmp, "' to '", path, "'"));
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
 }
 
 absl::Status WriteFileAtomic(const std::string& dir, absl::string_view name,

@@ -35,9 +35,11 @@ absl::Status FsyncDir(const std::string& dir);
 /// ENOTDIR); kInvalidArgument when `path` is a directory; ErrnoStatus otherwise.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
-/// Writes `content` to `path` (created with `mode`, or truncated), not durably: no fsync, no
-/// rename. For outputs that are complete only when the caller says so (a snapshot directory).
-/// Errors: ErrnoStatus naming the path ("create file" / "write file").
+/// Writes `content` to `path` atomically but not durably: a kTempPrefix file in the same directory
+/// (created with `mode`), then rename(2) over `path`, no fsync. A reader sees the old file or the
+/// whole new one; a crash may lose both. For outputs such as a snapshot directory.
+/// Errors: ErrnoStatus naming the path ("create file" / "write file" / "rename file"); the
+/// temporary file is removed.
 absl::Status WriteFile(const std::string& path, absl::string_view content, mode_t mode = 0644);
 
 /// Writes `content` to <dir>/<name> atomically: temporary file, fsync, rename(2), fsync(dir).

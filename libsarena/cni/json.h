@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/struct.pb.h"
+#include "libsarena/base/json.h"
 
 namespace sarena::cni {
 

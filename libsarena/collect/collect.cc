@@ -22,6 +22,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/subprocess.h"
 #include "libsarena/collect/cluster_maps.h"
@@ -38,44 +39,6 @@
 
 namespace sarena::collect {
 namespace {
-
-absl::Status MkdirAll(const std::string& path) {
-  std::string cur;
-  for (absl::string_view part : absl::StrSplit(path, '/')) {
-    if (part.empty()) {
-      if (cur.empty()) cur = "/";
-      continue;
-    }
-    if (!cur.empty() && cur.back() != '/') cur.push_back('/');
-    absl::StrAppend(&cur, part);
-    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("create directory '", cur, "': ", strerror(errno)));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteFile(const std::string& path, absl::string_view data) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("write '", path, "': ", strerror(errno)));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("write '", path, "': ", strerror(e)));
-    }
-    off += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename '", tmp, "': ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
 
 std::string NetnsPath(const std::string& netns) {
   if (netns.empty() || absl::StrContains(netns, "/")) return netns;
@@ -283,7 +246,7 @@ void AddNetnsChildren(const std::string& netns, bool node, std::vector<ChildSpec
 // Writes one netns's files from what its children (AddNetnsChildren, same order) printed.
 absl::Status WriteNetns(const std::vector<ChildOutput>& outputs, const std::string& abs_dir,
                         const std::string& rel_dir, bool node, CollectReport* report) {
-  SARENA_RETURN_IF_ERROR(MkdirAll(abs_dir));
+  SARENA_RETURN_IF_ERROR(MakeDirs(abs_dir, 0755));
   const std::vector<Job> jobs = NetnsJobs(node);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
