@@ -37,9 +37,34 @@
 #   kernel connected  <=> verdict is reachable (or degraded: warnings, the path works), and
 #   kernel failed     =>  verdict unreachable with a FATAL suspicion whose code is one the
 #                         injected fault can cause and whose hop is where it was injected.
-# Prints one line per scenario and "agreed N/TOTAL"; exits non-zero unless all agree.
+# The kernel's drop reasons are a second truth (issue 11 item 5): around the real attempt
+# `sarena-diag drops --netns <every namespace of the topology> --ready-file F` streams every
+# kfree_skb of those namespaces; the attempt starts once the tracer is attached (F exists) and
+# the stream is stopped after it. The drops of the probe's flow are kept: its TCP/UDP packets
+# (the attempt binds source port 20000+ID) in either direction, before or after NAT (the server
+# side is the destination port, or the Service's backend port; on VXLAN, any VXLAN packet:
+# the tracer sees the outer headers only). When the attempt failed and no
+# such drop came yet, the stream waits up to DIFF_DROP_GRACE_MS (default 3500) more: a packet
+# queued on an unresolved neighbour is freed (NEIGH_FAILED) only when the entry fails, ~3 s
+# after the first ARP probe. Then, where the kernel failed,
+#   kernel dropped the probe  =>  besides the above, one of the drops' reasons is explained by
+#                                 the FATAL code that named the drop (CodeExplainsDrop, i.e.
+#                                 `sarena-diag drops --explained-by CODE`);
+#   no drop of the probe      =>  allowed only when the attempt's own syscall failed with an
+#                                 error that frees no skb with a reason: a local sender whose
+#                                 route lookup fails (connect/sendmsg: ENETUNREACH "Network is
+#                                 unreachable") or whose datagram exceeds the route's MTU with DF
+#                                 (EMSGSIZE "Message too long") — ip_route_output_flow and
+#                                 ip_make_skb/__ip_append_data return the error before an skb
+#                                 exists (LOCAL_SEND_ERRORS below).
+# Prints one line per scenario (with "reasons=REASON@place:dev,..." for the probe's drops),
+# "family NAME: agreed a/b (reasons explained c/d)" per fault family (d: scenarios where the
+# kernel failed and dropped the probe, c: those whose reason the named code explains) and
+# "agreed N/TOTAL"; exits non-zero unless all agree.
 # Env: DIFF_SEED, DIFF_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
-#      DIFF_VERBOSE=1 (suspicions of every scenario), SN_KEEP_LOGS=1 (keep snapshots).
+#      DIFF_VERBOSE=1 (suspicions and drops of every scenario), SN_KEEP_LOGS=1 (keep snapshots,
+#      with drops.jsonl: every drop the stream saw, flow-drops.jsonl: the probe's),
+#      DIFF_DROP_GRACE_MS (see above).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../lib/sarena-node.sh"
@@ -71,6 +96,7 @@ die() { echo "FAIL: $*"; exit 1; }
 # Places: every node and pod netns, with what the generator and the checker need to know.
 declare -A P_NS P_HOP P_KIND P_TOPO P_NODE P_IP P_REF P_DEVS P_ROUTES P_ALT P_MTU
 declare -A T_NODES T_PODS T_FLOWS T_SVC T_CLUSTER
+declare -A NS_PLACE  # netns name -> place (for the drop reasons line)
 NODE_PODS_ARGS=()
 
 place() {  # place NAME KIND TOPO NETNS HOPID IP REF [NODE]
@@ -268,6 +294,7 @@ for p in "${!P_NS[@]}"; do
   while read -r dev mtu; do P_MTU[$p/$dev]=$mtu; done \
     < <(ip -n "${P_NS[$p]}" -j link show | jq -r '.[] | "\(.ifname) \(.mtu)"')
 done
+for p in "${!P_NS[@]}"; do NS_PLACE[${P_NS[$p]}]=$p; done
 echo "diag_diff: topologies up in $((SECONDS - T0)) s"
 if [ -n "${DIFF_HOLD:-}" ]; then
   declare -p P_NS P_DEVS P_IP >"$SN_DIR/places"; echo "holding; places in $SN_DIR/places"
@@ -548,13 +575,19 @@ revert() {
 # attempt tcp|udp: a real attempt from the flow's source; prints ok / fail. tcp: a connection
 # that gets the server's answer. udp: one datagram of SIZE bytes (IP) with DF set
 # (IP_PMTUDISC_DO) that the destination's receiver logs within 1.5 s.
+# ATTEMPT_SPORT=N: bind that source port (the scenario's own attempt, so its drops are found).
 attempt() {
-  local out
+  local out src=
+  if [ -n "$F_BIND" ]; then
+    src=",bind=$F_BIND${ATTEMPT_SPORT:+:$ATTEMPT_SPORT}"
+  elif [ -n "${ATTEMPT_SPORT:-}" ]; then
+    src=",sourceport=$ATTEMPT_SPORT"
+  fi
   if [ "$1" = udp ]; then
     local token="probe-$BASHPID-$EPOCHREALTIME-" payload=$SN_DIR/payload i
     { printf '%s' "$token"; head -c $((SIZE - 28 - ${#token})) /dev/zero; } >"$payload"
     nsenter --net="/var/run/netns/$F_CNS" socat -u -b 65536 "OPEN:$payload" \
-      "UDP:$F_IP:7777,mtudiscover=2${F_BIND:+,bind=$F_BIND}" 2>"${ATTEMPT_ERR:-/dev/null}" || {
+      "UDP:$F_IP:7777,mtudiscover=2$src" 2>"${ATTEMPT_ERR:-/dev/null}" || {
       echo fail; return; }
     for i in $(seq 30); do
       grep -aqF "$token" "$SN_DIR/udp-${P_NS[$F_DSTPLACE]}" 2>/dev/null && { echo ok; return; }
@@ -563,9 +596,51 @@ attempt() {
     echo fail
   else
     out=$(nsenter --net="/var/run/netns/$F_CNS" \
-      socat -T3 - "TCP:$F_IP:$F_PORT,connect-timeout=1${F_BIND:+,bind=$F_BIND}" </dev/null 2>"${ATTEMPT_ERR:-/dev/null}")
+      socat -T3 - "TCP:$F_IP:$F_PORT,connect-timeout=1$src" </dev/null 2>"${ATTEMPT_ERR:-/dev/null}")
     [ -n "$out" ] && echo ok || echo fail
   fi
+}
+
+# The kernel's drops (sarena-diag drops) around the attempt.
+LOCAL_SEND_ERRORS="Network is unreachable|Message too long"
+DROP_GRACE_MS=${DIFF_DROP_GRACE_MS:-3500}
+DROPS_PID=
+drops_start() {  # drops_start OUT: every drop in the namespaces of the flow's topology
+  local out=$1 args=() p i
+  for p in ${T_NODES[$F_TOPO]} ${T_PODS[$F_TOPO]}; do args+=(--netns "${P_NS[$p]}"); done
+  rm -f "$out.ready"
+  # --duration: bounded even if this script dies before drops_stop.
+  "$DIAG" drops "${args[@]}" --duration 60s --ready-file "$out.ready" >"$out" 2>"$out.err" &
+  DROPS_PID=$!
+  for i in $(seq 400); do
+    [ -e "$out.ready" ] && return 0
+    kill -0 "$DROPS_PID" 2>/dev/null || break
+    sleep 0.025
+  done
+  die "sarena-diag drops did not attach: $(cat "$out.err")"
+}
+drops_stop() { kill -TERM "$DROPS_PID" 2>/dev/null; wait "$DROPS_PID"; DROPS_PID=; }
+# flow_drops ALL SPORT PROTO: the drops of the probe's packets (either direction, NAT'ed or not).
+flow_drops() {
+  local server=$F_PORT
+  [ "$3" = udp ] && server=7777
+  [ "$F_SVC" = 1 ] && server+=,8080  # the backend's port after the DNAT
+  # VXLAN (topology V): the tracer reads the outer headers only, so a dropped VXLAN packet
+  # (UDP port 4789) of the attempt's window counts as the probe's: nothing else crosses the
+  # tunnel while a scenario runs.
+  local vx=false
+  [ "$F_TOPO" = V ] && vx=true
+  jq -c --argjson sp "$2" --arg proto "$3" --argjson srv "[$server]" --argjson vx $vx '
+    select((.packet.proto == $proto and
+            ((.packet.sport == $sp and (.packet.dport as $d | $srv | index($d))) or
+             (.packet.dport == $sp and (.packet.sport as $s | $srv | index($s))))) or
+           ($vx and .packet.proto == "udp" and (.packet.dport == 4789 or .packet.sport == 4789)))' \
+    "$1" 2>/dev/null
+}
+declare -A EXPLAINED  # code -> the SKB_DROP_REASON_* it explains (sarena-diag drops --explained-by)
+explained_by() {  # explained_by CODE: sets EXPLAINED[CODE] (no subshell: the cache stays)
+  [ -n "${EXPLAINED[$1]+x}" ] && return 0
+  EXPLAINED[$1]=" $("$DIAG" drops --explained-by "$1" 2>/dev/null | tr '\n' ' ') "
 }
 
 collect() {  # collect SNAPDIR NODE
@@ -585,7 +660,7 @@ collect() {  # collect SNAPDIR NODE
 hop_base() { local h=${1%%@*}; h=${h%%#*}; echo "${h%%/svc:*}"; }
 
 AGREED=0 TOTAL=0 DEGRADED=0 FAILED_IDS=()
-declare -A BY_FAULT_OK BY_FAULT_N
+declare -A BY_FAULT_OK BY_FAULT_N BY_FAULT_DROPPED BY_FAULT_EXPLAINED
 
 run_scenario() {  # run_scenario ID FLOW FAULT...
   local id=$1 flow=$2; shift 2
@@ -613,30 +688,72 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
     verdict=$(jq -r .verdict "$snap/trace.json")
     sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
   fi
-  local kernel; kernel=$(ATTEMPT_ERR=$snap/attempt.err attempt $proto)
+  local sport=$((20000 + id)) kernel i
+  drops_start "$snap/drops.jsonl"
+  kernel=$(ATTEMPT_ERR=$snap/attempt.err ATTEMPT_SPORT=$sport attempt $proto)
+  if [ "$kernel" != ok ] && ! grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
+    for ((i = 0; i < DROP_GRACE_MS / 50; i++)); do
+      [ -n "$(flow_drops "$snap/drops.jsonl" $sport $proto)" ] && break
+      sleep 0.05
+    done
+  fi
+  drops_stop
+  flow_drops "$snap/drops.jsonl" $sport $proto >"$snap/flow-drops.jsonl"
   ip -n "$F_CNS" route get "$F_IP" ${F_BIND:+from $F_BIND} >"$snap/route-get.txt" 2>&1
   revert "${fault[@]}" >"$snap/revert.log" 2>&1 || { echo "FAIL: revert ${fault[*]}: $(cat "$snap/revert.log")"; exit 1; }
 
+  # The probe's drops: "REASON@place:dev" (unique, in order), and the bare reasons.
+  local reasons=() rs=() r ns dev
+  while read -r r ns dev; do
+    [ -n "$r" ] || continue
+    r=${r#SKB_DROP_REASON_}
+    local w="$r@${NS_PLACE[$ns]:-${ns:-?}}${dev:+:$dev}"
+    [[ " ${reasons[*]} " == *" $w "* ]] || reasons+=("$w")
+    [[ " ${rs[*]} " == *" $r "* ]] || rs+=("$r")
+  done < <(jq -r '"\(.kernel_reason) \(.netns) \(.device)"' "$snap/flow-drops.jsonl")
+
   # Agreement.
-  local agree=0 named=""
+  local agree=0 named="" codes=() why=""
   if [ "$kernel" = ok ]; then
     [ "$verdict" = reachable ] || [ "$verdict" = degraded ] && agree=1
   elif [ "$verdict" = unreachable ]; then
     local lvl code hop c h
     while read -r lvl code hop; do
       [ "$lvl" = FATAL ] || continue
+      local hit=0
       for c in $X_CODES; do
         [ "$c" = "$code" ] || continue
-        for h in $X_HOPS; do [ "$h" = "$(hop_base "$hop")" ] && { agree=1; named="$code@$hop"; }; done
+        for h in $X_HOPS; do [ "$h" = "$(hop_base "$hop")" ] && hit=1; done
       done
       for c in $X_EXTRA; do
-        [ "$c" = "$code@$(hop_base "$hop")" ] && { agree=1; named="$code@$hop"; }
+        [ "$c" = "$code@$(hop_base "$hop")" ] && hit=1
       done
+      [ $hit = 1 ] && { agree=1; named="$code@$hop"; codes+=("$code"); }
     done <<<"$sus"
+    [ $agree = 0 ] && why="no FATAL code the fault causes at the injected hop"
+  else
+    why="verdict $verdict but the kernel failed"
+  fi
+  [ "$kernel" = ok ] && [ $agree = 0 ] && why="verdict $verdict but the kernel connected"
+  # The kernel's reasons: where it failed and dropped the probe, the named code must explain one.
+  local dropped=0 explained=0
+  if [ "$kernel" != ok ] && [ ${#rs[@]} -gt 0 ]; then
+    dropped=1
+    for c in "${codes[@]}"; do
+      explained_by "$c"
+      for r in "${rs[@]}"; do [[ ${EXPLAINED[$c]} == *" SKB_DROP_REASON_$r "* ]] && { explained=1; named="$c@${named#*@} ($r)"; }; done
+    done
+    if [ $agree = 1 ] && [ $explained = 0 ]; then
+      agree=0 why="kernel reason(s) ${rs[*]} not explained by ${codes[*]}"
+    fi
+  elif [ "$kernel" != ok ] && [ $agree = 1 ] && ! grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
+    agree=0 why="the kernel failed but reported no drop of the probe, and the send did not fail locally"
   fi
   [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
   TOTAL=$((TOTAL + 1))
   BY_FAULT_N[$type]=$((${BY_FAULT_N[$type]:-0} + 1))
+  BY_FAULT_DROPPED[$type]=$((${BY_FAULT_DROPPED[$type]:-0} + dropped))
+  BY_FAULT_EXPLAINED[$type]=$((${BY_FAULT_EXPLAINED[$type]:-0} + explained))
   local mark=agree
   if [ $agree = 1 ]; then
     AGREED=$((AGREED + 1)); BY_FAULT_OK[$type]=$((${BY_FAULT_OK[$type]:-0} + 1))
@@ -647,9 +764,16 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
   [ "$type" != healthy ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')${X_EXTRA:+ or$X_EXTRA}"
   # id, topology, flow, fault, verdict, kernel, agreement (the suspicion that named the drop),
   # and what a drop must be named by.
-  printf '%4d %-6s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [if dropped: %s]\n' "$id" "$topo" \
-    "$F_LABEL" "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+ ($named)}" "$exp"
+  local rtext="${reasons[*]}"
+  [ -n "$rtext" ] || rtext=-
+  printf '%4d %-6s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [if dropped: %s] reasons=%s\n' "$id" \
+    "$topo" "$F_LABEL" "${fault[*]}" "$verdict" "$kernel" "$mark" "${named:+ ($named)}" "$exp" \
+    "${rtext// /,}"
   if [ $agree = 0 ] || [ "$VERBOSE" = 1 ]; then
+    [ -n "$why" ] && echo "       why: $why"
+    jq -r '"       drop: \(.kernel_reason) netns \(.netns) dev \(.device) \(.packet.src):\(.packet.sport) -> \(.packet.dst):\(.packet.dport)/\(.packet.proto) \(.tcp_flags) at \(.location)"' \
+      "$snap/flow-drops.jsonl"
+    [ -s "$snap/drops.jsonl.err" ] && sed 's/^/       drops: /' "$snap/drops.jsonl.err"
     [ -s "$snap/trace.err" ] && sed 's/^/       trace: /' "$snap/trace.err"
     [ -s "$snap/attempt.err" ] && sed 's/^/       attempt: /' "$snap/attempt.err"
     [ $agree = 0 ] && sed 's/^/       route get: /' "$snap/route-get.txt"
@@ -710,7 +834,9 @@ for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
 done
 
-echo "by fault: $(for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do printf '%s %s/%s  ' "$k" "${BY_FAULT_OK[$k]:-0}" "${BY_FAULT_N[$k]}"; done)"
+for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
+  echo "family $k: agreed ${BY_FAULT_OK[$k]:-0}/${BY_FAULT_N[$k]} (reasons explained ${BY_FAULT_EXPLAINED[$k]:-0}/${BY_FAULT_DROPPED[$k]:-0})"
+done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]
