@@ -34,6 +34,8 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
        {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES", "IP_INVALID_DEST",
         "NO_ROUTE"}},
       {"fib_lookup_failed", {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES"}},
+      // neigh_invalidate: the gateway the wrong route picks answers no ARP (FATAL at this hop).
+      {"route_mismatch", {"NEIGH_FAILED"}},
       // ip_forward disabled: the input route lookup fails as no route (EHOSTUNREACH).
       {"ip_forward_disabled", {"IP_NOROUTE", "IP_INADDRERRORS", "IP_FORWARDING", "NOT_SPECIFIED"}},
       {"iface_forwarding_disabled",
@@ -42,7 +44,9 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       {"netfilter_drop", {"NETFILTER_DROP"}},
       {"tunnel_port_blocked", {"NETFILTER_DROP"}},
       {"bridge_netfilter", {"NETFILTER_DROP"}},
-      {"service_no_endpoints", {"NETFILTER_DROP"}},
+      // ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT (no endpoint) has no
+      // route on a node without a default one, and routing comes before the filter's REJECT.
+      {"service_no_endpoints", {"NETFILTER_DROP", "IP_INNOROUTES"}},
       {"source_range_denied", {"NETFILTER_DROP"}},
       {"external_traffic_policy_local_drop", {"NETFILTER_DROP"}},
       {"asymmetric_return", {"NETFILTER_DROP", "NO_SOCKET", "TCP_INVALID_SEQUENCE", "IP_RPFILTER"}},
@@ -51,14 +55,19 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       // tcp_v4_rcv / __udp4_lib_rcv with no socket (the kernel answers RST / port unreachable).
       {"not_listening", {"NO_SOCKET", "TCP_CLOSE", "SOCKET_FILTER"}},
       // A device down or without carrier on the way (veth_xmit to a down peer, dev not ready).
-      {"link_down", {"DEV_READY", "NOT_SPECIFIED", "NETDEV_DOWN", "IP_NOROUTE", "IP_OUTNOROUTES"}},
+      // neigh_invalidate: the ARP for the next hop dies in the down link, the queued packet with it.
+      // ip_error: fib_sync_down_dev took the routes via the down device, a forwarded packet finds none.
+      {"link_down",
+       {"DEV_READY", "NOT_SPECIFIED", "NETDEV_DOWN", "IP_NOROUTE", "IP_OUTNOROUTES",
+        "NEIGH_FAILED", "IP_INNOROUTES"}},
       {"link_missing", {"DEV_READY", "IP_NOROUTE", "IP_OUTNOROUTES"}},
       // The neighbour never resolved: the queued packets are freed when the entry fails.
       {"neighbor_missing", {"NEIGH_FAILED", "NEIGH_QUEUEFULL", "NEIGH_DEAD", "NEIGH_CREATEFAIL"}},
       // A stale cached lladdr: the receiver's eth_type_trans marks the frame PACKET_OTHERHOST.
       {"neighbor_stale", {"OTHERHOST"}},
       // Too big with DF: ip_forward / ip_fragment (ICMP frag needed sent back).
-      {"mtu_mismatch", {"PKT_TOO_BIG", "FRAG_TOO_FAR", "IP_INHDR"}},
+      // ____dev_forward_skb (veth_xmit): a frame above the receiving peer's MTU, plain kfree_skb.
+      {"mtu_mismatch", {"PKT_TOO_BIG", "FRAG_TOO_FAR", "IP_INHDR", "NOT_SPECIFIED"}},
       {"overlay_mtu_too_big", {"PKT_TOO_BIG", "FRAG_TOO_FAR"}},
       // A tc/TCX BPF program returned TC_ACT_SHOT (sarena's datapath, Calico's, Cilium's).
       {"endpoint_map_missing", {"TC_INGRESS", "TC_EGRESS", "TC_DROP"}},

@@ -45,6 +45,19 @@ TEST(CodeExplainsDrop, KnownPairsAndPrefix) {
   EXPECT_TRUE(ReasonsExplainedBy("no_such_code").empty());
 }
 
+// Reasons tests/privileged/diag_diff_test.sh saw the kernel use (6.18), each from the kernel
+// function evidence.cc's table names.
+TEST(CodeExplainsDrop, ReasonsSeenInTheDifferentialSuite) {
+  EXPECT_TRUE(CodeExplainsDrop("service_no_endpoints", "SKB_DROP_REASON_IP_INNOROUTES"));
+  EXPECT_TRUE(CodeExplainsDrop("link_down", "SKB_DROP_REASON_NEIGH_FAILED"));
+  EXPECT_TRUE(CodeExplainsDrop("link_down", "SKB_DROP_REASON_IP_INNOROUTES"));
+  EXPECT_TRUE(CodeExplainsDrop("route_mismatch", "SKB_DROP_REASON_NEIGH_FAILED"));
+  EXPECT_TRUE(CodeExplainsDrop("mtu_mismatch", "SKB_DROP_REASON_NOT_SPECIFIED"));
+  EXPECT_TRUE(CodeExplainsDrop("neighbor_stale", "SKB_DROP_REASON_OTHERHOST"));
+  EXPECT_FALSE(CodeExplainsDrop("neighbor_stale", "SKB_DROP_REASON_NEIGH_FAILED"));
+  EXPECT_FALSE(CodeExplainsDrop("route_mismatch", "SKB_DROP_REASON_NETFILTER_DROP"));
+}
+
 class JoinTest : public ::testing::Test {
  protected:
   void SetUp() override {
