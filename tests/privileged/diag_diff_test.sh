@@ -41,22 +41,27 @@
 # `sarena-diag drops --netns <every namespace of the topology> --ready-file F` streams every
 # kfree_skb of those namespaces; the attempt starts once the tracer is attached (F exists) and
 # the stream is stopped after it. The drops of the probe's flow are kept: its TCP/UDP packets
-# (the attempt binds source port 20000+ID) in either direction, before or after NAT (the server
-# side is the destination port, or the Service's backend port; on VXLAN, any VXLAN packet:
-# the tracer sees the outer headers only). When the attempt failed and no
+# (the attempt binds source port 20000+ID; a packet to or from the server's address and port
+# counts too, since natOutgoing's MASQUERADE --random-fully rewrites the source port) in either
+# direction, before or after the Service's DNAT; on VXLAN, any VXLAN packet: the tracer sees the
+# outer headers only. When the attempt failed and no
 # such drop came yet, the stream waits up to DIFF_DROP_GRACE_MS (default 3500) more: a packet
 # queued on an unresolved neighbour is freed (NEIGH_FAILED) only when the entry fails, ~3 s
 # after the first ARP probe. Then, where the kernel failed,
 #   kernel dropped the probe  =>  besides the above, one of the drops' reasons is explained by
 #                                 the FATAL code that named the drop (CodeExplainsDrop, i.e.
 #                                 `sarena-diag drops --explained-by CODE`);
-#   no drop of the probe      =>  allowed only when the attempt's own syscall failed with an
-#                                 error that frees no skb with a reason: a local sender whose
-#                                 route lookup fails (connect/sendmsg: ENETUNREACH "Network is
-#                                 unreachable") or whose datagram exceeds the route's MTU with DF
-#                                 (EMSGSIZE "Message too long") — ip_route_output_flow and
-#                                 ip_make_skb/__ip_append_data return the error before an skb
-#                                 exists (LOCAL_SEND_ERRORS below).
+#   no drop of the probe      =>  allowed only where the kernel fails without freeing an skb
+#                                 with a reason:
+#     - the attempt's own syscall failed: a local sender whose route lookup fails (ENETUNREACH
+#       "Network is unreachable"; a blackhole route: EINVAL "Invalid argument", fib_table_lookup
+#       returns fib_props[RTN_BLACKHOLE].error) or whose datagram exceeds the route's MTU with
+#       DF (EMSGSIZE "Message too long"): ip_route_output_flow and __ip_append_data return the
+#       error before an skb exists (LOCAL_SEND_ERRORS below);
+#     - the destination's listener could not route its SYN-ACK: tcp_conn_request frees the
+#       request when inet_csk_route_req fails and tcp_rcv_state_process consume_skb()s the SYN
+#       (no drop reason), counting TcpExtListenDrops — accepted when that counter of the
+#       destination's namespace rose during the attempt.
 # Prints one line per scenario (with "reasons=REASON@place:dev,..." for the probe's drops),
 # "family NAME: agreed a/b (reasons explained c/d)" per fault family (d: scenarios where the
 # kernel failed and dropped the probe, c: those whose reason the named code explains) and
@@ -602,7 +607,7 @@ attempt() {
 }
 
 # The kernel's drops (sarena-diag drops) around the attempt.
-LOCAL_SEND_ERRORS="Network is unreachable|Message too long"
+LOCAL_SEND_ERRORS="Network is unreachable|Message too long|Invalid argument"
 DROP_GRACE_MS=${DIFF_DROP_GRACE_MS:-3500}
 DROPS_PID=
 drops_start() {  # drops_start OUT: every drop in the namespaces of the flow's topology
@@ -622,18 +627,23 @@ drops_start() {  # drops_start OUT: every drop in the namespaces of the flow's t
 drops_stop() { kill -TERM "$DROPS_PID" 2>/dev/null; wait "$DROPS_PID"; DROPS_PID=; }
 # flow_drops ALL SPORT PROTO: the drops of the probe's packets (either direction, NAT'ed or not).
 flow_drops() {
-  local server=$F_PORT
+  local server=$F_PORT eps
   [ "$3" = udp ] && server=7777
-  [ "$F_SVC" = 1 ] && server+=,8080  # the backend's port after the DNAT
+  eps="[[\"$F_IP\",$server]"
+  [ "$F_SVC" = 1 ] && server+=,8080 eps+=",[\"${P_IP[$F_DSTPLACE]}\",8080]"  # after the DNAT
+  eps+="]"
   # VXLAN (topology V): the tracer reads the outer headers only, so a dropped VXLAN packet
   # (UDP port 4789) of the attempt's window counts as the probe's: nothing else crosses the
   # tunnel while a scenario runs.
   local vx=false
   [ "$F_TOPO" = V ] && vx=true
-  jq -c --argjson sp "$2" --arg proto "$3" --argjson srv "[$server]" --argjson vx $vx '
+  jq -c --argjson sp "$2" --arg proto "$3" --argjson srv "[$server]" --argjson eps "$eps" \
+    --argjson vx $vx '
     select((.packet.proto == $proto and
             ((.packet.sport == $sp and (.packet.dport as $d | $srv | index($d))) or
-             (.packet.dport == $sp and (.packet.sport as $s | $srv | index($s))))) or
+             (.packet.dport == $sp and (.packet.sport as $s | $srv | index($s))) or
+             ([.packet.dst, .packet.dport] as $e | $eps | index([$e])) or
+             ([.packet.src, .packet.sport] as $e | $eps | index([$e])))) or
            ($vx and .packet.proto == "udp" and (.packet.dport == 4789 or .packet.sport == 4789)))' \
     "$1" 2>/dev/null
 }
@@ -641,6 +651,11 @@ declare -A EXPLAINED  # code -> the SKB_DROP_REASON_* it explains (sarena-diag d
 explained_by() {  # explained_by CODE: sets EXPLAINED[CODE] (no subshell: the cache stays)
   [ -n "${EXPLAINED[$1]+x}" ] && return 0
   EXPLAINED[$1]=" $("$DIAG" drops --explained-by "$1" 2>/dev/null | tr '\n' ' ') "
+}
+
+listen_drops() {  # listen_drops NETNS: TcpExtListenDrops of that namespace
+  nsenter --net="/var/run/netns/$1" cat /proc/net/netstat |
+    awk '/^TcpExt:/ { if (!h) { split($0, k); h = 1 } else { split($0, v); for (i in k) if (k[i] == "ListenDrops") print v[i] } }'
 }
 
 collect() {  # collect SNAPDIR NODE
@@ -689,6 +704,8 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
     sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
   fi
   local sport=$((20000 + id)) kernel i
+  local ld0 ld1
+  ld0=$(listen_drops "${P_NS[$F_DSTPLACE]}")
   drops_start "$snap/drops.jsonl"
   kernel=$(ATTEMPT_ERR=$snap/attempt.err ATTEMPT_SPORT=$sport attempt $proto)
   if [ "$kernel" != ok ] && ! grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
@@ -698,6 +715,7 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
     done
   fi
   drops_stop
+  ld1=$(listen_drops "${P_NS[$F_DSTPLACE]}")
   flow_drops "$snap/drops.jsonl" $sport $proto >"$snap/flow-drops.jsonl"
   ip -n "$F_CNS" route get "$F_IP" ${F_BIND:+from $F_BIND} >"$snap/route-get.txt" 2>&1
   revert "${fault[@]}" >"$snap/revert.log" 2>&1 || { echo "FAIL: revert ${fault[*]}: $(cat "$snap/revert.log")"; exit 1; }
@@ -746,8 +764,14 @@ run_scenario() {  # run_scenario ID FLOW FAULT...
     if [ $agree = 1 ] && [ $explained = 0 ]; then
       agree=0 why="kernel reason(s) ${rs[*]} not explained by ${codes[*]}"
     fi
-  elif [ "$kernel" != ok ] && [ $agree = 1 ] && ! grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
-    agree=0 why="the kernel failed but reported no drop of the probe, and the send did not fail locally"
+  elif [ "$kernel" != ok ] && [ $agree = 1 ]; then
+    if grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
+      reasons=("send:$(grep -oE "$LOCAL_SEND_ERRORS" "$snap/attempt.err" | head -1 | tr ' ' _)")
+    elif [ "${ld1:-0}" -gt "${ld0:-0}" ]; then
+      reasons=("ListenDrops@$F_DSTPLACE")
+    else
+      agree=0 why="the kernel failed but reported no drop of the probe, the send did not fail locally and the listener counted no ListenDrops"
+    fi
   fi
   [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
   TOTAL=$((TOTAL + 1))
