@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/model/calico_subnet.h"
+#include "libsarena/model/tunnel.h"
 
 namespace sarena::diag {
 namespace {
@@ -89,14 +90,14 @@ class CalicoPlugin : public Plugin {
     uint32_t overhead = 0;
     std::string why;
     if (pool->vxlan_mode != EncapMode::kNever) {
-      overhead = 50;
+      overhead = *model::TunnelOverheadOf("vxlan");
       why = "VXLAN";
     } else if (pool->ipip_mode != EncapMode::kNever) {
-      overhead = 20;
+      overhead = *model::TunnelOverheadOf("ipip");
       why = "IPIP";
     }
     if (w.node->netstack.FindInterface(kWgDev)) {
-      overhead = std::max<uint32_t>(overhead, 60);
+      overhead = std::max<uint32_t>(overhead, *model::TunnelOverheadOf("wireguard"));
       why = "WireGuard";
     }
     if (eth->mtu + overhead > host->mtu) {

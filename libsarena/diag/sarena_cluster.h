@@ -38,13 +38,14 @@
 #include "absl/strings/string_view.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/model/sarena_cluster.h"
+#include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::sarena_cluster {
 
 /// Name of the collect-metadata VXLAN device (libsarena/datapath/overlay.h kVxlanDevice).
 inline constexpr absl::string_view kVxlanDev = "sarena_vxlan";
-/// Bytes VXLAN over IPv4 adds to an inner IP packet (RFC 7348 section 5).
-inline constexpr uint32_t kVxlanOverhead = 50;
+/// Bytes VXLAN over IPv4 adds to an inner IP packet (RFC 7348 section 5; model/tunnel.h).
+inline constexpr uint32_t kVxlanOverhead = *model::TunnelOverheadOf("vxlan");
 
 /// Whether a program is attached (from sarena-programs.json; kUnknown when the file is absent).
 enum class Attach { kYes, kNo, kUnknown };

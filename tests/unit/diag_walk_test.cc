@@ -3,6 +3,7 @@
 // the reply direction — on fixtures generated from real network namespaces, one fault at a time.
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/unit/diag_testing.h"
@@ -381,6 +382,41 @@ TEST(DiagWalk, VethPeersFoundByIfindexNotName) {
   ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
   EXPECT_EQ(FindHop(t.report, "node-a")->oif(), "renamed0") << t.text;
+}
+
+// An encapsulated packet crossing a node-to-node veth must fit the RECEIVING device with the
+// tunnel's whole overhead (is_skb_forwardable): WireGuard adds 60 bytes (model/tunnel.h), not
+// IPIP's 20. diff-vxlan's nodes are cabled by veths (eth0 <-> eth0); its tunnel device becomes
+// a WireGuard device and vx2's end of the cable gets MTU 1460.
+TEST(DiagWalk, WireguardOuterPacketMustFitTheReceivingVethEnd) {
+  Scratch s("diff-vxlan");
+  for (const std::string node : {"vx1", "vx2"}) {
+    s.EditJson(absl::StrCat("nodes/", node, "/ip-link.json"), [&](google::protobuf::Value* v) {
+      for (auto& l : *v->mutable_list_value()->mutable_values()) {
+        auto& f = *l.mutable_struct_value()->mutable_fields();
+        if (f["ifname"].string_value() == "vxlan.calico") {
+          f["linkinfo"].CopyFrom(Json(R"({"info_kind": "wireguard"})"));
+        }
+        if (node == "vx2" && f["ifname"].string_value() == "eth0") f["mtu"].set_number_value(1460);
+      }
+    });
+  }
+  // 1430 + 60 = 1490 bytes leave vx1's eth0 (MTU 1500); vx2's eth0 takes at most 1460 + 4.
+  // Counted as IPIP (1450 bytes) the packet would pass.
+  auto t = TraceLib(s.dir(), "10.93.1.2", "10.93.2.2:8080/udp", "auto", 64, 1430);
+  ASSERT_TRACED(t);
+  const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->id(), "vx1") << t.text;
+  EXPECT_TRUE(absl::StrContains(m->message(), "1490-byte packets")) << m->message();
+  EXPECT_TRUE(absl::StrContains(m->message(), "other end of the veth has MTU 1460")) << m->message();
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+
+  // 1400 + 60 = 1460 fits.
+  auto ok = TraceLib(s.dir(), "10.93.1.2", "10.93.2.2:8080/udp", "auto", 64, 1400);
+  ASSERT_TRACED(ok);
+  const v1::Suspicion* none = FindSuspicion(ok.report, "mtu_mismatch", "FATAL");
+  EXPECT_TRUE(none == nullptr || HopOf(ok.report, none)->id() != "vx1") << ok.text;
 }
 
 }  // namespace

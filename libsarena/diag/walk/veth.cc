@@ -94,7 +94,8 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   }
   // veth_xmit -> __dev_forward_skb: is_skb_forwardable() drops a frame longer than the
   // RECEIVING device's MTU + Ethernet header + VLAN_HLEN, silently (no ICMP, no PMTU signal).
-  uint32_t overhead = f.outer ? (f.encap_kind == "vxlan" ? kVxlanOverhead : kIpipOverhead) : 0;
+  uint32_t overhead =
+      f.outer ? model::TunnelOverheadOf(f.encap_kind).value_or(kIpipOverhead) : 0;
   if (pif.mtu > 0 && pif.mtu + 4 > overhead) {
     auto make = [&]() -> SizeFlag {
       return [this, v, overhead, oname = oif.name, pname = pif.name, omtu = oif.mtu,

@@ -24,6 +24,7 @@
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/model/neigh.h"
+#include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::internal {
 
@@ -40,9 +41,10 @@ using model::RouteResult;
 using model::RouteType;
 using Vertex = PathGraph::Vertex;
 
-constexpr uint32_t kIpipOverhead = 20;
-constexpr uint32_t kVxlanOverhead = 50;
-constexpr uint32_t kWireguardOverhead = 60;
+// Tunnel overheads: model/tunnel.h's table.
+constexpr uint32_t kIpipOverhead = *model::TunnelOverheadOf("ipip");
+constexpr uint32_t kVxlanOverhead = *model::TunnelOverheadOf("vxlan");
+constexpr uint32_t kWireguardOverhead = *model::TunnelOverheadOf("wireguard");
 
 // Defined in hops.cc.
 std::string Ep(const net::Ipv4& ip, uint16_t port);
