@@ -419,5 +419,35 @@ TEST(DiagWalk, WireguardOuterPacketMustFitTheReceivingVethEnd) {
   EXPECT_TRUE(none == nullptr || HopOf(ok.report, none)->id() != "vx1") << ok.text;
 }
 
+// A plugin that breaks PluginAction's contract: kDeliverToPod without a pod.
+class DeliverToNoPod : public Plugin {
+ public:
+  absl::string_view name() const override { return "deliver-to-no-pod"; }
+  PluginAction OnIngress(const PluginContext&, const Where&, absl::string_view,
+                         PathGraph::Vertex, const HookPacket&) override {
+    PluginAction a;
+    a.kind = PluginAction::Kind::kDeliverToPod;
+    a.label = "bpf redirect_peer";
+    return a;
+  }
+};
+
+// The walk reports the plugin's bug as an error (sarena-diag exits 2) instead of dereferencing
+// the missing pod.
+TEST(DiagWalk, DeliverToPodWithoutAPodIsAnError) {
+  auto snap = model::Snapshot::Open(CaseDir("bridge-node"));
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  auto q = ParseQuery("pod:default/client", kExternal);
+  ASSERT_TRUE(q.ok()) << q.status();
+  DeliverToNoPod plugin;
+  auto r = Trace(**snap, *q, plugin);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(),
+                                "plugin deliver-to-no-pod: action kDeliverToPod (bpf redirect_peer)"))
+      << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "names no pod")) << r.status();
+}
+
 }  // namespace
 }  // namespace sarena::diag

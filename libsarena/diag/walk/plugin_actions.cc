@@ -41,23 +41,30 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
       return false;
     }
     case PluginAction::Kind::kDeliverToPod: {
+      if (a.pod == nullptr) {
+        // A plugin bug, not a finding about the network: the trace fails (sarena-diag exits 2).
+        error_ = absl::InternalError(
+            absl::StrCat("plugin ", plugin_.name(), ": action kDeliverToPod",
+                         a.label.empty() ? "" : absl::StrCat(" (", a.label, ")"), " at ",
+                         w.in_pod() ? absl::StrCat("pod ", w.pod->Key()) : w.node_name,
+                         " names no pod to deliver ", Tuple(f.pkt), " to"));
+        return false;
+      }
       if (ttl_expires()) return false;
       graph_.hop(v).packet = f.pkt;
-      if (a.pod) {
-        auto pw = PodWhere(*a.pod);
-        if (!pw.ok()) {
-          error_ = pw.status();
-          return false;
-        }
-        const Interface* host = nullptr;
-        if (pw->ns) {
-          // The host-side device for the hop's oif: the veth whose peer is the pod's ifname.
-          const Interface* pi = pw->ns->netstack.FindInterface(a.pod_ifname);
-          if (pi && pi->link_index && w.ns)
-            host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
-        }
-        if (host) graph_.hop(v).oif = host->name;
+      auto pw = PodWhere(*a.pod);
+      if (!pw.ok()) {
+        error_ = pw.status();
+        return false;
       }
+      const Interface* host = nullptr;
+      if (pw->ns) {
+        // The host-side device for the hop's oif: the veth whose peer is the pod's ifname.
+        const Interface* pi = pw->ns->netstack.FindInterface(a.pod_ifname);
+        if (pi && pi->link_index && w.ns)
+          host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
+      }
+      if (host) graph_.hop(v).oif = host->name;
       DeliverToPod(*a.pod, a.pod_ifname, f, br, Prev{v, a.label}, a);
       return false;
     }
