@@ -68,6 +68,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("mtu_mismatch", kLevelFatal | kLevelWarning,                                                 \
     "a packet of the query's size exceeds a device or route MTU on the path (FATAL with DF or "  \
     "a forced size; TCP accounts for the MSS both SYNs negotiate)")                              \
+  X("multipath_route", kLevelInfo,                                                               \
+    "the route has several live next hops; the kernel hashes each flow onto one of them "        \
+    "(fib_multipath_hash_policy) and every next hop is walked")                                  \
   X("nat_outgoing", kLevelInfo, "Calico natOutgoing masquerades the packet leaving the pool")   \
   X("nat_outgoing_missing", kLevelFatal,                                                         \
     "traffic leaving the cluster from a pool with natOutgoing is not masqueraded (no "           \

@@ -115,6 +115,26 @@ SysctlValue Sysctls::IpForward() const {
   return {0, false};
 }
 
+SysctlValue Sysctls::FibMultipathHashPolicy() const {
+  if (auto v = GetInt("net.ipv4.fib_multipath_hash_policy"); v.has_value()) return {*v, true};
+  return {0, false};
+}
+
+std::string MultipathHashPolicyText(int64_t policy) {
+  switch (policy) {
+    case 0:
+      return "layer 3 (source and destination address)";
+    case 1:
+      return "layer 4 (the 5-tuple)";
+    case 2:
+      return "layer 3, or the inner layer 3 of an encapsulated packet";
+    case 3:
+      return "custom (net.ipv4.fib_multipath_hash_fields)";
+    default:
+      return absl::StrCat("unknown policy ", policy);
+  }
+}
+
 SysctlValue Sysctls::AcceptLocal(absl::string_view dev) const { return Or(dev, "accept_local", 0); }
 SysctlValue Sysctls::RouteLocalnet(absl::string_view dev) const {
   return Or(dev, "route_localnet", 0);

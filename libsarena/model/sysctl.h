@@ -67,6 +67,9 @@ class Sysctls {
   SysctlValue SendRedirects(absl::string_view dev) const;
   /// net.ipv4.conf.all.ignore_routes_with_linkdown OR conf.<dev> (IN_DEV_ORCONF).
   SysctlValue IgnoreRoutesWithLinkdown(absl::string_view dev) const;
+  /// net.ipv4.fib_multipath_hash_policy: which fields choose a multipath route's next hop for a
+  /// flow (fib_multipath_hash); known=false when absent (value 0, the kernel default).
+  SysctlValue FibMultipathHashPolicy() const;
 
   size_t size() const { return values_.size(); }
   const absl::flat_hash_map<std::string, std::string>& values() const { return values_; }
@@ -78,6 +81,12 @@ class Sysctls {
 
   absl::flat_hash_map<std::string, std::string> values_;
 };
+
+/// What a fib_multipath_hash_policy value hashes (Documentation/networking/ip-sysctl.rst):
+/// 0 "layer 3 (source and destination address)", 1 "layer 4 (the 5-tuple)", 2 "layer 3, or the
+/// inner layer 3 of an encapsulated packet", 3 "custom (net.ipv4.fib_multipath_hash_fields)";
+/// "unknown policy N" otherwise.
+std::string MultipathHashPolicyText(int64_t policy);
 
 }  // namespace sarena::model
 

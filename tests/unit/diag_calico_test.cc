@@ -505,5 +505,64 @@ TEST(DiagCalico, VxlanPodMtuTooLarge) {
   EXPECT_NE(m->message().find("1450"), std::string::npos) << m->message();
 }
 
+// multipath-ecmp (tests/data/cases/_gen/multipath-ecmp.py): node-a reaches node-b's block over an
+// ECMP route with two next hops (eth0, eth1); node-b has forwarding off on eth1. Flows hashed onto
+// eth1 die at node-b's ingress, the others get through: every next hop is walked, the failing
+// one is CRITICAL (not FATAL) on node-b's eth1 branch with the share of flows, and the verdict is
+// degraded. The twin (forwarding on) is reachable over both next hops.
+TEST(DiagCalico, MultipathRouteWalksEveryNextHopAndNamesTheShareThatDies) {
+  auto t = TraceLib(CaseDir("multipath-ecmp"), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+  const v1::Suspicion* mp = FindSuspicion(t.report, "multipath_route", "INFO");
+  ASSERT_NE(mp, nullptr) << t.text;
+  EXPECT_EQ(mp->hop(), "node-a") << t.text;
+  EXPECT_NE(mp->message().find("2 live next hops"), std::string::npos) << mp->message();
+  EXPECT_NE(mp->message().find("layer 4"), std::string::npos) << mp->message();  // policy 1
+  ASSERT_NE(FindHop(t.report, "node-a@eth0"), nullptr) << t.text;
+  ASSERT_NE(FindHop(t.report, "node-a@eth1"), nullptr) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a@eth1")->oif(), "eth1") << t.text;
+  EXPECT_EQ(FindSuspicion(t.report, "iface_forwarding_disabled", "FATAL"), nullptr) << t.text;
+  const v1::Suspicion* c = FindSuspicion(t.report, "iface_forwarding_disabled", "CRITICAL");
+  ASSERT_NE(c, nullptr) << t.text;
+  EXPECT_EQ(FindHop(t.report, c->hop())->iif(), "eth1") << t.text;
+  EXPECT_NE(c->message().find("1 of 2 next hops"), std::string::npos) << c->message();
+  EXPECT_NE(c->message().find("50% of flows"), std::string::npos) << c->message();
+
+  auto fixed =
+      TraceLib(CaseDir("multipath-ecmp-fixed"), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(fixed);
+  EXPECT_EQ(fixed.report.verdict(), "reachable") << fixed.text;
+  EXPECT_NE(FindSuspicion(fixed.report, "multipath_route", "INFO"), nullptr) << fixed.text;
+}
+
+// Weights set the share; with every next hop failing the FATAL stays FATAL.
+TEST(DiagCalico, MultipathShareFollowsWeightsAndAllFailingIsFatal) {
+  {
+    Scratch s("multipath-ecmp");
+    s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
+      for (auto& r : *v->mutable_list_value()->mutable_values()) {
+        auto& f = *r.mutable_struct_value()->mutable_fields();
+        if (f["dst"].string_value() != "10.67.2.0/26") continue;
+        auto& nhs = *f["nexthops"].mutable_list_value()->mutable_values();
+        (*nhs[1].mutable_struct_value()->mutable_fields())["weight"].set_number_value(3);
+      }
+    });
+    auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+    ASSERT_TRACED(t);
+    const v1::Suspicion* c = FindSuspicion(t.report, "iface_forwarding_disabled", "CRITICAL");
+    ASSERT_NE(c, nullptr) << t.text;
+    EXPECT_NE(c->message().find("75% of flows"), std::string::npos) << c->message();
+  }
+  {
+    Scratch s("multipath-ecmp");
+    s.SetSysctl("nodes/node-b/sysctl.txt", "net.ipv4.conf.eth0.forwarding", "0");
+    auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+    ASSERT_TRACED(t);
+    EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+    EXPECT_NE(FindSuspicion(t.report, "iface_forwarding_disabled", "FATAL"), nullptr) << t.text;
+  }
+}
+
 }  // namespace
 }  // namespace sarena::diag

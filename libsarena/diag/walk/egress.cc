@@ -8,6 +8,10 @@ namespace sarena::diag::internal {
 // Egress.
 
 void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br) {
+  if (route.nexthops.size() > 1) {
+    TransmitMultipath(w, v, route, std::move(f), std::move(br));
+    return;
+  }
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(route.oif);
   if (oif == nullptr) {

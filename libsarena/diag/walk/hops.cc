@@ -80,7 +80,8 @@ bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_vie
   return false;
 }
 
-void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> branches) {
+void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> branches,
+                          const std::vector<uint32_t>& weights) {
   if (branches.size() <= 1) {
     for (auto& b : branches) b();
     return;
@@ -103,14 +104,28 @@ void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> bran
     nfatal += fatal[i];
   }
   if (nfatal == 0 || nfatal == sets.size()) return;
+  std::string note;
+  if (weights.size() == sets.size()) {
+    uint64_t total = 0, failing = 0;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      total += weights[i];
+      if (fatal[i]) failing += weights[i];
+    }
+    note = absl::StrFormat(
+        " (only %d of %d next hops of the multipath route fail: about %.0f%% of flows, by "
+        "next-hop weight, are hashed onto them and die; the others get through)",
+        nfatal, sets.size(), total ? 100.0 * failing / total : 0.0);
+  } else {
+    note = absl::StrCat(" (only ", nfatal, " of ", sets.size(),
+                        " Service branches fail: some connections succeed)");
+  }
   for (size_t i = 0; i < sets.size(); ++i) {
     if (!fatal[i]) continue;
     for (Vertex v : sets[i]) {
       for (Suspicion& s : graph_.hop(v).suspicions) {
         if (s.level != Level::kFatal) continue;
         s.level = Level::kCritical;
-        s.message = absl::StrCat(s.message, " (only ", nfatal, " of ", sets.size(),
-                                 " Service branches fail: some connections succeed)");
+        s.message = absl::StrCat(s.message, note);
       }
     }
   }

@@ -318,7 +318,14 @@ class Walker {
   const Interface* PrimaryInterface(const Where& node);
 
   // ---- fan-out ----
-  void WalkBranches(Vertex parent, std::vector<std::function<void()>> branches);
+  // Walks each branch; when some but not all of them reach a FATAL, those FATALs become
+  // CRITICAL with a note naming the share that fails. `weights` (one per branch, empty = a
+  // count): a multipath route's next-hop weights, so the note gives the share of flows.
+  void WalkBranches(Vertex parent, std::vector<std::function<void()>> branches,
+                    const std::vector<uint32_t>& weights = {});
+  // A multipath route (more than one live next hop): every next hop walked as a branch of its
+  // own (a clone of hop `v` per next hop), the hash policy noted (multipath.cc).
+  void TransmitMultipath(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
