@@ -82,7 +82,7 @@ class CalicoPlugin : public Plugin {
       }
       return;
     }
-    if (!checked_pods_.insert(w.pod->Key()).second) return;
+    if (!ctx.FirstInBranch(absl::StrCat("calico-pod|", w.pod->Key()))) return;
     CheckGatewayArp(ctx, w, hop);
     const Interface* eth = w.ns->netstack.FindInterface("eth0");
     const Interface* host = HostInterface(ctx, w.node_name, *w.node);
@@ -234,6 +234,12 @@ class CalicoPlugin : public Plugin {
     }
     bool dev_ok = exp_dev.empty() || route.oif == exp_dev;
     bool gw_ok = !exp_gw || (route.gateway && *route.gateway == *exp_gw);
+    // BIRD's ECMP (BGP sessions over several links): one next hop of a multipath route that
+    // hands the packet to another address of the block's node is one of Calico's own paths.
+    if (mode == Mode::kBgp && route.route && route.route->nexthops.size() > 1 && route.gateway &&
+        NodeHasAddress(ctx, *remote, *route.gateway)) {
+      dev_ok = gw_ok = true;
+    }
     net::Ipv4Prefix block(dst, std::max<uint8_t>(pool->block_size, pool->cidr.prefix_length()));
     std::string expected =
         absl::StrCat(block.canonical().to_string(), " (block of ", remote->name, ") via ",
@@ -339,6 +345,18 @@ class CalicoPlugin : public Plugin {
 
   // Whether `ip` is a node's: listed in nodes.json, or an address of a node netns in the
   // snapshot (a second interface the Node object does not list; small snapshots only).
+  // `ip` is an address of `node`: its InternalIPs, its Calico address, or (in the snapshot) an
+  // address on one of its devices.
+  static bool NodeHasAddress(const PluginContext& ctx, const model::Node& node,
+                             const net::Ipv4& ip) {
+    if (node.calico_ipv4_address && node.calico_ipv4_address->address() == ip) return true;
+    for (const auto& a : node.internal_ips) {
+      if (a == ip) return true;
+    }
+    auto st = ctx.snapshot->Node(node.name);
+    return st.ok() && (*st)->netstack.InterfaceWithAddress(ip) != nullptr;
+  }
+
   static bool NodeOwns(const PluginContext& ctx, const net::Ipv4& ip) {
     if (ctx.cluster->FindNodeByIp(ip)) return true;
     const auto& names = ctx.snapshot->node_names();
@@ -406,7 +424,6 @@ class CalicoPlugin : public Plugin {
     return Mode::kBgp;
   }
 
-  absl::flat_hash_set<std::string> checked_pods_;
 };
 
 }  // namespace

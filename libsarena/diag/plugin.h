@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "libsarena/diag/path_graph.h"
@@ -104,9 +105,20 @@ struct PluginContext {
   /// pods.json entry for it (e.g. a live `collect`), among the pod netns directories.
   std::function<const model::Pod*(const std::string& ns, const std::string& name)> find_pod;
 
+  /// The walk's once-per-branch keys (owned by the walk; null outside one).
+  absl::flat_hash_set<std::string>* branch_seen = nullptr;
+
   void Suspect(PathGraph::Vertex hop, Level level, absl::string_view code,
                absl::string_view message) const {
     graph->AddSuspicion(hop, level, code, message);
+  }
+  /// True the first time `key` is seen on the current branch of the walk (always true outside a
+  /// walk). For checks whose findings belong to every path that crosses a place (a node's
+  /// sysctls, a pod's gateway): when the walk forks (Service backends, multipath next hops)
+  /// each branch runs them again, so a FATAL there is in every branch that crosses it and is
+  /// not taken for a failure of one branch only.
+  bool FirstInBranch(absl::string_view key) const {
+    return branch_seen == nullptr || branch_seen->insert(std::string(key)).second;
   }
 };
 

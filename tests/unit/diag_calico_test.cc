@@ -564,5 +564,92 @@ TEST(DiagCalico, MultipathShareFollowsWeightsAndAllFailingIsFatal) {
   }
 }
 
+// A FORWARD rule that matches the egress device (-o eth1) drops only the flows hashed onto that
+// next hop: the walk forks right after the route lookup, so FORWARD sees each next hop's device
+// (it used to see the first next hop's for every branch and said "reachable").
+TEST(DiagCalico, MultipathForwardRuleOnOneNextHopDropsOnlyThatBranch) {
+  Scratch s("multipath-ecmp-fixed");
+  s.Replace("nodes/node-a/iptables-save.txt",
+            "-A FORWARD -m comment --comment \"cali:wUHhoiAYhphO9Mso\" -j cali-FORWARD\n",
+            "-A FORWARD -o eth1 -j DROP\n"
+            "-A FORWARD -m comment --comment \"cali:wUHhoiAYhphO9Mso\" -j cali-FORWARD\n");
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
+  const v1::Hop* eth1 = FindHop(t.report, "node-a@eth1");
+  const v1::Hop* eth0 = FindHop(t.report, "node-a@eth0");
+  ASSERT_NE(eth1, nullptr) << t.text;
+  ASSERT_NE(eth0, nullptr) << t.text;
+  bool dropped_on_eth1 = false;
+  for (const v1::Suspicion& x : t.report.suspicions()) {
+    if (x.level() != "CRITICAL" && x.level() != "FATAL") continue;
+    EXPECT_EQ(x.level(), "CRITICAL") << x.code() << ": " << x.message();
+    EXPECT_NE(x.hop(), "node-a@eth0") << x.code() << ": " << x.message();
+    if (x.hop() == "node-a@eth1") {
+      dropped_on_eth1 = true;
+      EXPECT_NE(x.message().find("50% of flows"), std::string::npos) << x.message();
+    }
+  }
+  EXPECT_TRUE(dropped_on_eth1) << t.text;
+}
+
+// A check made once per place (here Calico's per-pod gateway ARP check at the server) runs in
+// every branch: a FATAL every next hop reaches is in each branch and stays FATAL instead of being
+// taken for a failure of the first branch walked ("only 1 of 2 next hops fail").
+TEST(DiagCalico, MultipathFatalSharedByEveryBranchStaysFatal) {
+  Scratch s("multipath-ecmp-fixed");
+  s.SetSysctl("nodes/node-b/sysctl.txt", "net.ipv4.conf.cali7715d358f22.proxy_arp", "0");
+  EXPECT_EQ(s.RemoveFromList("nodes/node-b/pods/default/server/ip-neigh.json",
+                             [](const google::protobuf::Struct& n) {
+                               return n.fields().at("dst").string_value() == "169.254.1.1";
+                             }),
+            1);
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  EXPECT_NE(FindSuspicion(t.report, "neighbor_missing", "FATAL"), nullptr) << t.text;
+  EXPECT_EQ(FindSuspicion(t.report, "neighbor_missing", "CRITICAL"), nullptr) << t.text;
+  // Calico's check is in both branches (the walk's own veth drop is too, which is why the
+  // verdict was right even when the check ran only in the first branch).
+  int proxy_arp_findings = 0;
+  for (const v1::Suspicion& x : t.report.suspicions()) {
+    EXPECT_EQ(x.message().find("next hops of the multipath route fail"), std::string::npos)
+        << x.message();
+    proxy_arp_findings += x.code() == "neighbor_missing" && x.level() == "FATAL" &&
+                          absl::StartsWith(x.message(), "proxy_arp is off");
+  }
+  EXPECT_EQ(proxy_arp_findings, 2) << t.text;
+}
+
+// A route with more next hops than the walk forks into (kMaxNexthopBranches = 16): the heaviest
+// is walked and the INFO says the others are not checked.
+TEST(DiagCalico, MultipathWithTooManyNextHopsWalksTheHeaviestAndSaysSo) {
+  Scratch s("multipath-ecmp-fixed");
+  s.EditJson("nodes/node-a/ip-route.json", [](google::protobuf::Value* v) {
+    for (auto& r : *v->mutable_list_value()->mutable_values()) {
+      auto& f = *r.mutable_struct_value()->mutable_fields();
+      if (f["dst"].string_value() != "10.67.2.0/26") continue;
+      auto& nhs = *f["nexthops"].mutable_list_value()->mutable_values();
+      google::protobuf::Value first = nhs[0];
+      google::protobuf::Value second = nhs[1];
+      (*second.mutable_struct_value()->mutable_fields())["weight"].set_number_value(5);
+      nhs.Clear();
+      for (int i = 0; i < 16; ++i) *nhs.Add() = first;
+      *nhs.Add() = second;
+    }
+  });
+  auto t = TraceLib(s.dir(), "pod:default/client", "pod:default/server:8080/tcp");
+  ASSERT_TRACED(t);
+  const v1::Suspicion* mp = FindSuspicion(t.report, "multipath_route", "INFO");
+  ASSERT_NE(mp, nullptr) << t.text;
+  EXPECT_NE(mp->message().find("17 live next hops"), std::string::npos) << mp->message();
+  EXPECT_NE(mp->message().find("only via 10.21.0.12 dev eth1 is walked (more than 16 next hops)"),
+            std::string::npos)
+      << mp->message();
+  EXPECT_NE(FindHop(t.report, "node-a@eth1"), nullptr) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a@eth0"), nullptr) << t.text;
+  EXPECT_LT(t.report.hops_size(), 40) << t.text;
+}
+
 }  // namespace
 }  // namespace sarena::diag

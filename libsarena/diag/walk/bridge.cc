@@ -71,7 +71,7 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
     Drop(v, "ttl_exceeded", "too many hops: the path loops");
     return;
   }
-  if (checked_.insert(node.node_name).second) plugin_.CheckNode(pctx_, node, v);
+  if (pctx_.FirstInBranch(absl::StrCat("node|", node.node_name))) plugin_.CheckNode(pctx_, node, v);
   std::string key = absl::StrCat(node.ns->id, "|", in_port, "|", Tuple(f.pkt), "|", f.reply);
   if (!br.visited.insert(key).second) {
     Drop(v, "ttl_exceeded",

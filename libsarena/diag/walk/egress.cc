@@ -8,8 +8,10 @@ namespace sarena::diag::internal {
 // Egress.
 
 void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br) {
-  if (route.nexthops.size() > 1) {
-    TransmitMultipath(w, v, route, std::move(f), std::move(br));
+  // Callers fork a multipath route right after its lookup; this catches any other way in.
+  if (ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
+        Transmit(w, b, one, f, br);
+      })) {
     return;
   }
   const Netstack& ns = w.ns->netstack;

@@ -87,7 +87,9 @@ void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> bran
     return;
   }
   std::vector<std::vector<Vertex>> sets(branches.size());
+  const absl::flat_hash_set<std::string> seen_at_fork = branch_seen_;
   for (size_t i = 0; i < branches.size(); ++i) {
+    branch_seen_ = seen_at_fork;  // each branch makes its own once-per-branch checks
     collectors_.push_back(&sets[i]);
     branches[i]();
     collectors_.pop_back();

@@ -26,7 +26,7 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
   if (w.in_pod()) {
     plugin_.CheckPod(pctx_, w, v, hp);
-  } else if (w.ns && checked_.insert(w.node_name).second) {
+  } else if (w.ns && pctx_.FirstInBranch(absl::StrCat("node|", w.node_name))) {
     plugin_.CheckNode(pctx_, w, v);
   }
   if (w.ns == nullptr) {
@@ -216,18 +216,29 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
     return;
   }
   --pkt.ttl;
-  NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, in.route.oif, in.route.gateway);
+  // A multipath route: FORWARD, the MSS clamp and the plugin see each next hop's device.
+  if (ForkNexthops(w, v, in.route, [&](Vertex b, const RouteResult& one) {
+        ForwardRouted(w, b, iif, one, pkt, f, br);
+      })) {
+    return;
+  }
+  ForwardRouted(w, v, iif, in.route, std::move(pkt), std::move(f), std::move(br));
+}
+
+void Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,
+                           const RouteResult& route, Packet pkt, Flight f, Branch br) {
+  NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, route.oif, route.gateway);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
   if (nf.dropped || !error_.ok()) return;
-  if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, in.route.oif, f);
+  if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, route.oif, f);
   pkt = nf.accepted.front().packet;
   if (!w.in_pod() && !f.outer) {
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, in.route);
+    PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, route);
     std::string dummy;
     if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
   }
-  Transmit(w, v, in.route, std::move(f), std::move(br));
+  Transmit(w, v, route, std::move(f), std::move(br));
 }
 
 }  // namespace sarena::diag::internal

@@ -1,51 +1,83 @@
 // Multipath routes: the kernel hashes each flow onto one live next hop (fib_select_multipath,
 // weighted by the next hops' weights; the fields hashed are net.ipv4.fib_multipath_hash_policy's).
-// The walk cannot know which one a given flow takes, so it walks every next hop as a branch of
-// its own and, when only some of them fail, says which share of flows dies and where.
+// The walk cannot know which one a given flow takes, so it forks right after the route lookup
+// and walks every next hop as a branch of its own; when only some of them fail it says which
+// share of flows dies and where (WalkBranches).
+#include <algorithm>
+
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
+namespace {
 
-void Walker::TransmitMultipath(const Where& w, Vertex v, const RouteResult& route, Flight f,
-                               Branch br) {
+std::string NexthopText(const model::Nexthop& nh) {
+  return absl::StrCat(nh.gateway ? absl::StrCat("via ", nh.gateway->to_string(), " ") : "", "dev ",
+                      nh.dev);
+}
+
+}  // namespace
+
+bool Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
+                          const RoutedFn& cont) {
+  if (route.nexthops.size() <= 1) return false;
   const model::SysctlValue policy = w.ns->netstack.sysctls().FibMultipathHashPolicy();
   uint64_t total = 0;
-  std::vector<uint32_t> weights;
   std::vector<std::string> hops;
   for (const model::Nexthop& nh : route.nexthops) {
-    weights.push_back(nh.weight);
     total += nh.weight;
-    hops.push_back(absl::StrCat(nh.gateway ? absl::StrCat("via ", nh.gateway->to_string(), " ")
-                                           : std::string(),
-                                "dev ", nh.dev, " weight ", nh.weight));
+    hops.push_back(absl::StrCat(NexthopText(nh), " weight ", nh.weight));
+  }
+  // The next hops walked: all of them, unless this route or the forks before it make too many
+  // branches; then the heaviest one alone (first among equals, as listed).
+  std::vector<const model::Nexthop*> walked;
+  std::string limit;
+  if (route.nexthops.size() > kMaxNexthopBranches ||
+      walk_width_ * route.nexthops.size() > kMaxWalkWidth) {
+    const model::Nexthop* heaviest = &route.nexthops.front();
+    for (const model::Nexthop& nh : route.nexthops) {
+      if (nh.weight > heaviest->weight) heaviest = &nh;
+    }
+    walked.push_back(heaviest);
+    limit = absl::StrCat("; only ", NexthopText(*heaviest), " is walked (",
+                         route.nexthops.size() > kMaxNexthopBranches
+                             ? absl::StrCat("more than ", kMaxNexthopBranches, " next hops")
+                             : absl::StrCat("the walk already has ", walk_width_,
+                                            " branches; at most ", kMaxWalkWidth),
+                         "): the others are not checked");
+  } else {
+    for (const model::Nexthop& nh : route.nexthops) walked.push_back(&nh);
   }
   Suspect(v, Level::kInfo, "multipath_route",
-          absl::StrCat("route '", route.route ? route.route->ToString() : route.ToString(), "' has ", route.nexthops.size(),
-                       " live next hops (", absl::StrJoin(hops, ", "),
+          absl::StrCat("route '", route.route ? route.route->ToString() : route.ToString(),
+                       "' has ", route.nexthops.size(), " live next hops (",
+                       absl::StrJoin(hops, ", "),
                        "): the kernel hashes each flow onto one of them by ",
                        model::MultipathHashPolicyText(policy.value),
                        policy.known ? "" : " (net.ipv4.fib_multipath_hash_policy not in the "
                                            "snapshot: the kernel default assumed)",
-                       "; every next hop is walked"));
+                       limit.empty() ? "; every next hop is walked" : limit));
   std::vector<std::function<void()>> branches;
-  for (const model::Nexthop& nh : route.nexthops) {
-    branches.push_back([this, &w, v, &route, nh, total, f, br]() mutable {
+  std::vector<uint32_t> weights;
+  for (const model::Nexthop* nh : walked) {
+    weights.push_back(nh->weight);
+    branches.push_back([this, &route, &cont, v, nh, total]() {
       RouteResult one = route;
-      one.nexthops = {nh};
-      one.oif = nh.dev;
-      one.gateway = nh.gateway;
+      one.nexthops = {*nh};
+      one.oif = nh->dev;
+      one.gateway = nh->gateway;
       Hop bh = graph_.hop(v);
-      bh.id = absl::StrCat(bh.id, "@", nh.dev);
+      bh.id = absl::StrCat(bh.id, "@", nh->dev);
       bh.suspicions.clear();
-      Vertex b = AddHop(
-          bh, Prev{v, absl::StrFormat("multipath: %sdev %s (weight %d of %d)",
-                                      nh.gateway ? absl::StrCat("via ", nh.gateway->to_string(), " ")
-                                                 : std::string(),
-                                      nh.dev, nh.weight, total)});
-      Transmit(w, b, one, std::move(f), std::move(br));
+      Vertex b = AddHop(bh, Prev{v, absl::StrFormat("multipath: %s (weight %d of %d)",
+                                                    NexthopText(*nh), nh->weight, total)});
+      cont(b, one);
     });
   }
+  const size_t width = walk_width_;
+  walk_width_ = width * branches.size();
   WalkBranches(v, std::move(branches), weights);
+  walk_width_ = width;
+  return true;
 }
 
 }  // namespace sarena::diag::internal

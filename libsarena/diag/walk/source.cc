@@ -21,7 +21,7 @@ void Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
   if (w.in_pod()) {
     plugin_.CheckPod(pctx_, w, v, hp);
-  } else if (w.ns && checked_.insert(w.node_name).second) {
+  } else if (w.ns && pctx_.FirstInBranch(absl::StrCat("node|", w.node_name))) {
     plugin_.CheckNode(pctx_, w, v);
   }
   if (w.ns == nullptr) {
@@ -102,6 +102,19 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
   if (!f.reply && (!client_packet_ || client_packet_->src.is_unspecified())) {
     client_packet_ = f.pkt;
   }
+  // A multipath route: the socket's MSS, OUTPUT, the MSS clamp and the plugin see each next
+  // hop's device.
+  if (ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
+        OriginateVia(w, b, one, f, br, service_done);
+      })) {
+    return;
+  }
+  OriginateVia(w, v, r, std::move(f), std::move(br), service_done);
+}
+
+void Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
+                          bool service_done) {
+  const Netstack& ns = w.ns->netstack;
   // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
   // them; a Service's DNAT re-routes the packet, not the socket).
   if (f.tcp.active && f.reply && !f.tcp.self_known) {

@@ -177,17 +177,30 @@ void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const R
 
 void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
                        uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
-                       bool outer_fragments, Flight f, Branch br, std::string label) {
+                       bool outer_fragments, Flight f, Branch br, std::string label,
+                       const RouteResult* via) {
   const Netstack& ns = w.ns->netstack;
-  model::Flow fl;
-  fl.dst = outer.dst;
-  if (outer_src) fl.src = outer_src;
-  fl.proto = outer.proto;
-  fl.dport = outer.dport;
-  RouteResult r = ns.RouteOutput(fl);
-  if (!r.ok()) {
-    ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
-    return;
+  RouteResult r;
+  if (via) {
+    r = *via;
+  } else {
+    model::Flow fl;
+    fl.dst = outer.dst;
+    if (outer_src) fl.src = outer_src;
+    fl.proto = outer.proto;
+    fl.dport = outer.dport;
+    r = ns.RouteOutput(fl);
+    if (!r.ok()) {
+      ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
+      return;
+    }
+    // A multipath underlay route (e.g. two uplinks): the outer packet of each flow takes one.
+    if (ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
+          SendOuter(w, b, tun, kind, overhead, outer, outer_src, outer_fragments, f, br, label,
+                    &one);
+        })) {
+      return;
+    }
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);

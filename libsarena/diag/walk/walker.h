@@ -169,6 +169,7 @@ class Walker {
     };
     pctx_.graph = &graph_;
     pctx_.query = &query_;
+    pctx_.branch_seen = &branch_seen_;
   }
 
   absl::Status Run();
@@ -199,11 +200,18 @@ class Walker {
   // ---- the walk ----
   void Originate(const Where& w, Flight f, Branch br, const Prev& prev);
   void OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
+  // OriginateRouted after the route lookup, with one next hop (`r`).
+  void OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
+                    bool service_done);
   void Receive(const Where& w, const std::string& iif, Flight f, Branch br, const Prev& prev);
   void Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
   void ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
+  // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
+  // plugin's AfterRoute, Transmit.
+  void ForwardRouted(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
+                     Packet pkt, Flight f, Branch br);
   void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
   void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
                 Branch br);
@@ -212,9 +220,12 @@ class Walker {
   // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
   // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
   // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
+  // `via`: the outer route already chosen (one next hop of a multipath route), or null to look
+  // it up.
   void SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
                  uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
-                 bool outer_fragments, Flight f, Branch br, std::string label);
+                 bool outer_fragments, Flight f, Branch br, std::string label,
+                 const RouteResult* via = nullptr);
   // PluginAction::kEncapsulate / kRedirect.
   void EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
   void Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
@@ -323,9 +334,17 @@ class Walker {
   // count): a multipath route's next-hop weights, so the note gives the share of flows.
   void WalkBranches(Vertex parent, std::vector<std::function<void()>> branches,
                     const std::vector<uint32_t>& weights = {});
-  // A multipath route (more than one live next hop): every next hop walked as a branch of its
-  // own (a clone of hop `v` per next hop), the hash policy noted (multipath.cc).
-  void TransmitMultipath(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  // A multipath route (more than one live next hop) forks the walk right after its lookup, so
+  // that everything that depends on the egress device (FORWARD/OUTPUT `-o` rules, the MSS
+  // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: `cont` runs once
+  // per next hop with a clone of hop `v` and a one-next-hop route, the hash policy is noted
+  // (multipath.cc). At most kMaxNexthopBranches next hops of one route, and at most
+  // kMaxWalkWidth branches across nested forks; beyond that the heaviest next hop alone is
+  // walked and the INFO says so. Returns false, doing nothing, for a route with one next hop.
+  static constexpr size_t kMaxNexthopBranches = 16;
+  static constexpr size_t kMaxWalkWidth = 64;
+  using RoutedFn = std::function<void(Vertex, const RouteResult&)>;
+  bool ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const RoutedFn& cont);
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
@@ -335,8 +354,13 @@ class Walker {
   PathGraph graph_;
   PluginContext pctx_;
   absl::Status error_;
-  absl::flat_hash_set<std::string> checked_;
+  // Checks made once per branch (PluginContext::FirstInBranch): WalkBranches gives each branch
+  // the set as it was at the fork, so a finding at a place every branch crosses (a node's
+  // sysctls, a pod's gateway) is in every branch, not only the first one walked.
+  absl::flat_hash_set<std::string> branch_seen_;
   absl::flat_hash_set<std::string> once_;
+  // Product of the branch counts of the forks on the way to the current hop (ForkNexthops).
+  size_t walk_width_ = 1;
   std::vector<std::vector<Vertex>*> collectors_;
   // The request as the client sent it (after source selection), for reply verification.
   std::optional<Packet> client_packet_;
