@@ -1,6 +1,9 @@
-// Privileged tests of the kfree_skb drop tracer (libsarena/live/drop_tracer.h): real BPF (root, BTF) and drops made inside network namespaces
+// Privileged tests of the kfree_skb drop tracer (libsarena/live/drop_tracer.h) and of
+// `sarena-diag drops`' exit codes: real BPF (root, BTF) and drops made inside network namespaces
 // the test creates (UDP to a closed port on their loopback: SKB_DROP_REASON_NO_SOCKET). No
 // traffic leaves those namespaces.
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -14,9 +17,11 @@
 namespace sarena::live {
 namespace {
 
+using ::sarena::testing::BinaryDir;
 using ::sarena::testing::IsRoot;
 using ::sarena::testing::RunOk;
 using ::sarena::testing::ScopedNetns;
+using ::testing::HasSubstr;
 
 const net::Ipv4 kLoopback(0x7F000001);  // 127.0.0.1
 
@@ -86,6 +91,39 @@ TEST(DropTracer, FullRingCountsLostEvents) {
   EXPECT_GT(lost, 0u) << "read " << read;
   EXPECT_LT(read, static_cast<size_t>(kSent));
   EXPECT_GE(read + lost, static_cast<uint64_t>(kSent));
+}
+
+std::string Diag() { return absl::StrCat(BinaryDir(), "/tools/sarena-diag"); }
+
+TEST(DiagDrops, EnvironmentFailureIsExit1NotBadInput) {
+  // No kernel BTF (vmlinux hidden in a private mount namespace): the tracer cannot load
+  // (libbpf: ESRCH, kNotFound). That is the machine's fault, not the command line's: exit 1.
+  ASSERT_TRUE(IsRoot()) << "needs root (mount namespace)";
+  auto r = sarena::testing::Run(absl::StrCat("unshare -m --propagation private sh -c 'mount --bind /dev/null "
+                            "/sys/kernel/btf/vmlinux && exec ",
+                            Diag(), " drops --duration 1 --no-symbols'"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("drop_trace")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(DiagDrops, StdoutWriteErrorIsExit1) {
+  // The first drop's line cannot be written (/dev/full): the stream stops and says so.
+  ASSERT_TRUE(IsRoot()) << "needs root (BPF)";
+  ScopedNetns ns("dtw");
+  std::string ready = absl::StrCat("/tmp/", ns.name(), ".ready");
+  auto r = sarena::testing::Run(absl::StrCat(
+      Diag(), " drops --netns ", ns.name(), " --ready-file ", ready,
+      " --duration 20 --no-symbols >/dev/full & pid=$!\n"
+      "for i in $(seq 200); do [ -e ",
+      ready, " ] && break; sleep 0.05; done\n", ns.Exec("/usr/bin/python3 -c 'import socket; "
+                                                        "socket.socket(socket.AF_INET, "
+                                                        "socket.SOCK_DGRAM).sendto(b\"x\", "
+                                                        "(\"127.0.0.1\", 9))'"),
+      "\nwait $pid"));
+  unlink(ready.c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("write standard output")) << r.err;
 }
 
 }  // namespace
