@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sarenad's own service time per CNI ADD and DEL: sarenad --debug, N sequential ADDs then N DELs,
-# each request's time from its "EndpointAdd/EndpointDel request" log line to its "ADD"/"DEL" line;
+# each request's time from its "endpoint_add/endpoint_del request" debug line (libsarena/daemon/
+# server.cc logs rpc::RequestKindName, the proto oneof member name) to its "ADD"/"DEL" INFO line;
 # prints p50/p90/max in ms, labelled LABEL. Run under flock /tmp/sarena-bench.lock.
 # Usage (root): [SARENA_BUILD_DIR=...] bash bench/cni_daemon_time.sh LABEL N
 set -uo pipefail
@@ -17,7 +18,7 @@ import sys, re, datetime
 t = lambda s: datetime.datetime.strptime(s[:26], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
 req = None; out = {"ADD": [], "DEL": []}
 for line in open(sys.argv[1]):
-    if "EndpointAdd request" in line or "EndpointDel request" in line: req = t(line)
+    if ": endpoint_add request" in line or ": endpoint_del request" in line: req = t(line)
     m = re.match(r"(\S+) INFO (ADD|DEL) ", line)
     if m and req is not None: out[m.group(2)].append((t(line) - req) * 1000); req = None
 for op, v in out.items():

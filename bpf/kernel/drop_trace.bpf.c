@@ -29,6 +29,10 @@ struct {
   __uint(max_entries, 256 * 1024);
 } drop_trace_events SEC(".maps");
 
+/* Events bpf_ringbuf_output could not queue (the ring was full: user space is behind), since
+ * load; read by DropTracer::Drain as DrainResult::lost. */
+__u64 drop_trace_lost = 0;
+
 static __always_inline int addr_wanted(const struct sarena_drop_trace_cfg *cfg, __u32 a) {
 #pragma unroll
   for (int i = 0; i < SARENA_DROP_TRACE_MAX_ADDRS; i++) {
@@ -101,7 +105,9 @@ int BPF_PROG(sarena_drop_trace, struct sk_buff *skb, void *location, int reason)
     struct sock *sk = BPF_CORE_READ(skb, sk);
     if (sk) ev.netns_ino = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
   }
-  bpf_ringbuf_output(&drop_trace_events, &ev, sizeof(ev), 0);
+  if (bpf_ringbuf_output(&drop_trace_events, &ev, sizeof(ev), 0) < 0) {
+    __sync_fetch_and_add(&drop_trace_lost, 1);
+  }
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace sarena {
 
@@ -29,6 +30,8 @@ struct ChildSpec {
   std::function<int()> fn;
   /// Written to the child's stdin, which is then closed (empty: stdin is closed at once).
   std::string stdin_text;
+  /// Names the child in errors, e.g. its argv[0] ("ip"); empty: "child <index in specs>".
+  std::string name;
 };
 
 /// What one child did.
@@ -43,19 +46,47 @@ struct ChildOutput {
 /// `argv` must not be empty.
 std::function<int()> ExecArgv(std::vector<std::string> argv);
 
-/// Runs every child, at most `max_running` at a time (fork(2), each joins its `netns`, runs
-/// `fn`; a slot frees when the child has closed its stdout and stderr and been reaped), feeding
-/// stdin and draining stdout/stderr of all running children concurrently with poll(2). SIGPIPE
-/// from a child that stops reading its stdin is ignored while writing. The result has one
-/// ChildOutput per spec, in the same order. A child's own failure is its exit code, not an error.
-/// The bound keeps the parent's descriptors (3 per running child) well under RLIMIT_NOFILE's
-/// usual 1024 when a node has hundreds of pods.
-/// Errors: kInternal when pipe(2) or fork(2) fails (children already started are reaped first).
+/// How RunChildren runs its children.
+struct RunOptions {
+  /// At most this many children run at once (0 counts as 1). The bound keeps the parent's
+  /// descriptors (3 per running child) well under RLIMIT_NOFILE's usual 1024 when a node has
+  /// hundreds of pods.
+  size_t max_running = 32;
+  /// Wall-clock budget of the whole call, from its start (CLOCK_MONOTONIC); infinite: none.
+  /// When it runs out every child still running is sent SIGKILL (its pid only: a grandchild it
+  /// started is not killed, and its pipes are not waited for) and reaped, no further child is
+  /// started, and the call fails with kDeadlineExceeded. Zero or negative: expires at once.
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+/// Runs every child, at most `options.max_running` at a time (fork(2), each joins its `netns`,
+/// runs `fn`; a slot frees when the child has closed its stdout and stderr and been reaped),
+/// feeding stdin and draining stdout/stderr of all running children concurrently with poll(2).
+/// Signals: the child starts with every signal at its default disposition (SIG_DFL — also those
+/// the caller ignores, e.g. the tools' SIGPIPE, or catches) and an empty signal mask, whatever
+/// the calling thread's; the caller's dispositions are never touched (other threads are not
+/// affected). A write to the stdin of a child that stopped reading it fails with EPIPE with
+/// SIGPIPE blocked in the calling thread only (the signal is consumed), so it neither kills the
+/// caller nor reaches its handler.
+/// The result has one ChildOutput per spec, in the same order. A child's own failure is its exit
+/// code, not an error.
+/// Errors (children already started are killed only on a deadline, otherwise run to their end,
+/// and are reaped either way before the call returns):
+///  - kInternal when pipe(2) or fork(2) fails; when poll(2) fails (other than EINTR); when
+///    waitpid(2) fails for a child (e.g. ECHILD when the caller ignores SIGCHLD, so the kernel
+///    reaped it and no exit code exists) — naming the child (ChildSpec::name), its pid and the
+///    errno ("(errno N)").
+///  - kDeadlineExceeded when `options.timeout` ran out, naming every child that was still
+///    running ("'<name>' (pid N)") and the timeout.
+absl::StatusOr<std::vector<ChildOutput>> RunChildren(const std::vector<ChildSpec>& specs,
+                                                     const RunOptions& options);
+
+/// RunChildren with `max_running` and no timeout.
 absl::StatusOr<std::vector<ChildOutput>> RunChildren(const std::vector<ChildSpec>& specs,
                                                      size_t max_running = 32);
 
-/// RunChildren for one child.
-absl::StatusOr<ChildOutput> RunChild(ChildSpec spec);
+/// RunChildren for one child; the same errors.
+absl::StatusOr<ChildOutput> RunChild(ChildSpec spec, const RunOptions& options = {});
 
 }  // namespace sarena
 

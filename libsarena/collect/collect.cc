@@ -239,8 +239,11 @@ int PrintIpv4Sysctls() {
 
 // The children that collect one netns (NetnsJobs, then the sysctl reader), appended to `specs`.
 void AddNetnsChildren(const std::string& netns, bool node, std::vector<ChildSpec>* specs) {
-  for (Job& j : NetnsJobs(node)) specs->push_back(ChildSpec{netns, ExecArgv(j.argv), {}});
-  specs->push_back(ChildSpec{netns, PrintIpv4Sysctls, {}});
+  for (Job& j : NetnsJobs(node)) {
+    std::string name = j.argv.front();
+    specs->push_back(ChildSpec{netns, ExecArgv(j.argv), {}, std::move(name)});
+  }
+  specs->push_back(ChildSpec{netns, PrintIpv4Sysctls, {}, "ipv4 sysctl reader"});
 }
 
 // Writes one netns's files from what its children (AddNetnsChildren, same order) printed.
@@ -386,7 +389,7 @@ absl::StatusOr<CollectReport> Collect(const CollectOptions& options) {
   std::vector<ChildSpec> specs;
   AddNetnsChildren(netns, true, &specs);
   const size_t programs_child = specs.size();
-  if (options.programs) specs.push_back(ChildSpec{netns, ProgramsJson, {}});
+  if (options.programs) specs.push_back(ChildSpec{netns, ProgramsJson, {}, "BPF program lister"});
   for (size_t i = 0; i < pods.size(); ++i) {
     PodPlan& plan = plans[i];
     std::string path = NetnsPath(pods[i].netns);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -107,7 +108,11 @@ std::string DropJsonLine(const NamedDrop& d) {
 }
 
 absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_atomic_t* stop,
-                         const std::function<bool(const NamedDrop&)>& sink) {
+                         const std::function<bool(const NamedDrop&)>& sink,
+                         DropStreamStats* stats_out) {
+  DropStreamStats local_stats;
+  DropStreamStats& stats = stats_out != nullptr ? *stats_out : local_stats;
+  stats = DropStreamStats{};
   SARENA_ASSIGN_OR_RETURN(nl::Netns self, nl::Netns::Current());
   const uint64_t self_inode = self.inode();
   std::map<uint64_t, std::string> names = NamedInodes();
@@ -133,18 +138,25 @@ absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_a
   std::map<uint64_t, std::string> symbols;
   uint64_t names_read_ns = MonotonicNs();
   const uint64_t start = MonotonicNs();
-  const uint64_t end = opt.duration_ms ? start + opt.duration_ms * 1000000ull : 0;
+  // No end when the duration does not fit the ns clock (it would wrap to a time long past).
+  const bool fits = opt.duration_ms <= (UINT64_MAX - start) / 1000000ull;
+  const uint64_t end = opt.duration_ms && fits ? start + opt.duration_ms * 1000000ull : 0;
   const int poll_ms = std::clamp(opt.poll_ms, 1, 1000);
-  bool last = false;
+  int final_drains = 0;  // reads since the stop; 0: not stopping yet
+  bool more = false;     // the last read came back full: read again without waiting
   while (true) {
-    bool stopping = (stop && *stop) || (end && MonotonicNs() >= end);
-    int wait = stopping ? 0 : poll_ms;
-    if (end && !stopping) {
-      uint64_t left_ms = (end - MonotonicNs()) / 1000000ull + 1;
+    bool stopping = final_drains > 0 || (stop && *stop) || (end && MonotonicNs() >= end);
+    int wait = stopping || more ? 0 : poll_ms;
+    if (end && wait > 0) {
+      uint64_t now = MonotonicNs();
+      uint64_t left_ms = now >= end ? 0 : (end - now) / 1000000ull + 1;
       wait = static_cast<int>(std::min<uint64_t>(left_ms, static_cast<uint64_t>(wait)));
     }
-    SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> raw, tracer.Drain(wait));
-    for (RawDrop& r : raw) {
+    SARENA_ASSIGN_OR_RETURN(DrainResult batch, tracer.Drain(wait));
+    more = batch.more;
+    stats.lost = batch.lost;
+    stats.read += batch.drops.size();
+    for (RawDrop& r : batch.drops) {
       if (!wanted.empty() && !wanted.count(r.netns_inode)) continue;
       NamedDrop d;
       d.reason = DropReasonName(r.reason);
@@ -166,10 +178,17 @@ absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_a
       }
       if (n != names.end()) d.netns = n->second;
       d.raw = std::move(r);
+      ++stats.delivered;
       if (!sink(d)) return absl::OkStatus();
     }
-    if (last) break;
-    if (stopping) last = true;  // one more drain of what is left in the ring
+    if (!stopping) continue;
+    // Stopping: what the ring holds now is read too, a bounded number of reads at most.
+    ++final_drains;
+    if (!more) break;
+    if (final_drains >= kFinalDrains) {
+      stats.left_unread = true;
+      break;
+    }
   }
   return absl::OkStatus();
 }

@@ -24,10 +24,16 @@
 
 namespace sarena::live {
 
+// Sample's return value when the call's budget is reached: libbpf stops consuming (the sample
+// that returned it is already consumed, and kept) and hands the value back.
+constexpr int kBudgetReached = -E2BIG;
+
 struct DropTracer::Impl {
   drop_trace* skel = nullptr;
   ring_buffer* ring = nullptr;
   std::vector<RawDrop> pending;
+  size_t budget = kDrainMaxEvents;  // of the Drain running
+  bool budget_reached = false;
 
   ~Impl() {
     if (ring) ring_buffer__free(ring);
@@ -52,7 +58,12 @@ struct DropTracer::Impl {
     d.sport = ev.sport;
     d.dport = ev.dport;
     d.tcp_flags = ev.tcp_flags;
-    static_cast<Impl*>(ctx)->pending.push_back(std::move(d));
+    Impl* self = static_cast<Impl*>(ctx);
+    self->pending.push_back(std::move(d));
+    if (self->pending.size() >= self->budget) {
+      self->budget_reached = true;
+      return kBudgetReached;
+    }
     return 0;
   }
 };
@@ -94,12 +105,22 @@ absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs
   return DropTracer(std::move(impl));
 }
 
-absl::StatusOr<std::vector<RawDrop>> DropTracer::Drain(int wait_ms) {
+absl::StatusOr<DrainResult> DropTracer::Drain(int wait_ms, size_t max_events) {
+  impl_->pending.clear();
+  impl_->budget = max_events == 0 ? 1 : max_events;
+  impl_->budget_reached = false;
   int ret = ring_buffer__poll(impl_->ring, wait_ms < 0 ? 0 : wait_ms);
-  if (ret >= 0) ret = ring_buffer__consume(impl_->ring);
-  if (ret < 0 && ret != -EINTR) return ErrnoStatus(-ret, "read ring buffer drop_trace_events");
-  std::vector<RawDrop> out;
-  out.swap(impl_->pending);
+  if (ret >= 0 && !impl_->budget_reached) ret = ring_buffer__consume(impl_->ring);
+  if (impl_->budget_reached && ret == kBudgetReached) ret = 0;
+  if (ret < 0 && ret != -EINTR) {
+    impl_->pending.clear();
+    return ErrnoStatus(-ret, "read ring buffer drop_trace_events");
+  }
+  DrainResult out;
+  out.drops.swap(impl_->pending);
+  out.more = impl_->budget_reached;
+  // Written by the program on every CPU with an atomic add; an aligned 8-byte load is whole.
+  out.lost = __atomic_load_n(&impl_->skel->bss->drop_trace_lost, __ATOMIC_RELAXED);
   return out;
 }
 

@@ -33,6 +33,22 @@ struct RawDrop {
   uint8_t tcp_flags = 0;
 };
 
+/// The most events one DropTracer::Drain returns by default: a little more than the 256 KiB
+/// ring holds (72-byte records: ~3600), so one call empties a full ring but a drop storm cannot
+/// keep one call (and its memory, ~100 bytes an event) growing while the kernel refills it.
+inline constexpr size_t kDrainMaxEvents = 4096;
+
+/// What one DropTracer::Drain read.
+struct DrainResult {
+  /// The events, oldest first; at most the call's `max_events`.
+  std::vector<RawDrop> drops;
+  /// `max_events` was reached: the ring may hold more (call Drain(0) again, at once).
+  bool more = false;
+  /// Events the kernel could not queue since Start because the ring was full (user space too
+  /// slow); cumulative, machine-wide for the tracer's filter. 0 when none was lost.
+  uint64_t lost = 0;
+};
+
 /// An attached kfree_skb tracer. Move-only; destroying it detaches and unloads the program.
 class DropTracer {
  public:
@@ -47,9 +63,14 @@ class DropTracer {
   DropTracer& operator=(DropTracer&&) noexcept;
   ~DropTracer();
 
-  /// Reads every event the kernel produced so far, waiting at most `wait_ms` for the first
-  /// one (0: only what is there). Errors: ring buffer poll failures (ErrnoStatus).
-  absl::StatusOr<std::vector<RawDrop>> Drain(int wait_ms);
+  /// Reads the events the kernel produced so far, at most `max_events` (0 counts as 1), waiting
+  /// at most `wait_ms` milliseconds for the first one (0 or negative: only what is there).
+  /// Bounded: under a drop storm the kernel refills the ring as fast as it is read, so the
+  /// caller loops — while `more`, call again with wait_ms 0 — and decides when to stop;
+  /// events the ring had no room for are counted in `lost`, never queued.
+  /// Errors: ring buffer poll failures other than EINTR, as ErrnoStatus ("read ring buffer
+  /// drop_trace_events": kInternal for most errnos).
+  absl::StatusOr<DrainResult> Drain(int wait_ms, size_t max_events = kDrainMaxEvents);
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -88,6 +89,20 @@ bool IsProbes(const RawDrop& d, const model::ProbeOutcome& p, uint8_t proto, uin
   bool fwd = d.sport == p.sport && d.dport == dport;
   bool rev = d.sport == dport && d.dport == p.sport;
   return fwd || rev;
+}
+
+// What the ring holds now (waiting at most `wait_ms` for the first event), in a bounded number
+// of DropTracer::Drain reads: the tracer is filtered to the probe's addresses, so a read that
+// comes back full is already unusual, and four are a full ring's worth several times over.
+absl::StatusOr<std::vector<RawDrop>> DrainBounded(DropTracer& tracer, int wait_ms) {
+  std::vector<RawDrop> all;
+  for (int i = 0; i < 4; ++i) {
+    SARENA_ASSIGN_OR_RETURN(DrainResult batch, tracer.Drain(i == 0 ? wait_ms : 0));
+    all.insert(all.end(), std::make_move_iterator(batch.drops.begin()),
+               std::make_move_iterator(batch.drops.end()));
+    if (!batch.more) break;
+  }
+  return all;
 }
 
 }  // namespace
@@ -173,7 +188,8 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
 
   // 3. The tracer and the datapath's counters, then 4. the probe.
   SARENA_ASSIGN_OR_RETURN(DropTracer tracer, tracer_future.get());
-  SARENA_RETURN_IF_ERROR(tracer.Drain(0).status());  // whatever the collect's own traffic left
+  // Whatever the collect's own traffic left.
+  SARENA_RETURN_IF_ERROR(DrainBounded(tracer, 0).status());
   auto dp_before = ReadDatapathDrops(opt.bpffs);
   ProbeOptions popt;
   popt.netns = owner->path;
@@ -188,9 +204,9 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   SARENA_ASSIGN_OR_RETURN(ProbeResult probe, SendProbe(popt));
   // Drops still in flight (a reply's, an ICMP error's) come within a few ms; keep a short window.
   constexpr int kWindowMs = 30;
-  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> raw, tracer.Drain(kWindowMs));
+  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> raw, DrainBounded(tracer, kWindowMs));
   usleep(kWindowMs * 1000);
-  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> more, tracer.Drain(0));
+  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> more, DrainBounded(tracer, 0));
   raw.insert(raw.end(), more.begin(), more.end());
   auto dp_after = ReadDatapathDrops(opt.bpffs);
   model::LiveEvidence& ev = res.evidence;

@@ -111,6 +111,11 @@ TEST(DiagCli, DropsFlagsHelpAndExplainedBy) {
   ExpectBadInput(Diag("drops --bogus 1"), {"--bogus"});
   ExpectBadInput(Diag("drops --duration soon"), {"--duration", "soon"});
   ExpectBadInput(Diag("drops --duration -3"), {"--duration"});
+  // Not finite, or too long for the clock: named, never overflowed into a stream.
+  for (const char* d : {"inf", "-inf", "nan", "infs", "1e300", "100000000000s", "2562048h",
+                        "99999999999999999h", "8761h"}) {
+    ExpectBadInput(Diag(absl::StrCat("drops --duration ", d)), {"--duration", d});
+  }
   ExpectBadInput(Diag("drops --explained-by no_such_code"), {"no_such_code"});
   // Namespaces are resolved before anything is attached.
   ExpectBadInput(Diag("drops --netns sarena-no-such-netns-4711 --duration 1"),
@@ -121,6 +126,20 @@ TEST(DiagCli, DropsFlagsHelpAndExplainedBy) {
   auto nr = Diag("drops --explained-by no_route");
   EXPECT_EQ(nr.exit_code, 0) << nr.err;
   EXPECT_NE(nr.out.find("SKB_DROP_REASON_IP_INNOROUTES\n"), std::string::npos) << nr.out;
+}
+
+// Output that did not get out is a failure (1), never exit 0.
+TEST(DiagCli, StdoutWriteErrorIsExit1) {
+  for (const char* args : {"drops --explained-by rp_filter_drop", "codes", "codes -o json",
+                           "--help"}) {
+    auto r = Diag(absl::StrCat(args, " >/dev/full"));
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("write standard output"), std::string::npos) << args << ": " << r.err;
+  }
+  auto trace = Diag(absl::StrCat(TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp"),
+                                 " >/dev/full"));
+  EXPECT_EQ(trace.exit_code, 1) << trace.err;
+  EXPECT_NE(trace.err.find("write standard output"), std::string::npos) << trace.err;
 }
 
 TEST(DiagCli, MalformedFilesAreNamed) {

@@ -14,14 +14,18 @@
 //
 // SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4.
 // Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
-// node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures.
+// node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures — the
+// environment (no BTF, no CAP_BPF, a tracepoint missing) and a failed write to stdout included.
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,10 +47,15 @@
 #include "libsarena/live/drop_stream.h"
 #include "libsarena/live/live_trace.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/netlink/netns.h"
 
 namespace {
 
 constexpr int kExitBadInput = 2;
+constexpr int kExitFailure = 1;  // the environment, the kernel, I/O: anything but bad input
+
+// The longest `drops --duration`: a year (longer is a typo, and would overflow the ns clock).
+constexpr absl::Duration kMaxDropsDuration = absl::Hours(24 * 365);
 
 // Every flag of each command (sarena-diag parses its own flags: --pod repeats). Args accepts
 // exactly these, and --help lists exactly these.
@@ -103,8 +112,8 @@ const std::vector<sarena::FlagDoc> kDropsFlags = {
      "drops: only drops in this network namespace (a name under /var/run/netns or a path); "
      "repeatable; default every namespace's. With collect: the node's namespace."},
     {"duration", "duration", "0",
-     "drops: stop after this long (10s, 500ms, 2m; a bare number is seconds); 0 = until "
-     "SIGINT/SIGTERM."},
+     "drops: stop after this long (10s, 500ms, 2m; a bare number is seconds; at most 8760h); "
+     "0 = until SIGINT/SIGTERM."},
     {"ready-file", "string", "",
      "drops: create this file once the tracer is attached (removed when the stream ends), so a "
      "script can start its traffic without sleeping."},
@@ -154,7 +163,8 @@ const sarena::ProgramDoc& Doc() {
                    {"drops flags", NamesOf(kDropsFlags, false)}},
         .epilog = "Exit status: 0 the walk ran (whatever it found), 2 bad input (unknown pod / "
                   "Service / node, malformed snapshot file, unanswerable query, bad flags), 1 "
-                  "other failure.\n",
+                  "other failure (the environment, e.g. no BTF or CAP_BPF for drops; a failed "
+                  "write to stdout).\n",
     };
     d->extra_flags = kTraceFlags;
     d->extra_flags.insert(d->extra_flags.end(), kLiveFlags.begin(), kLiveFlags.end());
@@ -176,6 +186,19 @@ std::string Usage() {
 int Fail(int code, absl::string_view msg) {
   std::fprintf(stderr, "sarena-diag: %s\n", std::string(msg).c_str());
   return code;
+}
+
+// `code`, or kExitFailure when anything written to stdout did not get out (a full disk, a closed
+// pipe): flushes stdout and checks its error flag, so output lost is never exit 0.
+int FinishStdout(int code) {
+  errno = 0;
+  bool failed = std::fflush(stdout) != 0;
+  int err = errno;
+  failed = failed || std::ferror(stdout);
+  if (!failed) return code;
+  std::string why = err != 0 ? std::strerror(err) : "write error";
+  Fail(kExitFailure, absl::StrCat("write standard output: ", why));
+  return code == 0 ? kExitFailure : code;
 }
 
 // Parses "--name value", "--name=value", "-o value" and boolean "--name".
@@ -403,8 +426,9 @@ int Trace(const Args& args) {
   }
   // The snapshot of a large cluster (150k pods) takes ~1 s of system time to free; the process
   // ends here anyway, so the kernel reclaims it at once (bench/diag_scale.sh measures this).
+  int code = FinishStdout(0);
   std::fflush(nullptr);
-  std::_Exit(0);
+  std::_Exit(code);
 }
 
 int Collect(const Args& args) {
@@ -440,15 +464,25 @@ int Collect(const Args& args) {
 volatile std::sig_atomic_t g_stop = 0;
 void OnStopSignal(int) { g_stop = 1; }
 
-// "10s", "500ms", "2m" (absl::ParseDuration) or a bare number of seconds.
-bool ParseDurationFlag(const std::string& text, absl::Duration* out) {
+// "10s", "500ms", "2m" (absl::ParseDuration) or a bare number of seconds; finite, 0..`max`.
+// Empty when fine, else why not ("inf", "nan", negative, too long, not a duration).
+std::string ParseDurationFlag(const std::string& text, absl::Duration max, absl::Duration* out) {
   double secs = 0;
+  absl::Duration d;
   if (absl::SimpleAtod(text, &secs)) {
-    if (!(secs >= 0) || secs > 1e9) return false;
-    *out = absl::Seconds(secs);
-    return true;
+    if (std::isnan(secs) || std::isinf(secs)) return "not a finite number";
+    if (secs < 0) return "negative";
+    if (secs > absl::ToDoubleSeconds(max)) return absl::StrCat("longer than ", absl::FormatDuration(max));
+    d = absl::Seconds(secs);
+  } else if (!absl::ParseDuration(text, &d)) {
+    return "want e.g. 10s, 500ms, 2m or a number of seconds";
   }
-  return absl::ParseDuration(text, out) && *out >= absl::ZeroDuration();
+  // absl::ParseDuration accepts "inf" and saturates on overflow to an infinite duration.
+  if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) return "not finite";
+  if (d < absl::ZeroDuration()) return "negative";
+  if (d > max) return absl::StrCat("longer than ", absl::FormatDuration(max));
+  *out = d;
+  return "";
 }
 
 // `drops`: flags here, the stream in libsarena/live (StreamDrops).
@@ -469,18 +503,28 @@ int Drops(const Args& args) {
     return 0;
   }
   sarena::live::DropStreamOptions opts;
-  opts.netns = args.All("netns");
-  for (const std::string& n : opts.netns) {
-    if (n.empty()) return Fail(kExitBadInput, "drops: --netns needs a namespace name");
-  }
   if (args.Has("duration")) {
     absl::Duration d;
-    if (!ParseDurationFlag(args.Get("duration"), &d)) {
+    if (std::string why = ParseDurationFlag(args.Get("duration"), kMaxDropsDuration, &d);
+        !why.empty()) {
       return Fail(kExitBadInput, absl::StrCat("invalid --duration '", args.Get("duration"),
-                                              "': want e.g. 10s, 500ms, 2m or seconds"));
+                                              "': ", why, " (want 0..",
+                                              absl::FormatDuration(kMaxDropsDuration),
+                                              ", e.g. 10s, 500ms, 2m or seconds)"));
     }
     opts.duration_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
     if (opts.duration_ms == 0 && d > absl::ZeroDuration()) opts.duration_ms = 1;
+  }
+  opts.netns = args.All("netns");
+  for (const std::string& n : opts.netns) {
+    if (n.empty()) return Fail(kExitBadInput, "drops: --netns needs a namespace name");
+    // Resolved here, before anything is attached, so that a wrong name is bad input (2) and
+    // whatever StreamDrops reports afterwards is the environment's failure (1): its
+    // kNotFound/kInvalidArgument also come from the tracer (no BTF: ESRCH; a missing
+    // tracepoint: ENOENT; a verifier EINVAL), which is no fault of the command line.
+    if (auto ns = sarena::nl::Netns::Open(n); !ns.ok()) {
+      return Fail(kExitBadInput, absl::StrCat("drops: --netns ", n, ": ", ns.status().message()));
+    }
   }
   opts.ready_file = args.Get("ready-file");
   opts.symbols = !args.Has("no-symbols");
@@ -490,21 +534,39 @@ int Drops(const Args& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  absl::Status st = sarena::live::StreamDrops(opts, &g_stop, [](const sarena::live::NamedDrop& d) {
-    std::string line = sarena::live::DropJsonLine(d);
-    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size()) return false;
-    return std::fflush(stdout) == 0;
-  });
-  if (!st.ok()) {
-    int code = absl::IsInvalidArgument(st) || absl::IsNotFound(st) ? kExitBadInput : 1;
-    return Fail(code, absl::StrCat("drops: ", st.message()));
+  int write_errno = 0;  // a failed write to stdout ends the stream; it is exit 1, not 0
+  sarena::live::DropStreamStats stats;
+  absl::Status st = sarena::live::StreamDrops(
+      opts, &g_stop,
+      [&write_errno](const sarena::live::NamedDrop& d) {
+        std::string line = sarena::live::DropJsonLine(d);
+        errno = 0;
+        if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() ||
+            std::fflush(stdout) != 0) {
+          write_errno = errno != 0 ? errno : EIO;
+          return false;
+        }
+        return true;
+      },
+      &stats);
+  if (!st.ok()) return Fail(kExitFailure, absl::StrCat("drops: ", st.message()));
+  // Not failures (the stream ran), but the output is incomplete: say so on stderr.
+  if (stats.lost > 0) {
+    std::fprintf(stderr,
+                 "sarena-diag: drops: the kernel lost %llu drop events (ring buffer full)\n",
+                 static_cast<unsigned long long>(stats.lost));
+  }
+  if (stats.left_unread) {
+    std::fprintf(stderr, "sarena-diag: drops: events still queued at the stop were not read\n");
+  }
+  if (write_errno != 0) {
+    return Fail(kExitFailure,
+                absl::StrCat("drops: write standard output: ", std::strerror(write_errno)));
   }
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   if (sarena::PrintHelpIfAsked(std::vector<std::string>(argv + 1, argv + argc), Doc())) return 0;
   if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", Usage()));
   std::string cmd = argv[1];
@@ -554,3 +616,7 @@ int main(int argc, char** argv) {
   }
   return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", Usage()));
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return FinishStdout(Main(argc, argv)); }
