@@ -107,6 +107,20 @@ std::string DropJsonLine(const NamedDrop& d) {
   return out;
 }
 
+absl::StatusOr<std::set<uint64_t>> ResolveDropStreamNetns(const DropStreamOptions& opt) {
+  std::set<uint64_t> inodes;
+  for (const std::string& n : opt.netns) {
+    if (n.empty()) return absl::InvalidArgumentError("--netns needs a namespace name");
+    auto ns = nl::Netns::Open(n);
+    if (!ns.ok()) {
+      return absl::Status(ns.status().code(), absl::StrCat("--netns ", n, ": ",
+                                                           ns.status().message()));
+    }
+    inodes.insert(ns->inode());
+  }
+  return inodes;
+}
+
 absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_atomic_t* stop,
                          const std::function<bool(const NamedDrop&)>& sink,
                          DropStreamStats* stats_out) {
@@ -116,15 +130,7 @@ absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_a
   SARENA_ASSIGN_OR_RETURN(nl::Netns self, nl::Netns::Current());
   const uint64_t self_inode = self.inode();
   std::map<uint64_t, std::string> names = NamedInodes();
-  std::set<uint64_t> wanted;
-  for (const std::string& n : opt.netns) {
-    auto ns = nl::Netns::Open(n);
-    if (!ns.ok()) {
-      return absl::Status(ns.status().code(), absl::StrCat("--netns ", n, ": ",
-                                                           ns.status().message()));
-    }
-    wanted.insert(ns->inode());
-  }
+  SARENA_ASSIGN_OR_RETURN(std::set<uint64_t> wanted, ResolveDropStreamNetns(opt));
   // Every IPv4/ARP drop of the machine; the namespace filter is applied here.
   SARENA_ASSIGN_OR_RETURN(DropTracer tracer, DropTracer::Start({}));
   if (!opt.ready_file.empty()) SARENA_RETURN_IF_ERROR(WriteReadyFile(opt.ready_file));

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ struct DropStreamStats {
   /// kDrainMaxEvents batches) ran out: true when some were left unread.
   bool left_unread = false;
 };
+
+/// The nsfs inodes of `options.netns` (empty set: no filter). Checks only the command line's
+/// names, nothing of the tracer, so a caller can tell bad input from a bad environment.
+/// Errors: kInvalidArgument for an empty name; the name's open error (kNotFound: no such
+/// namespace; kInvalidArgument: not a network namespace; ErrnoStatus otherwise), prefixed
+/// "--netns NAME: ".
+absl::StatusOr<std::set<uint64_t>> ResolveDropStreamNetns(const DropStreamOptions& options);
 
 /// Streams drops to `sink` (see the file comment) until `*stop` becomes non-zero (set it from a
 /// SIGINT/SIGTERM handler), `duration_ms` has passed, or `sink` returns false. Each ring read

@@ -47,7 +47,6 @@
 #include "libsarena/live/drop_stream.h"
 #include "libsarena/live/live_trace.h"
 #include "libsarena/model/snapshot.h"
-#include "libsarena/netlink/netns.h"
 
 namespace {
 
@@ -516,15 +515,12 @@ int Drops(const Args& args) {
     if (opts.duration_ms == 0 && d > absl::ZeroDuration()) opts.duration_ms = 1;
   }
   opts.netns = args.All("netns");
-  for (const std::string& n : opts.netns) {
-    if (n.empty()) return Fail(kExitBadInput, "drops: --netns needs a namespace name");
-    // Resolved here, before anything is attached, so that a wrong name is bad input (2) and
-    // whatever StreamDrops reports afterwards is the environment's failure (1): its
-    // kNotFound/kInvalidArgument also come from the tracer (no BTF: ESRCH; a missing
-    // tracepoint: ENOENT; a verifier EINVAL), which is no fault of the command line.
-    if (auto ns = sarena::nl::Netns::Open(n); !ns.ok()) {
-      return Fail(kExitBadInput, absl::StrCat("drops: --netns ", n, ": ", ns.status().message()));
-    }
+  // Resolved here, before anything is attached, so that a wrong name is bad input (2) and
+  // whatever StreamDrops reports afterwards is the environment's failure (1): its
+  // kNotFound/kInvalidArgument also come from the tracer (no BTF: ESRCH; a missing
+  // tracepoint: ENOENT; a verifier EINVAL), which is no fault of the command line.
+  if (auto ns = sarena::live::ResolveDropStreamNetns(opts); !ns.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("drops: ", ns.status().message()));
   }
   opts.ready_file = args.Get("ready-file");
   opts.symbols = !args.Has("no-symbols");
