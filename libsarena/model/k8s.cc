@@ -33,6 +33,14 @@ const std::string* FindLabel(const Labels& labels, absl::string_view key) {
   return nullptr;
 }
 
+bool SelectorMatches(const Labels& selector, const Labels& labels) {
+  for (const auto& [k, v] : selector) {
+    const std::string* lv = FindLabel(labels, k);
+    if (!lv || *lv != v) return false;
+  }
+  return true;
+}
+
 std::string Pod::Key() const { return absl::StrCat(namespace_, "/", name); }
 
 const ContainerPort* Pod::FindPort(absl::string_view port_name, uint8_t proto) const {
@@ -1139,6 +1147,19 @@ absl::StatusOr<Cluster> Cluster::Load(absl::string_view dir, const ClusterLoadOp
   }
   c.Finalize();
   return c;
+}
+
+Cluster::SelectedPods Cluster::CountSelectedPods(const Service& service) const {
+  SelectedPods n;
+  if (service.selector.empty()) return n;
+  for (const Pod& p : pods_) {
+    if (p.namespace_ != service.namespace_ || !SelectorMatches(service.selector, p.labels)) {
+      continue;
+    }
+    ++n.pods;
+    if (p.ready) ++n.ready;
+  }
+  return n;
 }
 
 }  // namespace sarena::model

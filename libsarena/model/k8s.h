@@ -25,6 +25,10 @@ using Labels = std::vector<std::pair<std::string, std::string>>;  // sorted by k
 
 /// Value of `key` in `labels`, or nullptr.
 const std::string* FindLabel(const Labels& labels, absl::string_view key);
+/// Whether `labels` carry every key=value of `selector` (an equality-based label selector:
+/// all requirements ANDed, so an empty selector matches every label set; Kubernetes "Labels
+/// and Selectors").
+bool SelectorMatches(const Labels& selector, const Labels& labels);
 
 struct ContainerPort {
   std::string name;
@@ -234,6 +238,16 @@ class Cluster {
   /// service port's name (unnamed port: the group's single port) and protocol, with that port
   /// number. Not-ready endpoints are included (ready=false) so the caller can report them.
   std::vector<Backend> BackendsFor(const Service& service, const ServicePort& port) const;
+
+  /// Pods a Service's spec.selector selects: pods of the Service's namespace carrying every
+  /// selector label with the same value (equality-based selector, Kubernetes "Labels and
+  /// Selectors"). `ready` counts those whose Ready condition is True. Both are 0 for a Service
+  /// without a selector (its endpoints are managed by hand).
+  struct SelectedPods {
+    size_t pods = 0;
+    size_t ready = 0;
+  };
+  SelectedPods CountSelectedPods(const Service& service) const;
 
   /// The most specific pool containing `ip` (see FindIpPool), or nullptr.
   const IpPool* FindIpPool(const net::Ipv4& ip) const;

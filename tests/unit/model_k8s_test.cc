@@ -127,6 +127,39 @@ TEST(K8sServices, TypesPortsPoliciesRanges) {
   EXPECT_EQ(np->load_balancer_source_ranges.size(), 2u);  // from the legacy annotation
 }
 
+TEST(K8sServices, SelectorMatchesEveryLabel) {
+  Labels pod = {{"app", "web"}, {"tier", "front"}};
+  EXPECT_TRUE(SelectorMatches({{"app", "web"}}, pod));
+  EXPECT_TRUE(SelectorMatches({{"app", "web"}, {"tier", "front"}}, pod));
+  EXPECT_FALSE(SelectorMatches({{"app", "web"}, {"tier", "back"}}, pod));  // every key ANDed
+  EXPECT_FALSE(SelectorMatches({{"zone", "a"}}, pod));                     // a missing key
+  EXPECT_TRUE(SelectorMatches({}, pod));  // an empty equality selector has no requirement
+}
+
+TEST(K8sServices, CountSelectedPodsInTheServicesNamespace) {
+  Cluster c = Load(true);
+  // shop/web selects app=web: shop/web-7c9f-abcde (not Ready).
+  Cluster::SelectedPods web = c.CountSelectedPods(*c.FindService("shop", "web"));
+  EXPECT_EQ(web.pods, 1u);
+  EXPECT_EQ(web.ready, 0u);
+  // app=db: nobody.
+  Cluster::SelectedPods db = c.CountSelectedPods(*c.FindService("shop", "headless"));
+  EXPECT_EQ(db.pods, 0u);
+  // No selector: manual endpoints, nothing counted.
+  Cluster::SelectedPods np = c.CountSelectedPods(*c.FindService("default", "np"));
+  EXPECT_EQ(np.pods, 0u);
+  // The namespace matters: a Service in another namespace with the same selector sees nobody.
+  Service other = *c.FindService("shop", "web");
+  other.namespace_ = "default";
+  EXPECT_EQ(c.CountSelectedPods(other).pods, 0u);
+  // A Ready match counts in both.
+  Service client = other;
+  client.selector = {{"app", "client"}};
+  Cluster::SelectedPods cl = c.CountSelectedPods(client);
+  EXPECT_EQ(cl.pods, 1u);
+  EXPECT_EQ(cl.ready, 1u);
+}
+
 TEST(K8sEndpoints, SlicesGroupedAndResolvedPerPortName) {
   Cluster c = Load(true);
   EXPECT_TRUE(c.files().endpoint_slices);

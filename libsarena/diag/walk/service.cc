@@ -1,5 +1,7 @@
 // Kubernetes Service semantics: ClusterIP / NodePort / external IP matches, endpoints,
-// traffic policies (ServiceStage), and why a Service has no endpoints (ExplainNoEndpoints).
+// traffic policies (ServiceStage and the steps it runs in order: MatchService, PolicyBackends,
+// ServiceTargets, WalkServiceTargets), and why a Service has no endpoints (NoReadyEndpoints,
+// ExplainNoEndpoints).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -7,153 +9,167 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Services.
 
+std::optional<Walker::ServiceMatch> Walker::MatchService(const Where& w, const Packet& pkt) const {
+  ServiceMatch m;
+  m.svc = cluster_.FindServiceByIp(pkt.dst);
+  if (m.svc) {
+    bool is_cluster_ip = std::find(m.svc->cluster_ips.begin(), m.svc->cluster_ips.end(),
+                                   pkt.dst) != m.svc->cluster_ips.end();
+    m.via = is_cluster_ip ? ServiceVia::kClusterIp : ServiceVia::kExternal;
+    m.port = m.svc->FindPort(pkt.dport, pkt.proto);
+  } else if (w.ns && w.ns->netstack.IsLocalAddress(pkt.dst)) {
+    m.svc = cluster_.FindServiceByNodePort(pkt.dport, pkt.proto);
+    if (m.svc) {
+      m.port = m.svc->FindNodePort(pkt.dport, pkt.proto);
+      m.via = ServiceVia::kNodePort;
+    }
+  }
+  if (!m.svc) return std::nullopt;
+  return m;
+}
+
 bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
                           bool originated) {
   const Packet& pkt = f.pkt;
-  const model::Service* svc = cluster_.FindServiceByIp(pkt.dst);
-  const model::ServicePort* port = nullptr;
-  enum class Via { kClusterIp, kExternal, kNodePort } via = Via::kClusterIp;
-  if (svc) {
-    bool is_cluster_ip = std::find(svc->cluster_ips.begin(), svc->cluster_ips.end(), pkt.dst) !=
-                         svc->cluster_ips.end();
-    via = is_cluster_ip ? Via::kClusterIp : Via::kExternal;
-    port = svc->FindPort(pkt.dport, pkt.proto);
-  } else if (w.ns && w.ns->netstack.IsLocalAddress(pkt.dst)) {
-    svc = cluster_.FindServiceByNodePort(pkt.dport, pkt.proto);
-    if (svc) {
-      port = svc->FindNodePort(pkt.dport, pkt.proto);
-      via = Via::kNodePort;
-    }
-  }
-  if (!svc) return false;
-
+  std::optional<ServiceMatch> m = MatchService(w, pkt);
+  if (!m) return false;
+  const model::Service& svc = *m->svc;
   Hop h;
   h.kind = HopKind::kService;
-  h.id = absl::StrCat(w.node_name, "/svc:", svc->Key());
+  h.id = absl::StrCat(w.node_name, "/svc:", svc.Key());
   h.node = w.node_name;
   h.iif = iif;
   h.action = HopAction::kService;
   h.packet = pkt;
-  Vertex s = AddHop(h, Prev{v, via == Via::kNodePort ? "nodePort" : "service address"});
+  Vertex s = AddHop(h, Prev{v, m->via == ServiceVia::kNodePort ? "nodePort" : "service address"});
   graph_.hop(v).action = originated ? HopAction::kSend : HopAction::kForward;
 
-  if (svc->headless) {
-    Drop(s, "service_no_endpoints", absl::StrCat("Service ", svc->Key(), " is headless"));
+  if (svc.headless) {
+    Drop(s, "service_no_endpoints", absl::StrCat("Service ", svc.Key(), " is headless"));
     return true;
   }
-  if (!port) {
+  if (!m->port) {
     Drop(s, "service_no_endpoints",
-         absl::StrCat("Service ", svc->Key(), " has no port ", pkt.dport, "/",
+         absl::StrCat("Service ", svc.Key(), " has no port ", pkt.dport, "/",
                       model::ProtoName(pkt.proto), " on ", pkt.dst.to_string(),
                       ": nothing translates this destination"));
     return true;
   }
-  std::vector<model::Backend> all = cluster_.BackendsFor(*svc, *port);
+  std::vector<model::Backend> all = cluster_.BackendsFor(svc, *m->port);
   std::vector<model::Backend> ready;
   for (const auto& b : all) {
     if (b.ready) ready.push_back(b);
   }
-  bool src_is_pod = cluster_.FindPodByIp(pkt.src) != nullptr;
-  bool src_is_node =
-      cluster_.FindNodeByIp(pkt.src) != nullptr || (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
-  bool external_src = !src_is_pod && !src_is_node && !originated;
   if (ready.empty()) {
-    std::string why;
-    if (svc->selector.empty()) {
-      why = "it has no selector and no manual endpoints";
-    } else {
-      std::vector<std::string> sel;
-      for (const auto& [k, val] : svc->selector) sel.push_back(absl::StrCat(k, "=", val));
-      size_t matching = 0, matching_ready = 0;
-      for (const model::Pod& p : cluster_.pods()) {
-        if (p.namespace_ != svc->namespace_) continue;
-        bool ok = true;
-        for (const auto& [k, val] : svc->selector) {
-          const std::string* lv = model::FindLabel(p.labels, k);
-          if (!lv || *lv != val) ok = false;
-        }
-        if (ok) {
-          ++matching;
-          if (p.ready) ++matching_ready;
-        }
-      }
-      why = absl::StrCat("selector ", absl::StrJoin(sel, ","), " matches ", matching,
-                         " pod(s) in namespace ", svc->namespace_, ", ", matching_ready, " ready");
-    }
-    Drop(s, "service_no_endpoints",
-         absl::StrCat("Service ", svc->Key(), " port ", port->port, "/",
-                      model::ProtoName(port->proto), " has no ready endpoints (", why,
-                      all.empty() ? "" : absl::StrCat("; ", all.size(), " not ready"),
-                      "): connections to ", Ep(pkt.dst, pkt.dport), " fail"));
-    // How it fails (refused vs hang) depends on whether a rule rejects the untranslated packet
-    // on this path: kube-proxy's REJECT sat only in filter OUTPUT/INPUT for years
-    // (kubernetes/kubernetes#60124), so forwarded pod traffic was not rejected.
-    if (w.ns && w.ns->netfilter) ExplainNoEndpoints(w, s, iif, pkt, originated);
+    NoReadyEndpoints(w, s, iif, *m, pkt, all.size(), originated);
     return true;
   }
-  if (via == Via::kExternal &&
-      std::find(svc->load_balancer_ips.begin(), svc->load_balancer_ips.end(), pkt.dst) !=
-          svc->load_balancer_ips.end() &&
-      !svc->load_balancer_source_ranges.empty()) {
+  std::optional<std::vector<model::Backend>> eligible =
+      PolicyBackends(w, s, *m, pkt, ready, originated);
+  if (!eligible) return true;
+  std::optional<std::vector<ServiceTarget>> targets =
+      ServiceTargets(w, s, iif, *m, pkt, *eligible, ready.size(), originated);
+  if (!targets) return true;
+  WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f), std::move(br), originated);
+  return true;
+}
+
+void Walker::NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif,
+                              const ServiceMatch& m, const Packet& pkt, size_t not_ready,
+                              bool originated) {
+  const model::Service& svc = *m.svc;
+  std::string why;
+  if (svc.selector.empty()) {
+    why = "it has no selector and no manual endpoints";
+  } else {
+    std::vector<std::string> sel;
+    for (const auto& [k, val] : svc.selector) sel.push_back(absl::StrCat(k, "=", val));
+    model::Cluster::SelectedPods n = cluster_.CountSelectedPods(svc);
+    why = absl::StrCat("selector ", absl::StrJoin(sel, ","), " matches ", n.pods,
+                       " pod(s) in namespace ", svc.namespace_, ", ", n.ready, " ready");
+  }
+  Drop(s, "service_no_endpoints",
+       absl::StrCat("Service ", svc.Key(), " port ", m.port->port, "/",
+                    model::ProtoName(m.port->proto), " has no ready endpoints (", why,
+                    not_ready == 0 ? "" : absl::StrCat("; ", not_ready, " not ready"),
+                    "): connections to ", Ep(pkt.dst, pkt.dport), " fail"));
+  // How it fails (refused vs hang) depends on whether a rule rejects the untranslated packet
+  // on this path: kube-proxy's REJECT sat only in filter OUTPUT/INPUT for years
+  // (kubernetes/kubernetes#60124), so forwarded pod traffic was not rejected.
+  if (w.ns && w.ns->netfilter) ExplainNoEndpoints(w, s, iif, pkt, originated);
+}
+
+std::optional<std::vector<model::Backend>> Walker::PolicyBackends(
+    const Where& w, Vertex s, const ServiceMatch& m, const Packet& pkt,
+    const std::vector<model::Backend>& ready, bool originated) {
+  const model::Service& svc = *m.svc;
+  if (m.via == ServiceVia::kExternal &&
+      std::find(svc.load_balancer_ips.begin(), svc.load_balancer_ips.end(), pkt.dst) !=
+          svc.load_balancer_ips.end() &&
+      !svc.load_balancer_source_ranges.empty()) {
     bool allowed = false;
-    for (const auto& r : svc->load_balancer_source_ranges) {
+    for (const auto& r : svc.load_balancer_source_ranges) {
       if (net::Contains(r, pkt.src)) allowed = true;
     }
     if (!allowed) {
       std::vector<std::string> rs;
-      for (const auto& r : svc->load_balancer_source_ranges) rs.push_back(r.to_string());
+      for (const auto& r : svc.load_balancer_source_ranges) rs.push_back(r.to_string());
       Drop(s, "source_range_denied",
-           absl::StrCat("Service ", svc->Key(), " loadBalancerSourceRanges [",
+           absl::StrCat("Service ", svc.Key(), " loadBalancerSourceRanges [",
                         absl::StrJoin(rs, ", "), "] do not allow source ", pkt.src.to_string(),
                         ": kube-proxy drops it"));
-      return true;
+      return std::nullopt;
     }
   }
-  std::vector<model::Backend> eligible = ready;
-  if ((via == Via::kExternal || via == Via::kNodePort) && svc->external_traffic_policy_local &&
-      external_src) {
+  auto on_this_node = [&] {
     std::vector<model::Backend> local;
     for (const auto& b : ready) {
       if (b.node_name == w.node_name) local.push_back(b);
     }
+    return local;
+  };
+  bool src_is_pod = cluster_.FindPodByIp(pkt.src) != nullptr;
+  bool src_is_node =
+      cluster_.FindNodeByIp(pkt.src) != nullptr || (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
+  bool external_src = !src_is_pod && !src_is_node && !originated;
+  if ((m.via == ServiceVia::kExternal || m.via == ServiceVia::kNodePort) &&
+      svc.external_traffic_policy_local && external_src) {
+    std::vector<model::Backend> local = on_this_node();
     if (local.empty()) {
       Drop(s, "external_traffic_policy_local_drop",
-           absl::StrCat("Service ", svc->Key(),
+           absl::StrCat("Service ", svc.Key(),
                         " has externalTrafficPolicy Local and no ready "
                         "endpoint on node ",
                         w.node_name, " (", ready.size(),
                         " elsewhere): external traffic arriving here is dropped"));
-      return true;
+      return std::nullopt;
     }
-    eligible = local;
-  } else if (via == Via::kClusterIp && svc->internal_traffic_policy_local) {
-    std::vector<model::Backend> local;
-    for (const auto& b : ready) {
-      if (b.node_name == w.node_name) local.push_back(b);
-    }
+    return local;
+  }
+  if (m.via == ServiceVia::kClusterIp && svc.internal_traffic_policy_local) {
+    std::vector<model::Backend> local = on_this_node();
     if (local.empty()) {
       Drop(s, "service_no_endpoints",
-           absl::StrCat("Service ", svc->Key(),
+           absl::StrCat("Service ", svc.Key(),
                         " has internalTrafficPolicy Local and no ready "
                         "endpoint on node ",
                         w.node_name));
-      return true;
+      return std::nullopt;
     }
-    eligible = local;
+    return local;
   }
+  return ready;
+}
 
-  // The translation kube-proxy installed (netfilter), else the endpoints themselves.
-  struct Target {
-    Packet pkt;
-    double probability = 1;
-    std::string by;
-  };
-  std::vector<Target> targets;
-  bool from_rules = false;
+// The translation kube-proxy installed (netfilter), else the endpoints themselves.
+std::optional<std::vector<Walker::ServiceTarget>> Walker::ServiceTargets(
+    const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m, const Packet& pkt,
+    const std::vector<model::Backend>& eligible, size_t ready, bool originated) {
+  std::vector<ServiceTarget> targets;
   if (w.ns && w.ns->netfilter) {
     NfPass nf = RunHook(w, s, originated ? NfHook::kOutput : NfHook::kPrerouting, pkt, iif, "",
                         std::nullopt);
-    if (nf.dropped || !error_.ok()) return true;
+    if (nf.dropped || !error_.ok()) return std::nullopt;
     for (const NfOutcome& o : nf.accepted) {
       if (!o.dnat) continue;
       bool dup = false;
@@ -164,57 +180,75 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
         }
       }
       if (!dup) {
-        targets.push_back(
-            Target{o.packet, o.probability, o.decided_by ? o.decided_by->ToString() : "netfilter"});
+        targets.push_back(ServiceTarget{o.packet, o.probability,
+                                        o.decided_by ? o.decided_by->ToString() : "netfilter"});
       }
     }
-    from_rules = !targets.empty();
-    if (targets.empty()) {
-      bool kube_proxy = false;
-      for (const std::string& c : w.ns->netfilter->Chains(model::NfTable::kNat)) {
-        if (absl::StartsWith(c, "KUBE-SVC-") || absl::StartsWith(c, "KUBE-SEP-")) {
-          kube_proxy = true;
-        }
-      }
-      if (kube_proxy) {
-        Drop(s, "service_not_programmed",
-             absl::StrCat("kube-proxy's rules on ", w.node_name, " do not translate ",
-                          Ep(pkt.dst, pkt.dport), " (", svc->Key(), " has ", ready.size(),
-                          " ready endpoint(s)): the packet keeps the Service address"));
-        return true;
-      }
-      InfoOnce(s, absl::StrCat("nokp|", w.node_name), "service_not_programmed",
-               absl::StrCat("no kube-proxy iptables rules on ", w.node_name,
-                            " (IPVS or an eBPF service proxy?): backends taken from the "
-                            "Service's endpoints"));
-    } else {
-      // Compare with the endpoints Kubernetes lists.
-      for (const Target& t : targets) {
-        bool known = false;
-        for (const auto& b : eligible) {
-          if (b.ip == t.pkt.dst && b.port == t.pkt.dport) known = true;
-        }
-        if (!known) {
-          Suspect(s, Level::kWarning, "service_backend_mismatch",
-                  absl::StrCat("kube-proxy translates to ", Ep(t.pkt.dst, t.pkt.dport),
-                               " which is not a ready endpoint of ", svc->Key(), " (stale rules)"));
-        }
-      }
+    if (!targets.empty()) {
+      CheckTranslation(s, *m.svc, targets, eligible);
+      return targets;
     }
+    if (!NoTranslation(w, s, *m.svc, pkt, ready)) return std::nullopt;
   } else if (w.ns) {
     std::string file = absl::StrCat(w.ns->dir, "/", model::kIptablesFile);
     InfoOnce(s, absl::StrCat("missing|", file), "file_missing",
              absl::StrCat("cannot check kube-proxy rules: file ", file,
                           " missing; backends taken from the Service's endpoints"));
   }
-  if (!from_rules) {
+  for (const auto& b : eligible) {
+    Packet p = pkt;
+    p.dst = b.ip;
+    p.dport = b.port;
+    targets.push_back(ServiceTarget{p, 1.0 / eligible.size(), "endpoints"});
+  }
+  return targets;
+}
+
+// kube-proxy's rules translate to a backend Kubernetes does not list as ready: stale rules.
+void Walker::CheckTranslation(Vertex s, const model::Service& svc,
+                              const std::vector<ServiceTarget>& targets,
+                              const std::vector<model::Backend>& eligible) {
+  for (const ServiceTarget& t : targets) {
+    bool known = false;
     for (const auto& b : eligible) {
-      Packet p = pkt;
-      p.dst = b.ip;
-      p.dport = b.port;
-      targets.push_back(Target{p, 1.0 / eligible.size(), "endpoints"});
+      if (b.ip == t.pkt.dst && b.port == t.pkt.dport) known = true;
+    }
+    if (!known) {
+      Suspect(s, Level::kWarning, "service_backend_mismatch",
+              absl::StrCat("kube-proxy translates to ", Ep(t.pkt.dst, t.pkt.dport),
+                           " which is not a ready endpoint of ", svc.Key(), " (stale rules)"));
     }
   }
+}
+
+// Netfilter translated nothing: with kube-proxy's chains present the Service is not programmed
+// (FATAL, false); without them another proxy (IPVS, eBPF) is assumed (INFO, true: the
+// endpoints are walked).
+bool Walker::NoTranslation(const Where& w, Vertex s, const model::Service& svc, const Packet& pkt,
+                           size_t ready) {
+  bool kube_proxy = false;
+  for (const std::string& c : w.ns->netfilter->Chains(model::NfTable::kNat)) {
+    if (absl::StartsWith(c, "KUBE-SVC-") || absl::StartsWith(c, "KUBE-SEP-")) kube_proxy = true;
+  }
+  if (kube_proxy) {
+    Drop(s, "service_not_programmed",
+         absl::StrCat("kube-proxy's rules on ", w.node_name, " do not translate ",
+                      Ep(pkt.dst, pkt.dport), " (", svc.Key(), " has ", ready,
+                      " ready endpoint(s)): the packet keeps the Service address"));
+    return false;
+  }
+  InfoOnce(s, absl::StrCat("nokp|", w.node_name), "service_not_programmed",
+           absl::StrCat("no kube-proxy iptables rules on ", w.node_name,
+                        " (IPVS or an eBPF service proxy?): backends taken from the "
+                        "Service's endpoints"));
+  return true;
+}
+
+// One branch per backend (at most opts_.max_backends), each DNAT'ed and walked on.
+void Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
+                                std::vector<ServiceTarget> targets, Flight f, Branch br,
+                                bool originated) {
+  const Packet pkt = f.pkt;
   if (targets.size() > opts_.max_backends) {
     Suspect(s, Level::kInfo, "service_backends",
             absl::StrCat(targets.size(), " backends; walking the first ", opts_.max_backends));
@@ -222,7 +256,7 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
   }
   std::vector<std::function<void()>> branches;
   bool many = targets.size() > 1;
-  for (const Target& t : targets) {
+  for (const ServiceTarget& t : targets) {
     branches.push_back([&, t]() {
       Hop bh = h;
       if (many) bh.id = absl::StrCat(h.id, "@", Ep(t.pkt.dst, t.pkt.dport));
@@ -250,7 +284,6 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
     });
   }
   WalkBranches(s, std::move(branches));
-  return true;
 }
 
 void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,

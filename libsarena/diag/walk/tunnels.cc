@@ -78,101 +78,126 @@ void Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
 
 void Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
                          Flight f, Branch br) {
-  const Netstack& ns = w.ns->netstack;
-  Packet outer;
-  outer.ttl = 64;
-  uint32_t overhead = 0;
-  std::string kind;
-  std::optional<net::Ipv4> outer_src;
-  std::string label;
+  std::optional<EncapPlan> plan;
   if (tun.kind == "vxlan" && tun.vxlan) {
-    kind = "vxlan";
-    overhead = kVxlanOverhead;
-    net::Ipv4 nh = route.gateway.value_or(f.pkt.dst);
-    std::optional<net::Ipv4> vtep;
-    if (Need(w, v, NetstackSource::kNeighbors, "VXLAN neighbour entries")) {
-      const model::Neighbor* n = ns.FindNeighbor(nh, tun.name);
-      if (n == nullptr || !n->Usable() || !n->lladdr) {
-        Drop(v, "neighbor_missing",
-             absl::StrCat("no usable neighbour entry for ", nh.to_string(), " on ", tun.name,
-                          n ? absl::StrCat(" (", absl::StrJoin(n->state, ","), ")") : "",
-                          ": the VXLAN device cannot build the inner Ethernet header (the CNI "
-                          "programs these entries; ARP does not cross the overlay)"));
-        return;
-      }
-      if (Need(w, v, NetstackSource::kFdb, "VXLAN forwarding entries (bridge fdb)")) {
-        for (const model::FdbEntry* e : ns.FindFdb(tun.name, *n->lladdr)) {
-          if (e->dst) {
-            vtep = e->dst;
-            break;
-          }
-        }
-        if (!vtep && tun.vxlan->group) vtep = tun.vxlan->group;
-        if (!vtep) {
-          Drop(v, "vxlan_fdb_missing",
-               absl::StrCat("no bridge fdb entry on ", tun.name, " for ",
-                            net::FormatMac(*n->lladdr), " (", nh.to_string(),
-                            "): the VXLAN device does not know which VTEP to send to"));
-          return;
-        }
-      }
-    }
-    if (!vtep) {
-      // No neighbour / fdb data: the node owning the overlay next hop.
-      const model::Node* k = cluster_.FindNodeByIp(nh);
-      if (k && k->PrimaryIp()) vtep = k->PrimaryIp();
-    }
-    if (!vtep) {
-      Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("cannot tell which VTEP ", tun.name, " sends ", nh.to_string(), " to"));
-      return;
-    }
-    outer.dst = *vtep;
-    outer.proto = model::kProtoUdp;
-    outer.dport = tun.vxlan->port;
-    outer.sport = 0;
-    outer_src = tun.vxlan->local;
-    label = absl::StrCat("vxlan ", tun.name, " vni ", tun.vxlan->vni);
+    plan = VxlanPlan(w, v, tun, route, f);
   } else if (tun.kind == "wireguard") {
-    kind = "wireguard";
-    overhead = kWireguardOverhead;
-    const model::Node* k = nullptr;
-    if (const model::Pod* p = cluster_.FindPodByIp(f.pkt.dst)) k = cluster_.FindNode(p->node_name);
-    if (!k) k = cluster_.FindNodeByIp(route.gateway.value_or(f.pkt.dst));
-    if (!k) k = cluster_.FindNodeByPodCidr(f.pkt.dst);
-    if (!k || !k->PrimaryIp()) {
-      Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("cannot tell which WireGuard peer ", tun.name, " sends ",
-                           f.pkt.dst.to_string(), " to (peers are not in the snapshot)"));
-      return;
-    }
-    outer.dst = *k->PrimaryIp();
-    outer.proto = model::kProtoUdp;
-    outer.dport = 51820;
-    label = absl::StrCat("wireguard ", tun.name);
+    plan = WireguardPlan(v, tun, route, f);
   } else {
-    kind = "ipip";
-    overhead = kIpipOverhead;
-    if (tun.tunnel && tun.tunnel->remote) {
-      outer.dst = *tun.tunnel->remote;
-    } else if (route.gateway) {
-      outer.dst = *route.gateway;
-    } else {
-      Drop(v, "tunnel_missing",
-           absl::StrCat(tun.name, " has no remote and route '",
-                        route.route ? route.route->ToString() : route.ToString(),
-                        "' has no gateway: the ipip outer destination is unknown"));
-      return;
-    }
-    outer.proto = model::kProtoIpip;
-    if (tun.tunnel) outer_src = tun.tunnel->local;
-    label = absl::StrCat("ipip ", tun.name);
+    plan = IpipPlan(v, tun, route);
   }
+  if (!plan) return;
+  plan->outer.ttl = 64;
   CheckSize(v, f, tun.mtu, tun.mtu, [] { return SizeFlag(); });  // PMTU discovery vs the tunnel
-  if (kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
-  bool outer_fragments = kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
-  SendOuter(w, v, tun, kind, overhead, outer, outer_src, outer_fragments, std::move(f),
-            std::move(br), std::move(label));
+  if (plan->kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
+  bool outer_fragments = plan->kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
+  SendOuter(w, v, tun, plan->kind, plan->overhead, plan->outer, plan->outer_src, outer_fragments,
+            std::move(f), std::move(br), std::move(plan->label));
+}
+
+// VXLAN: the inner next hop's neighbour entry on the device gives the inner MAC, the device's
+// fdb entry for that MAC the VTEP (else the device's group / remote); without neighbour data,
+// the node owning the next hop.
+std::optional<Walker::EncapPlan> Walker::VxlanPlan(const Where& w, Vertex v, const Interface& tun,
+                                                   const RouteResult& route, const Flight& f) {
+  const Netstack& ns = w.ns->netstack;
+  net::Ipv4 nh = route.gateway.value_or(f.pkt.dst);
+  std::optional<net::Ipv4> vtep;
+  if (Need(w, v, NetstackSource::kNeighbors, "VXLAN neighbour entries")) {
+    const model::Neighbor* n = ns.FindNeighbor(nh, tun.name);
+    if (n == nullptr || !n->Usable() || !n->lladdr) {
+      Drop(v, "neighbor_missing",
+           absl::StrCat("no usable neighbour entry for ", nh.to_string(), " on ", tun.name,
+                        n ? absl::StrCat(" (", absl::StrJoin(n->state, ","), ")") : "",
+                        ": the VXLAN device cannot build the inner Ethernet header (the CNI "
+                        "programs these entries; ARP does not cross the overlay)"));
+      return std::nullopt;
+    }
+    if (Need(w, v, NetstackSource::kFdb, "VXLAN forwarding entries (bridge fdb)")) {
+      for (const model::FdbEntry* e : ns.FindFdb(tun.name, *n->lladdr)) {
+        if (e->dst) {
+          vtep = e->dst;
+          break;
+        }
+      }
+      if (!vtep && tun.vxlan->group) vtep = tun.vxlan->group;
+      if (!vtep) {
+        Drop(v, "vxlan_fdb_missing",
+             absl::StrCat("no bridge fdb entry on ", tun.name, " for ",
+                          net::FormatMac(*n->lladdr), " (", nh.to_string(),
+                          "): the VXLAN device does not know which VTEP to send to"));
+        return std::nullopt;
+      }
+    }
+  }
+  if (!vtep) {
+    // No neighbour / fdb data: the node owning the overlay next hop.
+    const model::Node* k = cluster_.FindNodeByIp(nh);
+    if (k && k->PrimaryIp()) vtep = k->PrimaryIp();
+  }
+  if (!vtep) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot tell which VTEP ", tun.name, " sends ", nh.to_string(), " to"));
+    return std::nullopt;
+  }
+  EncapPlan p;
+  p.kind = "vxlan";
+  p.overhead = kVxlanOverhead;
+  p.outer.dst = *vtep;
+  p.outer.proto = model::kProtoUdp;
+  p.outer.dport = tun.vxlan->port;
+  p.outer.sport = 0;
+  p.outer_src = tun.vxlan->local;
+  p.label = absl::StrCat("vxlan ", tun.name, " vni ", tun.vxlan->vni);
+  return p;
+}
+
+// WireGuard: the peer is the node of the destination pod, of the route's gateway, or of the
+// podCIDR holding the destination (the peers' endpoints are not in the snapshot).
+std::optional<Walker::EncapPlan> Walker::WireguardPlan(Vertex v, const Interface& tun,
+                                                       const RouteResult& route,
+                                                       const Flight& f) {
+  const model::Node* k = nullptr;
+  if (const model::Pod* p = cluster_.FindPodByIp(f.pkt.dst)) k = cluster_.FindNode(p->node_name);
+  if (!k) k = cluster_.FindNodeByIp(route.gateway.value_or(f.pkt.dst));
+  if (!k) k = cluster_.FindNodeByPodCidr(f.pkt.dst);
+  if (!k || !k->PrimaryIp()) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot tell which WireGuard peer ", tun.name, " sends ",
+                         f.pkt.dst.to_string(), " to (peers are not in the snapshot)"));
+    return std::nullopt;
+  }
+  EncapPlan p;
+  p.kind = "wireguard";
+  p.overhead = kWireguardOverhead;
+  p.outer.dst = *k->PrimaryIp();
+  p.outer.proto = model::kProtoUdp;
+  p.outer.dport = 51820;
+  p.label = absl::StrCat("wireguard ", tun.name);
+  return p;
+}
+
+// IPIP: the device's remote, else the route's gateway (Calico's tunl0 is "remote any").
+std::optional<Walker::EncapPlan> Walker::IpipPlan(Vertex v, const Interface& tun,
+                                                  const RouteResult& route) {
+  EncapPlan p;
+  p.kind = "ipip";
+  p.overhead = kIpipOverhead;
+  if (tun.tunnel && tun.tunnel->remote) {
+    p.outer.dst = *tun.tunnel->remote;
+  } else if (route.gateway) {
+    p.outer.dst = *route.gateway;
+  } else {
+    Drop(v, "tunnel_missing",
+         absl::StrCat(tun.name, " has no remote and route '",
+                      route.route ? route.route->ToString() : route.ToString(),
+                      "' has no gateway: the ipip outer destination is unknown"));
+    return std::nullopt;
+  }
+  p.outer.proto = model::kProtoIpip;
+  if (tun.tunnel) p.outer_src = tun.tunnel->local;
+  p.label = absl::StrCat("ipip ", tun.name);
+  return p;
 }
 
 void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
@@ -221,52 +246,10 @@ void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std
     return;
   }
   // The tunnel device sends the outer packet with ip_local_out: OUTPUT and POSTROUTING see it.
-  if (!w.in_pod()) {
-    NfPass nf = RunHook(w, v, NfHook::kOutput, outer, "", under->name, r.gateway);
-    if (nf.dropped) {
-      f.outer = outer;
-      TunnelPortBlocked(w, v, f, outer, "OUTPUT");
-    }
-    if (nf.dropped || !error_.ok()) return;
-    outer = nf.accepted.front().packet;
-    nf = RunHook(w, v, NfHook::kPostrouting, outer, "", under->name, r.gateway);
-    if (nf.dropped) {
-      f.outer = outer;
-      TunnelPortBlocked(w, v, f, outer, "POSTROUTING");
-    }
-    if (nf.dropped || !error_.ok()) return;
-    outer = nf.accepted.front().packet;
-  }
+  if (!w.in_pod() && !OuterNetfilter(w, v, *under, r, f, &outer)) return;
   if (under->mtu > overhead) {
     auto make = [&]() -> SizeFlag {
-      return [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
-              uname = under->name, umtu = under->mtu](uint32_t size, bool forced,
-                                                      const std::string& tcp) {
-      std::string what =
-          tcp.empty() ? absl::StrCat("a ", size, "-byte packet")
-                      : absl::StrCat("a ", size, "-byte TCP segment (", tcp, ")");
-      std::string head = absl::StrCat(kind, " on ", tname, " (MTU ", tmtu, "): ", what,
-                                      " becomes ", size + overhead, " bytes (+", overhead,
-                                      ") but ", uname, " has MTU ", umtu);
-      if (outer_fragments) {
-        // A VXLAN device with df unset (the default) sends the outer packet without DF: the IP
-        // layer fragments it, the packet arrives; vxlan_xmit_one (skb_tunnel_check_pmtu) only
-        // lowers the inner route's PMTU so that later DF packets get "fragmentation needed".
-        Suspect(v, Level::kWarning, "mtu_mismatch",
-                absl::StrCat(head,
-                             ": the outer packet is fragmented (no DF) and the inner path MTU "
-                             "drops to ",
-                             umtu - overhead, " for later packets; ", tname, " MTU should be <= ",
-                             umtu - overhead));
-        return false;
-      }
-      Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
-              absl::StrCat(head,
-                           ": full-size packets are dropped after encapsulation (no PMTU signal "
-                           "reaches the sender); ",
-                           tname, " MTU should be <= ", umtu - overhead));
-        return true;
-      };
+      return UnderlayMtuFlag(v, kind, overhead, outer_fragments, tun, *under);
     };
     if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return;
   }
@@ -276,6 +259,56 @@ void Walker::SendOuter(const Where& w, Vertex v, const Interface& tun, const std
   f.encap_kind = kind;
   absl::StrAppend(&label, ": ", Tuple(outer), " via ", under->name);
   Underlay(w, v, *under, r.gateway.value_or(outer.dst), std::move(f), std::move(br), label);
+}
+
+// OUTPUT then POSTROUTING of the node for the outer packet (rewritten in place); false when
+// netfilter drops it (the tunnel port is named) or the walk failed.
+bool Walker::OuterNetfilter(const Where& w, Vertex v, const Interface& under, const RouteResult& r,
+                            Flight& f, Packet* outer) {
+  for (NfHook hook : {NfHook::kOutput, NfHook::kPostrouting}) {
+    NfPass nf = RunHook(w, v, hook, *outer, "", under.name, r.gateway);
+    if (nf.dropped) {
+      f.outer = *outer;
+      TunnelPortBlocked(w, v, f, *outer, hook == NfHook::kOutput ? "OUTPUT" : "POSTROUTING");
+    }
+    if (nf.dropped || !error_.ok()) return false;
+    *outer = nf.accepted.front().packet;
+  }
+  return true;
+}
+
+// The outer packet of a `size`-byte inner packet exceeds the underlay device's MTU: with a
+// VXLAN device's df unset (the kernel default) the outer packet is fragmented and arrives
+// (WARNING; vxlan_xmit_one's skb_tunnel_check_pmtu only lowers the inner route's PMTU for
+// later DF packets); otherwise it is dropped after encapsulation with no PMTU signal to the
+// sender (CRITICAL, FATAL for a forced --size).
+SizeFlag Walker::UnderlayMtuFlag(Vertex v, const std::string& kind, uint32_t overhead,
+                                 bool outer_fragments, const Interface& tun,
+                                 const Interface& under) {
+  return [this, v, kind, overhead, outer_fragments, tname = tun.name, tmtu = tun.mtu,
+          uname = under.name, umtu = under.mtu](uint32_t size, bool forced,
+                                                const std::string& tcp) {
+    std::string what = tcp.empty() ? absl::StrCat("a ", size, "-byte packet")
+                                   : absl::StrCat("a ", size, "-byte TCP segment (", tcp, ")");
+    std::string head = absl::StrCat(kind, " on ", tname, " (MTU ", tmtu, "): ", what,
+                                    " becomes ", size + overhead, " bytes (+", overhead,
+                                    ") but ", uname, " has MTU ", umtu);
+    if (outer_fragments) {
+      Suspect(v, Level::kWarning, "mtu_mismatch",
+              absl::StrCat(head,
+                           ": the outer packet is fragmented (no DF) and the inner path MTU "
+                           "drops to ",
+                           umtu - overhead, " for later packets; ", tname, " MTU should be <= ",
+                           umtu - overhead));
+      return false;
+    }
+    Suspect(v, forced ? Level::kFatal : Level::kCritical, "mtu_mismatch",
+            absl::StrCat(head,
+                         ": full-size packets are dropped after encapsulation (no PMTU signal "
+                         "reaches the sender); ",
+                         tname, " MTU should be <= ", umtu - overhead));
+    return true;
+  };
 }
 
 void Walker::TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,

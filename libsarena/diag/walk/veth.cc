@@ -1,60 +1,8 @@
-// veth crossing: ARP answered by the peer netns (AnswersArp), what the receiving device
+// veth crossing: ARP answered by the peer netns (model::AnswersArp), what the receiving device
 // accepts (CrossVeth), and the walk to the veth's peer (VethPeer).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
-
-bool Walker::AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
-                        const net::Ipv4& sender, std::string* why) {
-  std::string scratch;
-  if (why == nullptr) why = &scratch;
-  if (pif.noarp) {  // arp_rcv drops ARP on IFF_NOARP devices
-    *why = absl::StrCat(pif.name, " is NOARP");
-    return false;
-  }
-  const Netstack& ns = peer.ns->netstack;
-  const model::Sysctls& sc = ns.sysctls();
-  auto conf = [&](absl::string_view dev, absl::string_view key) {
-    return sc.GetInt(model::Sysctls::ConfKey(dev, key)).value_or(0);
-  };
-  if (ns.IsLocalAddress(target)) {
-    // IN_DEV_ARP_IGNORE = max(all, dev): 0 any local address, 1 only one configured on the
-    // receiving device, 2 that and the sender inside its subnet, 3+ (scope / never) no.
-    int64_t ignore = std::max(conf("all", "arp_ignore"), conf(pif.name, "arp_ignore"));
-    if (ignore == 0) return true;
-    if (ignore > 2) return false;
-    for (const auto& a : pif.addresses) {
-      if (a.local != target) continue;
-      if (ignore == 1 || net::Contains(a.Subnet(), sender)) return true;
-    }
-    *why = absl::StrCat("arp_ignore ", ignore, " on ", pif.name);
-    return false;
-  }
-  // Proxy ARP (IN_DEV_PROXY_ARP = all OR dev; arp_fwd_proxy): answered when the device forwards
-  // and the kernel would route the target out of another device.
-  if (conf("all", "proxy_arp") == 0 && conf(pif.name, "proxy_arp") == 0) {
-    *why = absl::StrCat("no local address, and proxy_arp is off on ", pif.name);
-    return false;
-  }
-  model::Flow fl;
-  fl.dst = target;
-  fl.src = sender;
-  fl.iif = pif.name;
-  model::InputResult in = ns.RouteInput(fl);
-  if (in.decision == model::InputDecision::kForward && in.route.type == RouteType::kUnicast &&
-      in.route.oif != pif.name) {
-    return true;
-  }
-  *why = absl::StrCat(
-      "no local address, and proxy_arp on ", pif.name,
-      " answers only for an address it forwards out of another device: ",
-      in.decision == model::InputDecision::kForward
-          ? absl::StrCat("the route is ", in.route.ToString())
-          : absl::StrCat("no forwarding route (",
-                         in.detail.empty() ? std::string(model::ToString(in.drop)) : in.detail,
-                         ")"));
-  return false;
-}
 
 bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
                        const Interface& pif, const net::Ipv4& nexthop, Flight& f) {
@@ -65,7 +13,7 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
     const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
     bool cached = n && n->Usable();
     std::string why;
-    if (!cached && !AnswersArp(peer, pif, nexthop, f.outer ? f.outer->src : f.pkt.src, &why)) {
+    if (!cached && !model::AnswersArp(peer.ns->netstack, pif, nexthop, f.outer ? f.outer->src : f.pkt.src, &why)) {
       std::string where_to =
           peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
       Drop(v, "neighbor_missing",

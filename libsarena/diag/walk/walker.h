@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/walk.h"
+#include "libsarena/model/arp.h"
 #include "libsarena/model/neigh.h"
 #include "libsarena/model/tunnel.h"
 
@@ -226,6 +227,28 @@ class Walker {
                  uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
                  bool outer_fragments, Flight f, Branch br, std::string label,
                  const RouteResult* via = nullptr);
+  // What an encapsulation puts around the packet: the outer header so far (destination,
+  // protocol, port), its source if the device fixes it, the overhead in bytes, and the hop
+  // label. Built by VxlanPlan / WireguardPlan / IpipPlan, nullopt when the packet stops there
+  // (the suspicion is added to `v`).
+  struct EncapPlan {
+    std::string kind;  // "vxlan", "wireguard", "ipip"
+    uint32_t overhead = 0;
+    Packet outer;
+    std::optional<net::Ipv4> outer_src;
+    std::string label;
+  };
+  std::optional<EncapPlan> VxlanPlan(const Where& w, Vertex v, const Interface& tun,
+                                     const RouteResult& route, const Flight& f);
+  std::optional<EncapPlan> WireguardPlan(Vertex v, const Interface& tun, const RouteResult& route,
+                                         const Flight& f);
+  std::optional<EncapPlan> IpipPlan(Vertex v, const Interface& tun, const RouteResult& route);
+  // OUTPUT and POSTROUTING for an outer packet; false when it is dropped there.
+  bool OuterNetfilter(const Where& w, Vertex v, const Interface& under, const RouteResult& r,
+                      Flight& f, Packet* outer);
+  // The MTU check of the underlay device `under` for `kind` encapsulation on `tun`.
+  SizeFlag UnderlayMtuFlag(Vertex v, const std::string& kind, uint32_t overhead,
+                           bool outer_fragments, const Interface& tun, const Interface& under);
   // PluginAction::kEncapsulate / kRedirect.
   void EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
   void Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
@@ -256,10 +279,47 @@ class Walker {
   bool HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f, Branch& br,
                           std::string* iif);
 
-  // ---- services ----
+  // ---- services (service.cc) ----
+  enum class ServiceVia { kClusterIp, kExternal, kNodePort };
+  struct ServiceMatch {
+    const model::Service* svc = nullptr;
+    const model::ServicePort* port = nullptr;  // null: the Service has no such port
+    ServiceVia via = ServiceVia::kClusterIp;
+  };
+  // A backend the Service translates to: the DNAT'ed packet, its share of flows, and what
+  // decided it (the kube-proxy rule, or "endpoints").
+  struct ServiceTarget {
+    Packet pkt;
+    double probability = 1;
+    std::string by;
+  };
+  // The Service `pkt` is addressed to: a cluster / load-balancer / external IP, or a nodePort
+  // on an address of `w`.
+  std::optional<ServiceMatch> MatchService(const Where& w, const Packet& pkt) const;
   // Returns true when the packet matched a Service (the branches were walked from here).
   bool ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
                     bool originated);
+  // No ready endpoint: the FATAL with the selector's matches, and how the client fails.
+  void NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m,
+                        const Packet& pkt, size_t not_ready, bool originated);
+  // loadBalancerSourceRanges, externalTrafficPolicy / internalTrafficPolicy Local: the ready
+  // backends this packet may reach, or nullopt when it is dropped at `s` (FATAL added).
+  std::optional<std::vector<model::Backend>> PolicyBackends(
+      const Where& w, Vertex s, const ServiceMatch& m, const Packet& pkt,
+      const std::vector<model::Backend>& ready, bool originated);
+  // The DNAT kube-proxy's rules make (else the eligible endpoints), or nullopt when the packet
+  // dies at `s`.
+  std::optional<std::vector<ServiceTarget>> ServiceTargets(
+      const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m, const Packet& pkt,
+      const std::vector<model::Backend>& eligible, size_t ready, bool originated);
+  void CheckTranslation(Vertex s, const model::Service& svc,
+                        const std::vector<ServiceTarget>& targets,
+                        const std::vector<model::Backend>& eligible);
+  bool NoTranslation(const Where& w, Vertex s, const model::Service& svc, const Packet& pkt,
+                     size_t ready);
+  void WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
+                          std::vector<ServiceTarget> targets, Flight f, Branch br,
+                          bool originated);
 
   void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
                           bool originated);
@@ -293,6 +353,16 @@ class Walker {
   // ---- netfilter / NAT ----
   NfPass RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt, absl::string_view iif,
                  absl::string_view oif, std::optional<net::Ipv4> nexthop);
+  // The dropping outcomes of one hook: the share certainly dropped, the first certain drop and
+  // the first drop that rests on an assumption (pointers into the evaluated outcomes).
+  struct NfDrops {
+    double certain = 0;
+    const NfOutcome* first = nullptr;
+    const NfOutcome* first_assumed = nullptr;
+  };
+  NfDrops SortOutcomes(const Where& w, Vertex v, NfHook hook, const std::vector<NfOutcome>& outs,
+                       NfPass* pass);
+  void ReportNfDrops(Vertex v, NfHook hook, const Packet& pkt, const NfDrops& d, NfPass* pass);
   void UnSnat(const Where& w, Packet* p, const Branch& br);
   void UnDnat(const Where& w, Packet* p, const Branch& br);
   void SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br);
@@ -312,11 +382,6 @@ class Walker {
   std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
   // The other end of a veth "cable" from node `w` to another node's netns.
   std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
-  // Whether the netns `peer` answers, on its device `pif`, an ARP request for `target` from
-  // `sender` (arp_process: own address under arp_ignore, or proxy ARP).
-  // `why` (optional) gets the reason when it does not.
-  bool AnswersArp(const Where& peer, const Interface& pif, const net::Ipv4& target,
-                  const net::Ipv4& sender, std::string* why = nullptr);
   // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
   // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
   // packet died here (the FATAL is added to `v`).
