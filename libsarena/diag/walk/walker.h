@@ -198,6 +198,18 @@ class Walker {
   bool Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what);
   void InfoOnce(Vertex v, absl::string_view key, absl::string_view code, absl::string_view msg);
 
+  // ---- placement (placement.cc) ----
+  absl::StatusOr<net::Ipv4> ResolveDestination();
+  absl::StatusOr<net::Ipv4> NodeDestination(const std::string& name);
+  absl::StatusOr<net::Ipv4> ServiceDestination();
+  absl::Status StartFromNode(absl::string_view name, Flight f, Branch br);
+  absl::Status StartFromPod(Flight f, Branch br);
+  absl::Status StartFromIp(const net::Ipv4& ip, Flight f, Branch br);
+  absl::Status EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br);
+  struct Owner;
+  absl::StatusOr<std::optional<Owner>> AssumedEntry(const net::Ipv4& dst, uint16_t dport,
+                                                    std::string* note);
+
   // ---- the walk ----
   void Originate(const Where& w, Flight f, Branch br, const Prev& prev);
   void OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
