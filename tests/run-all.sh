@@ -9,6 +9,12 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 bash .ci/install-deps
+# digest LOG: the lines that say why tests failed, printed last, where a truncated CI log still
+# shows them (ctest prints a failing test's output in the middle of the run).
+digest() {
+  echo "run-all: why the failed tests failed (from their output above):"
+  grep -E "DISAGREE|disagree on the first run|^flaky:|^ +(why|drop|trace|attempt):|FAIL:|\[  FAILED  \]|Failure$|Expected|Which is|disagreements:|agreed [0-9]+/" "$1" | head -150
+}
 bash .ci/build build
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -20,7 +26,7 @@ if grep -q "The following tests did not run" "$log"; then
   echo "run-all: some tests were skipped; in CI (root) a skipped test is a failure" >&2
   exit 1
 fi
-((rc == 0)) || exit "$rc"
+((rc == 0)) || { digest "$log"; exit "$rc"; }
 # Second run: the ASan+UBSan build (clang++) of the unit, bpf and cluster tiers and the libFuzzer
 # targets (label fuzz, FUZZ_SECONDS each, default 60). See docs/testing.md.
 bash .ci/build-asan build-asan
@@ -35,4 +41,5 @@ if grep -q "The following tests did not run" "$log"; then
   echo "run-all: some asan/fuzz tests were skipped; in CI (root) a skipped test is a failure" >&2
   exit 1
 fi
+((rc == 0)) || digest "$log"
 exit "$rc"
