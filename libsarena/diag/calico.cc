@@ -11,7 +11,9 @@
 //   * Node addresses: without projectcalico.org/IPv4Address a node has no BGP session and no
 //     tunnel next hop (calico-node autodetection failed); VXLAN also needs IPv4VXLANTunnelAddr.
 //   * natOutgoing: traffic from a pool with natOutgoing to a destination outside every pool and
-//     not a node is masqueraded when it leaves the node.
+//     not a node is masqueraded when it leaves the node; to an address inside a pool that no pod
+//     or node has, it is not, and leaves the cluster with the pod address (FATAL: the pool's
+//     natOutgoing says nothing routes pod addresses back).
 //   * MTUs: a workload's MTU must leave room for the encapsulation (IPIP 20, VXLAN 50,
 //     WireGuard 60 bytes below the host interface: 1480 / 1450 / 1440 on a 1500 underlay).
 #include <algorithm>
@@ -283,9 +285,11 @@ class CalicoPlugin : public Plugin {
     const IpPool* src_pool = c.FindIpPool(before.packet.src);
     if (!src_pool || IsCalicoDevice(route.oif)) return PluginAction::Continue();
     if (!src_pool->nat_outgoing) return PluginAction::Continue();
-    if (c.FindIpPool(before.packet.dst)) return PluginAction::Continue();
     if (c.FindNodeByIp(before.packet.dst)) return PluginAction::Continue();
     if (snat_done || after->src != before.packet.src) return PluginAction::Continue();
+    if (const IpPool* dst_pool = c.FindIpPool(before.packet.dst)) {
+      return PoolDestination(ctx, hop, before, *src_pool, *dst_pool, route);
+    }
     if (!netfilter_known) {
       std::optional<net::Ipv4> src = route.prefsrc;
       if (!src) {
@@ -311,6 +315,38 @@ class CalicoPlugin : public Plugin {
   }
 
  private:
+  // A pod of a natOutgoing pool sends to an address inside an IPPool (any pool: Felix's
+  // cali-nat-outgoing rule is "-m set --match-set cali40masq-ipam-pools src -m set !
+  // --match-set cali40all-ipam-pools dst -j MASQUERADE", and all-ipam-pools holds every pool,
+  // disabled ones too) and nothing masqueraded it. Towards a pod or another node that is Calico's
+  // own path; but when the route takes it out of the cluster (no block route: the node's default
+  // or an underlay route, to no node) it leaves with the pod address, and natOutgoing on the pool
+  // says the network does not route pod addresses back: the reply cannot return. This is the
+  // classic overlap of an IPPool with an external range (a VM subnet, a corporate network).
+  // Source: docs.tigera.io "Configure outgoing NAT"; Felix rules/nat.go (cali-nat-outgoing).
+  PluginAction PoolDestination(const PluginContext& ctx, PathGraph::Vertex hop,
+                               const HookPacket& before, const IpPool& src_pool,
+                               const IpPool& dst_pool, const model::RouteResult& route) {
+    const model::Cluster& c = *ctx.cluster;
+    if (c.FindPodByIp(before.packet.dst)) return PluginAction::Continue();
+    if (route.gateway && c.FindNodeByIp(*route.gateway)) return PluginAction::Continue();
+    if (route.route && route.route->protocol == model::RouteProtocol::kBird) {
+      return PluginAction::Continue();  // a block BIRD learnt: another node owns it
+    }
+    ctx.Suspect(hop, Level::kFatal, "nat_outgoing_pool_destination",
+                absl::StrCat(
+                    before.packet.dst.to_string(), " is inside IPPool ", dst_pool.name, " (",
+                    dst_pool.cidr.to_string(), ") but no pod or node has it: Felix masquerades ",
+                    "only to destinations outside every pool, so ", before.packet.src.to_string(),
+                    " leaves via ", route.oif,
+                    route.gateway ? absl::StrCat(" (via ", route.gateway->to_string(), ")") : "",
+                    " un-NATed, and pool ", src_pool.name,
+                    " has natOutgoing: the network outside does not route pod addresses back, ",
+                    "so the reply cannot return. Take the external range out of the pool (a "
+                    "smaller pool CIDR) or route the pool's addresses back to the nodes"));
+    return PluginAction::Stop();
+  }
+
   // Calico pods route through 169.254.1.1, which nothing owns: the host-side cali veth answers
   // ARP for it by proxy_arp (IN_DEV_PROXY_ARP = all OR dev). Without it the pod cannot resolve
   // its gateway once the cached entry expires.

@@ -75,6 +75,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("nat_outgoing_missing", kLevelFatal,                                                         \
     "traffic leaving the cluster from a pool with natOutgoing is not masqueraded (no "           \
     "cali-nat-outgoing rule), so replies cannot return")                                         \
+  X("nat_outgoing_pool_destination", kLevelFatal,                                                \
+    "a pod of a natOutgoing pool sends out of the cluster to an address inside an IPPool that no " \
+    "pod or node has: Felix does not masquerade to pool addresses, so replies cannot return")    \
   X("neighbor_missing", kLevelFatal | kLevelWarning | kLevelInfo,                                \
     "the next hop's neighbour does not resolve: nothing on the link answers ARP for it "         \
     "(arp_ignore, no proxy_arp, a missing address); INFO when only not cached yet")              \

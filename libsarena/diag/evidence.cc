@@ -43,6 +43,9 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       // nf_hook_slow: NF_DROP (DROP, REJECT and kube-proxy's REJECT / DROP rules alike).
       {"netfilter_drop", {"NETFILTER_DROP"}},
       {"tunnel_port_blocked", {"NETFILTER_DROP"}},
+      // The un-NATed pod address has no route back outside the cluster: a router forwarding the
+      // reply finds none (ip_error, ENETUNREACH), or the server's own output route lookup fails.
+      {"nat_outgoing_pool_destination", {"IP_INNOROUTES", "IP_OUTNOROUTES", "IP_NOROUTE"}},
       {"bridge_netfilter", {"NETFILTER_DROP"}},
       // ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT (no endpoint) has no
       // route on a node without a default one, and routing comes before the filter's REJECT.

@@ -14,6 +14,11 @@
 #   V  two Calico-like VXLAN nodes vx1 vx2: vxlan.calico (VNI 4096, port 4789, MTU 1450, the
 #      tunnel address per node), "<block> via <tunnel addr> dev vxlan.calico onlink", permanent
 #      neighbour + fdb entries, pods va vb / vc vd with MTU 1450, diff/web-v -> vc.
+#   N  one Calico-like node nat1 (pool natOutgoing, BGP mode) with pod na, whose default route
+#      leads to "ext", a host outside the cluster on the node's uplink: 172.31.95.254 on the
+#      link and 10.95.250.10 (a VM network) on lo, with no route to the pod addresses (what
+#      natOutgoing presumes). Healthy, the pool is 10.95.0.0/17 and the pod's traffic to ext is
+#      masqueraded to the node's address.
 #   (IPIP cannot be built: this kernel has no ipip module, so there is no tunl0.)
 # The Kubernetes / Calico objects (pods, nodes with Calico annotations, services,
 # endpointslices, ippools) are written as `kubectl get -o json` prints them into cluster/ of
@@ -30,6 +35,11 @@
 #   bpftool on the pinned map), or none (healthy). After those, DIFF_MECH_COUNT (default 30)
 #   scenarios of the kernel-mechanism families of issue 11 on B and V: neigh_stale (a permanent
 #   neighbour entry with a MAC nobody has, on a pod's gateway, a node's pod entry or a cable).
+#   Then DIFF_NATOUT_COUNT (default 3) on N, alternating natout_overlap (the pool widened to
+#   10.95.0.0/16 in Felix's rule and in the IPPool: ext's address is now inside the pool, so
+#   cali-nat-outgoing does not masquerade and the SYN reaches ext with the pod address, whose
+#   SYN-ACK finds no route: TcpExtListenDrops) and natout_outside (ext outside the pool:
+#   masqueraded, connects).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -249,12 +259,38 @@ vxlan_peers() {  # Felix's per-peer route, neighbour and fdb entries (idempotent
   cn_vxlan_peer vx2 10.93.1.0/26 10.93.1.1 66:f0:c0:a8:5d:01 192.168.93.1
 }
 
-cluster_calico() {  # cluster_calico TOPO DIR [noep]
+# Topology N: natOutgoing towards an address outside the cluster (see the header).
+NATOUT_SVC="diff/web-n:http 10.96.95.10 80 10.95.1.2:8080"
+natout_pool() {  # natout_pool CIDR: Felix's natOutgoing rule (and kube-proxy's) for that pool
+  cn_felix_rules "$1"
+  kp_restore "${P_NS[nat1]}" "$1" "$NATOUT_SVC"
+}
+setup_natout() {
+  cn_node nat1; cn_node ext
+  place nat1 node N "$(cn_ns nat1)" nat1 172.31.95.1 node:nat1
+  place ext outside N "$(cn_ns ext)" external:10.95.250.10 10.95.250.10 10.95.250.10 nat1
+  cn_wire nat1 eth0 172.31.95.1/24 ext eth0 172.31.95.254/24
+  P_DEVS[nat1]="eth0:ext" P_DEVS[ext]="eth0:nat1"
+  ip -n "$(cn_ns ext)" link set lo up
+  ip -n "$(cn_ns ext)" addr add 10.95.250.10/32 dev lo
+  ip -n "$(cn_ns nat1)" route add default via 172.31.95.254 dev eth0
+  calico_pod N nat1 na 10.95.1.2 1500
+  cn_blackhole nat1 10.95.1.0/26
+  T_SVC[N]="diff/web-n 10.96.95.10 na"
+  natout_pool 10.95.0.0/17
+  serve "${P_NS[nat1]}" node-nat1 9090
+  serve "${P_NS[na]}" pod-na 8080
+  serve "${P_NS[ext]}" ext 8080
+  T_FLOWS[N]="na>ext"
+}
+
+cluster_calico() {  # cluster_calico TOPO DIR [noep|overlap]
   local t=$1 d=$2 n p; mkdir -p "$d"
   local svc name cip backend pool vx
   read -r name cip backend <<<"${T_SVC[$t]}"
   svc=${name#diff/}
   for p in ${T_PODS[$t]}; do
+    [ "${P_KIND[$p]}" = pod ] || continue
     local labels='{}'; [ "$p" = "$backend" ] && labels="{\"app\":\"$svc\"}"
     k8s_pod diff "$p" "${P_NODE[$p]}" "${P_IP[$p]}" "${P_IP[${P_NODE[$p]}]}" "$labels"
   done | k8s_list >"$d/pods.json"
@@ -269,7 +305,11 @@ cluster_calico() {  # cluster_calico TOPO DIR [noep]
   else
     k8s_endpointslice diff "$svc" 8080 "${P_IP[$backend]}" "${P_NODE[$backend]}" "$backend"
   fi | k8s_list >"$d/endpointslices.json"
-  if [ "$t" = B ]; then pool=10.91.0.0/16 vx=Never; else pool=10.93.0.0/16 vx=Always; fi
+  case $t in
+    B) pool=10.91.0.0/16 vx=Never ;;
+    V) pool=10.93.0.0/16 vx=Always ;;
+    N) pool=10.95.0.0/17 vx=Never; [ "${3:-}" = overlap ] && pool=10.95.0.0/16 ;;
+  esac
   calico_ippool "pool-$t" "$pool" Never "$vx" true | k8s_list IPPoolList >"$d/ippools.json"
 }
 
@@ -290,13 +330,15 @@ kube_proxy() {  # kube_proxy TOPO [noep]
 setup_sarena
 setup_bgp
 setup_vxlan
-for t in S B V; do
+setup_natout
+for t in S B V N; do
   T_CLUSTER[$t]=$SN_DIR/cluster-$t
   if [ $t = S ]; then
     cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
     mkdir -p "${T_CLUSTER[$t]}-live"
     cp "${T_CLUSTER[$t]}"/{services,endpointslices}.json "${T_CLUSTER[$t]}-live/"
   else cluster_calico $t "${T_CLUSTER[$t]}"; cluster_calico $t "${T_CLUSTER[$t]}-noep" noep; fi
+  [ $t = N ] && cluster_calico N "${T_CLUSTER[$t]}-overlap" overlap
 done
 # The healthy state of every place: main-table routes (replayed after faults that flush them)
 # and device MTUs.
@@ -496,6 +538,8 @@ fault_expect() {
     ep_missing) X_CODES="endpoint_map_missing" X_HOPS="sn1 ${P_HOP[$place]}" ;;
     ep_mac) X_CODES="endpoint_mac_mismatch" X_HOPS="sn1 ${P_HOP[$place]}" ;;
     neigh_stale) X_CODES="neighbor_stale" ;;
+    natout_overlap) X_CODES="nat_outgoing_pool_destination" ;;
+    natout_outside) X_CODES= X_HOPS= ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -536,6 +580,8 @@ inject() {
         sn_ep_set_pod_mac sn1 "${P_IP[$2]}" 02:de:ad:be:ef:01
       fi ;;
     neigh_stale) ip -n "$ns" neigh replace "$4" lladdr 02:de:ad:be:ef:02 dev "$3" nud permanent ;;
+    natout_overlap) natout_pool 10.95.0.0/16 ;;
+    natout_outside) ;;
   esac
 }
 
@@ -578,6 +624,8 @@ revert() {
     drop) cn_exec "$ns" iptables -D "$3" "$4" "$5" -j DROP ;;
     ep_missing|ep_mac) sn_ep_restore sn1 "${P_IP[$2]}" "$SAVED" ;;
     neigh_stale) ip -n "$ns" neigh del "$4" dev "$3" ;;  # re-resolved by ARP / proxy ARP
+    natout_overlap) natout_pool 10.95.0.0/17 ;;
+    natout_outside) ;;
   esac
 }
 
@@ -672,7 +720,7 @@ collect() {  # collect SNAPDIR NODE
     args=(--socket /nonexistent --bpffs= --no-programs)
     local p
     for p in ${T_PODS[${P_TOPO[$n]}]}; do
-      [ "${P_NODE[$p]}" = "$n" ] && args+=(--pod "diff/$p=/var/run/netns/${P_NS[$p]}")
+      [ "${P_KIND[$p]}" = pod ] && [ "${P_NODE[$p]}" = "$n" ] && args+=(--pod "diff/$p=/var/run/netns/${P_NS[$p]}")
     done
   fi
   "$DIAG" collect --out "$1" --node "$n" --netns "${P_NS[$n]}" "${args[@]}" >"$1/collect-$n.log" 2>&1
@@ -699,6 +747,7 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   mkdir -p "$snap/nodes"
   local cluster=${T_CLUSTER[$F_TOPO]} topo=$F_TOPO
   [ "$type" = svc_noep ] && cluster+=-noep
+  [ "$type" = natout_overlap ] && cluster+=-overlap
   [ "$VARIANT" = live ] && cluster+=-live topo=S-live
   ln -s "$cluster" "$snap/cluster"
 
@@ -801,7 +850,7 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
     mark=DISAGREE; FAILED_IDS+=("$id")
   fi
   local exp="nothing (healthy)"
-  [ "$type" != healthy ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')${X_EXTRA:+ or$X_EXTRA}"
+  [ -n "$X_CODES" ] && exp="$(echo $X_CODES | tr ' ' '|')@$(echo $X_HOPS | tr ' ' '|')${X_EXTRA:+ or$X_EXTRA}"
   # id, topology, flow, fault, verdict, kernel, agreement (the suspicion that named the drop),
   # and what a drop must be named by.
   local rtext="${reasons[*]}"
@@ -871,6 +920,12 @@ for ((i = 1; i <= MECH_COUNT; i++)); do
   gen_mech_fault
   SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
 done
+# natOutgoing towards an address outside the cluster (topology N), DIFF_NATOUT_COUNT of them.
+NATOUT_COUNT=${DIFF_NATOUT_COUNT:-3}
+for ((i = 1; i <= NATOUT_COUNT; i++)); do
+  SCEN_FLOW+=("na>ext") SCEN_VARIANT+=(full)
+  if ((i % 2)); then SCEN_FAULT+=("natout_overlap nat1"); else SCEN_FAULT+=("natout_outside nat1"); fi
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
@@ -883,5 +938,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

@@ -317,6 +317,52 @@ TEST(DiagCalico, NatOutgoing) {
   EXPECT_EQ(FindSuspicion(off.report, "nat_outgoing_missing"), nullptr) << off.text;
 }
 
+// calico-natout-overlap (tests/data/cases/_gen/calico-natout-overlap.py): pool 10.66.0.0/16 with
+// natOutgoing overlaps a VM network 10.66.250.0/24 outside the cluster. Felix's MASQUERADE skips
+// destinations inside any pool, so the pod's packet leaves node-a with the pod address: the
+// finding is on node-a (where the exemption applies), FATAL because natOutgoing says nothing
+// routes pod addresses back. The twin narrows the pool to /17: masqueraded, reachable.
+TEST(DiagCalico, NatOutgoingSkipsPoolDestinationsOutsideTheCluster) {
+  const char* vm = "10.66.250.10:443/tcp";
+  auto t = TraceLib(CaseDir("calico-natout-overlap"), "pod:default/client", vm);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "nat_outgoing_pool_destination", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a") << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->kind(), "node") << t.text;
+  EXPECT_NE(m->message().find("10.66.0.0/16"), std::string::npos) << t.text;
+  EXPECT_EQ(FindHop(t.report, "node-a")->packet().src(), "10.66.1.195") << "not masqueraded\n"
+                                                                          << t.text;
+
+  auto fixed = TraceLib(CaseDir("calico-natout-overlap-fixed"), "pod:default/client", vm);
+  ASSERT_TRACED(fixed);
+  EXPECT_EQ(fixed.report.verdict(), "reachable") << fixed.text;
+  EXPECT_EQ(FindSuspicion(fixed.report, "nat_outgoing_pool_destination"), nullptr) << fixed.text;
+  EXPECT_EQ(FindHop(fixed.report, "node-a")->packet().src(), "10.10.0.11") << fixed.text;
+
+  // Inside the pool but Calico's own paths: a pod, the other node's tunnel address, and a
+  // pool address in node-b's block (no pod: node-b's blackhole drops it, no_route there).
+  auto pod = TraceLib(CaseDir("calico-natout-overlap"), "pod:default/client",
+                      "pod:default/server:8080/tcp");
+  EXPECT_EQ(pod.report.verdict(), "reachable") << pod.text;
+  auto vtep = TraceLib(CaseDir("calico-natout-overlap"), "pod:default/client", "10.66.2.192:22/tcp");
+  EXPECT_EQ(FindSuspicion(vtep.report, "nat_outgoing_pool_destination"), nullptr) << vtep.text;
+  auto hole = TraceLib(CaseDir("calico-natout-overlap"), "pod:default/client", "10.66.2.250:80/tcp");
+  EXPECT_EQ(FindSuspicion(hole.report, "nat_outgoing_pool_destination"), nullptr) << hole.text;
+  const v1::Suspicion* nr = FindSuspicion(hole.report, "no_route", "FATAL");
+  ASSERT_NE(nr, nullptr) << hole.text;
+  EXPECT_EQ(HopOf(hole.report, nr)->node(), "node-b") << hole.text;
+
+  // Without natOutgoing the operator routes pod addresses back: no FATAL, the reply's route is
+  // the network's to provide (a warning).
+  Scratch s("calico-natout-overlap");
+  s.Replace("cluster/ippools.json", "\"natOutgoing\": true", "\"natOutgoing\": false");
+  auto off = TraceLib(s.dir(), "pod:default/client", vm);
+  EXPECT_EQ(FindSuspicion(off.report, "nat_outgoing_pool_destination"), nullptr) << off.text;
+  EXPECT_NE(off.report.verdict(), "unreachable") << off.text;
+}
+
 TEST(DiagCalico, NatOutgoingModelledWithoutIptables) {
   Scratch s("calico-ipip");
   s.Remove("nodes/node-a/iptables-save.txt");
