@@ -40,6 +40,19 @@
 #   cali-nat-outgoing does not masquerade and the SYN reaches ext with the pod address, whose
 #   SYN-ACK finds no route: TcpExtListenDrops) and natout_outside (ext outside the pool:
 #   masqueraded, connects).
+#   Then DIFF_MPATH_COUNT (default 4) multipath scenarios on B (run_multipath), one per pod pair
+#   across the nodes: the source node's route for the destination's block becomes BIRD's ECMP
+#   over both cables (nexthop via the peer's eth0 and eth1 addresses, fib_multipath_hash_policy
+#   0: source and destination address) and the peer stops forwarding what enters on eth1, so the
+#   pairs the kernel hashes onto eth1 die and the others live. The diagnoser must call the path
+#   degraded with a CRITICAL iface_forwarding_disabled on the peer (a share of the flows dies);
+#   the kernel is asked for this flow: `ip route get DST from SRC iif <cali> ipproto tcp sport P
+#   dport 8080` on the source node names the next hop it picks, and the real attempts from 3
+#   source ports must fail exactly when that is eth1, with a drop reason the code explains.
+#   Policy 1 (the 5-tuple) cannot be predicted for a pod's TCP connection: the packet crosses the
+#   veth with its socket's random skb->hash (l4_hash), which fib_multipath_hash uses instead of
+#   the ports, and a SYN retransmission draws a new one (seen here: `ip route get` with the
+#   ports named eth0 for connections the kernel sent over eth1).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -728,6 +741,96 @@ collect() {  # collect SNAPDIR NODE
 
 hop_base() { local h=${1%%@*}; h=${h%%#*}; echo "${h%%/svc:*}"; }
 
+# run_multipath ID FLOW multipath NODE BLOCK PEER (see the header): one scenario of the multipath
+# family, checked flow by flow against the next hop the kernel hashes each probe onto.
+run_multipath() {
+  local id=$1 flow=$2 node=$4 block=$5 peer=$6
+  flow_info "$flow"
+  local ns=${P_NS[$node]} pns=${P_NS[$peer]} snap=$SN_DIR/snap/$id iif= d
+  for d in ${P_DEVS[$node]}; do [ "${d#*:}" = "$F_SRCPLACE" ] && iif=${d%%:*}; done
+  mkdir -p "$snap/nodes"; ln -s "${T_CLUSTER[$F_TOPO]}" "$snap/cluster"
+  local policy; policy=$(cn_sysctl_get "$ns" fib_multipath_hash_policy)
+  ip -n "$ns" route replace "$block" proto bird nexthop via "${P_IP[$peer]}" dev eth0 \
+    nexthop via "${P_ALT[$peer]}" dev eth1
+  cn_sysctl "$ns" fib_multipath_hash_policy 0
+  cn_sysctl "$pns" conf/eth1/forwarding 0
+  local n cok=1 verdict=error sus="" named="" lvl code hop
+  for n in $F_NODES; do collect "$snap" "$n" || cok=0; done
+  if [ $cok = 1 ] && "$DIAG" trace --snapshot "$snap" --src "$F_SRC" --dst "$F_DST" -o json \
+      >"$snap/trace.json" 2>"$snap/trace.err"; then
+    verdict=$(jq -r .verdict "$snap/trace.json")
+    sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
+  fi
+  while read -r lvl code hop; do
+    [ "$lvl" = CRITICAL ] && [ "$code" = iface_forwarding_disabled ] &&
+      [ "$(hop_base "$hop")" = "${P_HOP[$peer]}" ] && named="$code@$hop"
+  done <<<"$sus"
+  # The kernel, flow by flow.
+  local sp nh r want flows="" mism="" died=0 reasons=() rs=() explained=0 dropped=0
+  drops_start "$snap/drops.jsonl"
+  for ((sp = 30000 + id * 8; sp < 30003 + id * 8; sp++)); do
+    nh=$(ip -n "$ns" route get "$F_IP" from "${P_IP[$F_SRCPLACE]}" iif "$iif" ipproto tcp \
+      sport $sp dport "$F_PORT" | grep -o 'dev [^ ]*' | head -1)
+    nh=${nh#dev }
+    want=ok; [ "$nh" = eth1 ] && want=fail died=$((died + 1))
+    r=$(ATTEMPT_ERR=$snap/attempt.err ATTEMPT_SPORT=$sp attempt tcp)
+    # A probe that lost a race on a shared machine gets one more try from the same port.
+    [ "$r" = "$want" ] || r=$(ATTEMPT_ERR=$snap/attempt.err ATTEMPT_SPORT=$sp attempt tcp)
+    flows+=" $sp:$nh:$r"
+    [ "$r" = "$want" ] || mism+=" $sp:$nh:$r"
+  done
+  sleep 0.3
+  drops_stop
+  ip -n "$ns" route replace "$block" via "${P_IP[$peer]}" dev eth0 proto bird
+  cn_sysctl "$ns" fib_multipath_hash_policy "$policy"
+  cn_sysctl "$pns" conf/eth1/forwarding 1
+  local ep; ep=$(jq -c 'select(.packet.dport == 8080 or .packet.sport == 8080)' "$snap/drops.jsonl" 2>/dev/null)
+  while read -r r n d; do
+    [ -n "$r" ] || continue
+    r=${r#SKB_DROP_REASON_}
+    local w="$r@${NS_PLACE[$n]:-${n:-?}}${d:+:$d}"
+    [[ " ${reasons[*]} " == *" $w "* ]] || reasons+=("$w")
+    [[ " ${rs[*]} " == *" $r "* ]] || rs+=("$r")
+  done < <(jq -r '"\(.kernel_reason) \(.netns) \(.device)"' <<<"$ep")
+  if ((died > 0)) && [ ${#rs[@]} -gt 0 ]; then
+    dropped=1
+    explained_by iface_forwarding_disabled
+    for r in "${rs[@]}"; do
+      [[ ${EXPLAINED[iface_forwarding_disabled]} == *" SKB_DROP_REASON_$r "* ]] && explained=1
+    done
+  fi
+  local agree=1 why=""
+  [ "$verdict" = degraded ] || { agree=0 why="verdict $verdict, not degraded (some flows live, some die)"; }
+  [ -n "$named" ] || { agree=0 why+="${why:+; }no CRITICAL iface_forwarding_disabled on ${P_HOP[$peer]}"; }
+  [ -z "$mism" ] || { agree=0 why+="${why:+; }flows whose outcome is not their next hop's:$mism"; }
+  if ((died > 0)) && [ $dropped = 1 ] && [ $explained = 0 ]; then
+    agree=0 why+="${why:+; }kernel reason(s) ${rs[*]} not explained by iface_forwarding_disabled"
+  fi
+  TOTAL=$((TOTAL + 1))
+  BY_FAULT_N[multipath]=$((${BY_FAULT_N[multipath]:-0} + 1))
+  BY_FAULT_DROPPED[multipath]=$((${BY_FAULT_DROPPED[multipath]:-0} + dropped))
+  BY_FAULT_EXPLAINED[multipath]=$((${BY_FAULT_EXPLAINED[multipath]:-0} + explained))
+  [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
+  local mark=agree rtext="${reasons[*]}"
+  if [ $agree = 1 ]; then
+    AGREED=$((AGREED + 1)); BY_FAULT_OK[multipath]=$((${BY_FAULT_OK[multipath]:-0} + 1))
+  else
+    mark=DISAGREE; FAILED_IDS+=("$id")
+  fi
+  printf '%4d %-6s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [flows port:nexthop:outcome:%s] reasons=%s\n' \
+    "$id" "$F_TOPO" "$F_LABEL" "multipath $node $block $peer" "$verdict" "$((3 - died))/3" "$mark" \
+    "${named:+ ($named)}" "$flows" "${rtext// /,}"
+  if [ $agree = 0 ] || [ "$VERBOSE" = 1 ]; then
+    [ -n "$why" ] && echo "       why: $why"
+    [ -s "$snap/trace.err" ] && sed 's/^/       trace: /' "$snap/trace.err"
+    [ -n "$sus" ] && printf '%s\n' "$sus" | sed 's/^/       /'
+  fi
+  [ $agree = 1 ] && [ -z "${SN_KEEP_LOGS:-}" ] && rm -rf "$snap"
+  for n in 1 2 3 4 5; do [ "$(attempt tcp)" = ok ] && return 0; sleep 0.2; done
+  echo "FAIL: $F_LABEL still broken after reverting the multipath fault"
+  exit 1
+}
+
 AGREED=0 TOTAL=0 DEGRADED=0 FAILED_IDS=()
 declare -A BY_FAULT_OK BY_FAULT_N BY_FAULT_DROPPED BY_FAULT_EXPLAINED
 
@@ -926,11 +1029,25 @@ for ((i = 1; i <= NATOUT_COUNT; i++)); do
   SCEN_FLOW+=("na>ext") SCEN_VARIANT+=(full)
   if ((i % 2)); then SCEN_FAULT+=("natout_overlap nat1"); else SCEN_FAULT+=("natout_outside nat1"); fi
 done
+# Multipath on B (run_multipath), DIFF_MPATH_COUNT of them: the pod pairs across the nodes.
+MPATH_COUNT=${DIFF_MPATH_COUNT:-4}
+MPATH_FLOWS=("ba>bc multipath bgp1 10.91.2.0/26 bgp2" "bd>ba multipath bgp2 10.91.1.0/26 bgp1"
+             "bb>bd multipath bgp1 10.91.2.0/26 bgp2" "bc>bb multipath bgp2 10.91.1.0/26 bgp1"
+             "ba>bd multipath bgp1 10.91.2.0/26 bgp2" "bd>bb multipath bgp2 10.91.1.0/26 bgp1"
+             "bb>bc multipath bgp1 10.91.2.0/26 bgp2" "bc>ba multipath bgp2 10.91.1.0/26 bgp1")
+for ((i = 0; i < MPATH_COUNT; i++)); do
+  m=${MPATH_FLOWS[$((i % ${#MPATH_FLOWS[@]}))]}
+  SCEN_VARIANT+=(full) SCEN_FLOW+=("${m%% *}") SCEN_FAULT+=("${m#* }")
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
   VARIANT=${SCEN_VARIANT[$((i - 1))]}
-  run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
+  if [ "${SCEN_FAULT[$((i - 1))]%% *}" = multipath ]; then
+    run_multipath "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
+  else
+    run_scenario "$i" "${SCEN_FLOW[$((i - 1))]}" ${SCEN_FAULT[$((i - 1))]}
+  fi
 done
 
 for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
@@ -938,5 +1055,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]
