@@ -125,7 +125,11 @@ std::string MultipathHashPolicyText(int64_t policy) {
     case 0:
       return "layer 3 (source and destination address)";
     case 1:
-      return "layer 4 (the 5-tuple)";
+      // fib_multipath_hash: an skb that already has an L4 hash (skb->l4_hash, a local socket's
+      // sk_txhash, kept across a veth) is hashed by that, not by its ports; TCP re-draws it on
+      // a retransmission (sk_rethink_txhash). Seen on 6.18 in tests/privileged/diag_diff_test.sh.
+      return "layer 4 (the 5-tuple; a pod's own connection is hashed by its socket's random "
+             "hash instead, re-drawn on each retransmission)";
     case 2:
       return "layer 3, or the inner layer 3 of an encapsulated packet";
     case 3:

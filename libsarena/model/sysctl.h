@@ -83,7 +83,9 @@ class Sysctls {
 };
 
 /// What a fib_multipath_hash_policy value hashes (Documentation/networking/ip-sysctl.rst):
-/// 0 "layer 3 (source and destination address)", 1 "layer 4 (the 5-tuple)", 2 "layer 3, or the
+/// 0 "layer 3 (source and destination address)", 1 "layer 4 (the 5-tuple; ...)" — noting that
+/// a packet from a local socket (a pod's, across its veth) carries the socket's L4 hash, which the
+/// kernel uses instead of the ports and re-draws on retransmission — 2 "layer 3, or the
 /// inner layer 3 of an encapsulated packet", 3 "custom (net.ipv4.fib_multipath_hash_fields)";
 /// "unknown policy N" otherwise.
 std::string MultipathHashPolicyText(int64_t policy);
