@@ -43,6 +43,12 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       // nf_hook_slow: NF_DROP (DROP, REJECT and kube-proxy's REJECT / DROP rules alike).
       {"netfilter_drop", {"NETFILTER_DROP"}},
       {"tunnel_port_blocked", {"NETFILTER_DROP"}},
+      // br_forward / br_flood free a frame no port may take (kfree_skb: NOT_SPECIFIED; an unknown
+      // unicast nobody takes: NO_TX_TARGET); a flooded frame reaches the pods whose ports still
+      // flood (OTHERHOST there); two isolated ports never see each other's ARP (NEIGH_FAILED).
+      {"bridge_flood", {"NO_TX_TARGET", "OTHERHOST", "NOT_SPECIFIED", "NEIGH_FAILED"}},
+      {"bridge_hairpin", {"NOT_SPECIFIED"}},
+      {"bridge_isolated", {"NOT_SPECIFIED", "NEIGH_FAILED"}},
       {"bridge_netfilter", {"NETFILTER_DROP"}},
       // ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT (no endpoint) has no
       // route on a node without a default one, and routing comes before the filter's REJECT.
