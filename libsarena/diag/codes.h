@@ -30,6 +30,14 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "the reply reaches the client from another address than it sent to: a NAT was not reversed "  \
     "(the reply bypassed the node, or bridged traffic skipped conntrack)")                       \
   X("bpf", kLevelInfo, "what a BPF program of the datapath did with the packet at this hop")     \
+  X("bridge_flood", kLevelFatal,                                                                 \
+    "a bridge port with learning and unicast flooding off and no fdb entry for the MAC behind "  \
+    "it: unknown unicast is flooded to no port (br_flood)")                                     \
+  X("bridge_hairpin", kLevelFatal,                                                               \
+    "a frame br_netfilter DNAT'ed back to the bridge port it came in by, with hairpin mode off " \
+    "on that port (br_forward: should_deliver; a pod reaching its own Service)")                \
+  X("bridge_isolated", kLevelFatal,                                                              \
+    "a frame switched between two isolated ports of a bridge (br_skb_isolated)")                \
   X("bridge_netfilter", kLevelInfo,                                                              \
     "whether bridged traffic passes iptables (br_netfilter, bridge-nf-call-iptables)")           \
   X("cross_subnet", kLevelInfo,                                                                  \

@@ -46,6 +46,12 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       // The un-NATed pod address has no route back outside the cluster: a router forwarding the
       // reply finds none (ip_error, ENETUNREACH), or the server's own output route lookup fails.
       {"nat_outgoing_pool_destination", {"IP_INNOROUTES", "IP_OUTNOROUTES", "IP_NOROUTE"}},
+      // br_forward / br_flood free a frame no port may take (kfree_skb: NOT_SPECIFIED; an unknown
+      // unicast nobody takes: NO_TX_TARGET); a flooded frame reaches the pods whose ports still
+      // flood (OTHERHOST there); two isolated ports never see each other's ARP (NEIGH_FAILED).
+      {"bridge_flood", {"NO_TX_TARGET", "OTHERHOST", "NOT_SPECIFIED", "NEIGH_FAILED"}},
+      {"bridge_hairpin", {"NOT_SPECIFIED"}},
+      {"bridge_isolated", {"NOT_SPECIFIED", "NEIGH_FAILED"}},
       {"bridge_netfilter", {"NETFILTER_DROP"}},
       // ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT (no endpoint) has no
       // route on a node without a default one, and routing comes before the filter's REJECT.

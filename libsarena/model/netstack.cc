@@ -380,8 +380,37 @@ absl::Status FillLinkAttrs(const JsonValue& it, absl::string_view file, const st
     if (kind) ifc->kind = std::string(*kind);
     SARENA_ASSIGN_OR_RETURN(auto skind, JsonGetString(*li_obj, "info_slave_kind", file, lp));
     if (skind) ifc->slave_kind = std::string(*skind);
+    if (ifc->slave_kind == "bridge") {
+      BridgePortInfo bp;
+      const JsonValue* sd = li_obj->Find("info_slave_data");
+      std::string sp = absl::StrCat(lp, ".info_slave_data");
+      if (sd != nullptr && !sd->is_object()) return JsonFieldError(file, sp, "expected an object");
+      if (sd != nullptr) {
+        SARENA_ASSIGN_OR_RETURN(auto state, JsonGetString(*sd, "state", file, sp));
+        if (state) bp.state = std::string(*state);
+        struct {
+          const char* key;
+          bool* out;
+        } flags[] = {{"hairpin", &bp.hairpin},        {"isolated", &bp.isolated},
+                     {"learning", &bp.learning},      {"flood", &bp.unicast_flood},
+                     {"bcast_flood", &bp.bcast_flood}};
+        for (const auto& fl : flags) {
+          SARENA_ASSIGN_OR_RETURN(auto b, JsonGetBool(*sd, fl.key, file, sp));
+          if (b) *fl.out = *b;
+        }
+      }
+      ifc->bridge_port = bp;
+    }
     const JsonValue* data = li_obj->Find("info_data");
     std::string dp = absl::StrCat(lp, ".info_data");
+    if (ifc->kind == "bridge") {
+      BridgeInfo bi;
+      if (data != nullptr && data->is_object()) {
+        SARENA_ASSIGN_OR_RETURN(auto nf, JsonGetInt(*data, "nf_call_iptables", file, dp, 0, 1));
+        if (nf) bi.nf_call_iptables = *nf != 0;
+      }
+      ifc->bridge = bi;
+    }
     if (data != nullptr && data->is_object()) {
       if (ifc->kind == "vxlan") {
         VxlanInfo vx;

@@ -94,6 +94,30 @@ struct TunnelInfo {
   bool external = false;              // collect_metadata (flow-based) device
 };
 
+/// A bridge port's flags (IFLA_BRPORT_*; `ip -j -d link show` prints them in
+/// linkinfo.info_slave_data of a device whose info_slave_kind is "bridge"; `bridge link set dev X
+/// hairpin on|isolated on|learning off|flood off` sets them). Absent keys keep the kernel's
+/// defaults for a new port (new_nbp: BR_LEARNING | BR_FLOOD | BR_MCAST_FLOOD | BR_BCAST_FLOOD),
+/// so snapshots written before these fields were read load unchanged.
+struct BridgePortInfo {
+  /// "state" (IFLA_BRPORT_STATE): "disabled", "listening", "learning", "forwarding",
+  /// "blocking"; only "forwarding" passes frames (br_handle_frame drops the others).
+  std::string state = "forwarding";
+  bool hairpin = false;               // IFLA_BRPORT_MODE: frames may leave by the port they came in
+  bool isolated = false;              // IFLA_BRPORT_ISOLATED: never forwarded to another isolated port
+  bool learning = true;               // IFLA_BRPORT_LEARNING: source MACs enter the fdb
+  bool unicast_flood = true;          // "flood" (IFLA_BRPORT_UNICAST_FLOOD): unknown unicast sent here
+  bool bcast_flood = true;            // "bcast_flood" (IFLA_BRPORT_BCAST_FLOOD): broadcast (ARP) sent here
+};
+
+/// A bridge's own settings (linkinfo.info_data of info_kind "bridge").
+struct BridgeInfo {
+  /// "nf_call_iptables" (IFLA_BR_NF_CALL_IPTABLES, `ip link set dev br0 type bridge
+  /// nf_call_iptables 1`): bridged IPv4 passes iptables on this bridge even when the netns's
+  /// net.bridge.bridge-nf-call-iptables is 0 (br_nf_pre_routing: the sysctl OR this option).
+  bool nf_call_iptables = false;
+};
+
 /// One network interface (`ip -j -d link show` entry, merged with its `ip -j addr show` entry).
 struct Interface {
   int ifindex = 0;
@@ -120,6 +144,8 @@ struct Interface {
   std::optional<int> link_netnsid;
   std::optional<VxlanInfo> vxlan;     // kind == "vxlan"
   std::optional<TunnelInfo> tunnel;   // kind == "ipip" / "gre" / "sit"
+  std::optional<BridgePortInfo> bridge_port;  // slave_kind == "bridge" (defaults when not printed)
+  std::optional<BridgeInfo> bridge;   // kind == "bridge"
   std::vector<InterfaceAddress> addresses;  // IPv4 only, in kernel order (primary first)
 
   /// True when the kernel can transmit on it: IFF_UP and the carrier is on (LOWER_UP, or

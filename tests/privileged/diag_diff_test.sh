@@ -16,8 +16,8 @@
 #      neighbour + fdb entries, pods va vb / vc vd with MTU 1450, diff/web-v -> vc.
 #   N  one Calico-like node nat1 (pool natOutgoing, BGP mode) with pod na, whose default route
 #      leads to "ext", a host outside the cluster on the node's uplink: 172.31.95.254 on the
-#      link and 10.95.250.10 (a VM network) on lo, with no route to the pod addresses (what
-#      natOutgoing presumes). Healthy, the pool is 10.95.0.0/17 and the pod's traffic to ext is
+#      link and 10.97.250.10 (a VM network) on lo, with no route to the pod addresses (what
+#      natOutgoing presumes). Healthy, the pool is 10.97.0.0/17 and the pod's traffic to ext is
 #      masqueraded to the node's address.
 #   (IPIP cannot be built: this kernel has no ipip module, so there is no tunl0.)
 # The Kubernetes / Calico objects (pods, nodes with Calico annotations, services,
@@ -36,7 +36,7 @@
 #   scenarios of the kernel-mechanism families of issue 11 on B and V: neigh_stale (a permanent
 #   neighbour entry with a MAC nobody has, on a pod's gateway, a node's pod entry or a cable).
 #   Then DIFF_NATOUT_COUNT (default 3) on N, alternating natout_overlap (the pool widened to
-#   10.95.0.0/16 in Felix's rule and in the IPPool: ext's address is now inside the pool, so
+#   10.97.0.0/16 in Felix's rule and in the IPPool: ext's address is now inside the pool, so
 #   cali-nat-outgoing does not masquerade and the SYN reaches ext with the pod address, whose
 #   SYN-ACK finds no route: TcpExtListenDrops) and natout_outside (ext outside the pool:
 #   masqueraded, connects).
@@ -53,6 +53,15 @@
 #   veth with its socket's random skb->hash (l4_hash), which fib_multipath_hash uses instead of
 #   the ports, and a SYN retransmission draws a new one (seen here: `ip route get` with the
 #   ports named eth0 for connections the kernel sent over eth1).
+#   Then DIFF_BRIDGE_COUNT (default 9) scenarios of the bridge families on topology
+#   L  one node brl with a Linux bridge cni0 10.95.0.1/24 (the reference bridge CNI with
+#      hairpinMode), pods la lb lc on veth ports vethl0a vethl0b vethl0c (hairpin on, learning
+#      and flooding on), br_netfilter on (net.bridge.bridge-nf-call-iptables=1), kube-proxy's
+#      chains for ClusterIP diff/web-l -> la:
+#   hairpin (hairpin off on a port: la reaching its own Service, or lb the same Service),
+#   isolated (two ports isolated: the flow's two pods, or its source and a third pod) and flood
+#   (learning and unicast flooding off on the destination pod's port, its learned fdb entry
+#   deleted: unknown unicast reaches no port).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -128,7 +137,7 @@ die() { echo "FAIL: $*"; exit 1; }
 
 # ---------------------------------------------------------------------------------------------
 # Places: every node and pod netns, with what the generator and the checker need to know.
-declare -A P_NS P_HOP P_KIND P_TOPO P_NODE P_IP P_REF P_DEVS P_ROUTES P_ALT P_MTU
+declare -A P_NS P_HOP P_KIND P_TOPO P_NODE P_IP P_REF P_DEVS P_ROUTES P_ALT P_MTU P_PORT
 declare -A T_NODES T_PODS T_FLOWS T_SVC T_CLUSTER
 declare -A NS_PLACE  # netns name -> place (for the drop reasons line)
 NODE_PODS_ARGS=()
@@ -267,13 +276,66 @@ setup_vxlan() {
   T_FLOWS[V]="va>vb vc>vd va>vc vd>va vb>vd vc>vb va>svc vd>svc vx1>vc vx2>va vx1>va va>vx2 vc>vx1"
 }
 
+# Topology L: one node with a Linux bridge.
+bridge_pod() {  # bridge_pod NAME IP PORT: a pod on a veth port of brl's cni0
+  local node=${P_NS[brl]} pns="$SN_ID-$1"
+  sn_netns_add "$pns"
+  ip -n "$node" link add "$3" type veth peer name eth0 netns "$pns"
+  ip -n "$node" link set "$3" master cni0
+  ip -n "$node" link set "$3" type bridge_slave hairpin on
+  ip -n "$node" link set "$3" up
+  ip -n "$pns" addr add "$2/24" dev eth0
+  ip -n "$pns" link set eth0 up
+  ip -n "$pns" route add default via 10.95.0.1 dev eth0
+  place "$1" pod L "$pns" "diff/$1" "$2" "pod:diff/$1" brl
+  P_DEVS[$1]="eth0:brl" P_PORT[$1]=$3
+  P_DEVS[brl]+=" $3:$1"
+}
+
+setup_bridge() {
+  cn_node brl
+  local ns; ns=$(cn_ns brl)
+  place brl node L "$ns" brl 10.95.0.1 node:brl
+  P_DEVS[brl]=""
+  ip -n "$ns" link add cni0 type bridge
+  ip -n "$ns" addr add 10.95.0.1/24 dev cni0
+  ip -n "$ns" link set cni0 up
+  cn_exec "$ns" sh -c 'echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables' ||
+    die "no net.bridge.bridge-nf-call-iptables in the node netns (br_netfilter not loaded)"
+  bridge_pod la 10.95.0.2 vethl0a
+  bridge_pod lb 10.95.0.3 vethl0b
+  bridge_pod lc 10.95.0.4 vethl0c
+  T_SVC[L]="diff/web-l 10.96.95.10 la"
+  KP_EXTRA_NAT_CHAINS= KP_EXTRA_NAT= KP_EXTRA_FILTER_CHAINS= KP_EXTRA_FILTER= \
+    kp_restore "$ns" 10.95.0.0/16 "diff/web-l:http 10.96.95.10 80 10.95.0.2:8080"
+  serve "$ns" node-brl 9090
+  local p
+  for p in la lb lc; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  T_FLOWS[L]="la>svc lb>svc la>lb lb>la lc>la brl>la"
+}
+
+cluster_bridge() {  # cluster_bridge DIR [noep]
+  local d=$1 p; mkdir -p "$d"
+  for p in ${T_PODS[L]}; do
+    local labels='{}'; [ "$p" = la ] && labels='{"app":"web-l"}'
+    k8s_pod diff "$p" brl "${P_IP[$p]}" 10.95.0.1 "$labels"
+  done | k8s_list >"$d/pods.json"
+  k8s_node brl 10.95.0.1 10.95.0.0/24 | k8s_list >"$d/nodes.json"
+  k8s_service diff web-l 10.96.95.10 80 8080 '{"app":"web-l"}' | k8s_list >"$d/services.json"
+  if [ "${2:-}" = noep ]; then
+    k8s_endpointslice diff web-l 8080
+  else
+    k8s_endpointslice diff web-l 8080 "${P_IP[la]}" brl la
+  fi | k8s_list >"$d/endpointslices.json"
+}
+
 vxlan_peers() {  # Felix's per-peer route, neighbour and fdb entries (idempotent: replace)
   cn_vxlan_peer vx1 10.93.2.0/26 10.93.2.1 66:f0:c0:a8:5d:02 192.168.93.2
   cn_vxlan_peer vx2 10.93.1.0/26 10.93.1.1 66:f0:c0:a8:5d:01 192.168.93.1
 }
 
 # Topology N: natOutgoing towards an address outside the cluster (see the header).
-NATOUT_SVC="diff/web-n:http 10.96.95.10 80 10.95.1.2:8080"
+NATOUT_SVC="diff/web-n:http 10.96.97.10 80 10.97.1.2:8080"
 natout_pool() {  # natout_pool CIDR: Felix's natOutgoing rule (and kube-proxy's) for that pool
   cn_felix_rules "$1"
   kp_restore "${P_NS[nat1]}" "$1" "$NATOUT_SVC"
@@ -281,16 +343,16 @@ natout_pool() {  # natout_pool CIDR: Felix's natOutgoing rule (and kube-proxy's)
 setup_natout() {
   cn_node nat1; cn_node ext
   place nat1 node N "$(cn_ns nat1)" nat1 172.31.95.1 node:nat1
-  place ext outside N "$(cn_ns ext)" external:10.95.250.10 10.95.250.10 10.95.250.10 nat1
+  place ext outside N "$(cn_ns ext)" external:10.97.250.10 10.97.250.10 10.97.250.10 nat1
   cn_wire nat1 eth0 172.31.95.1/24 ext eth0 172.31.95.254/24
   P_DEVS[nat1]="eth0:ext" P_DEVS[ext]="eth0:nat1"
   ip -n "$(cn_ns ext)" link set lo up
-  ip -n "$(cn_ns ext)" addr add 10.95.250.10/32 dev lo
+  ip -n "$(cn_ns ext)" addr add 10.97.250.10/32 dev lo
   ip -n "$(cn_ns nat1)" route add default via 172.31.95.254 dev eth0
-  calico_pod N nat1 na 10.95.1.2 1500
-  cn_blackhole nat1 10.95.1.0/26
-  T_SVC[N]="diff/web-n 10.96.95.10 na"
-  natout_pool 10.95.0.0/17
+  calico_pod N nat1 na 10.97.1.2 1500
+  cn_blackhole nat1 10.97.1.0/26
+  T_SVC[N]="diff/web-n 10.96.97.10 na"
+  natout_pool 10.97.0.0/17
   serve "${P_NS[nat1]}" node-nat1 9090
   serve "${P_NS[na]}" pod-na 8080
   serve "${P_NS[ext]}" ext 8080
@@ -321,7 +383,7 @@ cluster_calico() {  # cluster_calico TOPO DIR [noep|overlap]
   case $t in
     B) pool=10.91.0.0/16 vx=Never ;;
     V) pool=10.93.0.0/16 vx=Always ;;
-    N) pool=10.95.0.0/17 vx=Never; [ "${3:-}" = overlap ] && pool=10.95.0.0/16 ;;
+    N) pool=10.97.0.0/17 vx=Never; [ "${3:-}" = overlap ] && pool=10.97.0.0/16 ;;
   esac
   calico_ippool "pool-$t" "$pool" Never "$vx" true | k8s_list IPPoolList >"$d/ippools.json"
 }
@@ -335,6 +397,7 @@ kube_proxy() {  # kube_proxy TOPO [noep]
     S) cidr=10.244.0.0/16; KP_EXTRA_NAT_CHAINS= KP_EXTRA_NAT= KP_EXTRA_FILTER_CHAINS= KP_EXTRA_FILTER= ;;
     B) cidr=10.91.0.0/16; cn_felix_rules $cidr ;;
     V) cidr=10.93.0.0/16; cn_felix_rules $cidr ;;
+    L) cidr=10.95.0.0/16; KP_EXTRA_NAT_CHAINS= KP_EXTRA_NAT= KP_EXTRA_FILTER_CHAINS= KP_EXTRA_FILTER= ;;
   esac
   for n in ${T_NODES[$t]}; do kp_restore "${P_NS[$n]}" "$cidr" "$name:http $cip 80 $be"; done
 }
@@ -344,12 +407,14 @@ setup_sarena
 setup_bgp
 setup_vxlan
 setup_natout
-for t in S B V N; do
+setup_bridge
+for t in S B V N L; do
   T_CLUSTER[$t]=$SN_DIR/cluster-$t
   if [ $t = S ]; then
     cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
     mkdir -p "${T_CLUSTER[$t]}-live"
     cp "${T_CLUSTER[$t]}"/{services,endpointslices}.json "${T_CLUSTER[$t]}-live/"
+  elif [ $t = L ]; then cluster_bridge "${T_CLUSTER[$t]}"; cluster_bridge "${T_CLUSTER[$t]}-noep" noep
   else cluster_calico $t "${T_CLUSTER[$t]}"; cluster_calico $t "${T_CLUSTER[$t]}-noep" noep; fi
   [ $t = N ] && cluster_calico N "${T_CLUSTER[$t]}-overlap" overlap
 done
@@ -494,6 +559,28 @@ gen_mech_fault() {
   G_FAULT="neigh_stale $place ${REPLY%%:*} ${REPLY#*:}"
 }
 
+# gen_bridge_fault FAMILY: the bridge families on topology L (sets G_FLOW and G_FAULT):
+#   hairpin brl PORT          hairpin off on PORT (la's: la reaching its own Service is dropped;
+#                             lb's flow to the same Service crosses two ports and still works)
+#   isolated brl PORT,PORT    both ports isolated (the flow's two pods, or its source and lc)
+#   flood brl PORT            learning and unicast flooding off on PORT (the destination pod's)
+#                             and the fdb entry learned for the pod's MAC there deleted
+gen_bridge_fault() {
+  case $1 in
+    hairpin)
+      pick la\>svc la\>svc lb\>svc; G_FLOW=$REPLY
+      G_FAULT="hairpin brl ${P_PORT[la]}" ;;
+    isolated)
+      pick la\>lb lb\>la lc\>la; G_FLOW=$REPLY; flow_info "$G_FLOW"
+      local other=${P_PORT[$F_DSTPLACE]}
+      chance 30 && { [ "$F_SRCPLACE" = lc ] && other=${P_PORT[lb]} || other=${P_PORT[lc]}; }
+      G_FAULT="isolated brl ${P_PORT[$F_SRCPLACE]},$other" ;;
+    flood)
+      pick lb\>la lc\>la brl\>la la\>lb; G_FLOW=$REPLY; flow_info "$G_FLOW"
+      G_FAULT="flood brl ${P_PORT[$F_DSTPLACE]}" ;;
+  esac
+}
+
 # wrong_route PLACE LINE: prints LINE rewritten into a wrong route (exit 1: no wrong variant).
 #   "... via GW ..."              -> via GW' (GW with last octet 99: nobody owns it) onlink
 #   BGP remote block via eth0     -> via the peer node's eth1 address dev eth1 (still a node)
@@ -553,6 +640,9 @@ fault_expect() {
     neigh_stale) X_CODES="neighbor_stale" ;;
     natout_overlap) X_CODES="nat_outgoing_pool_destination" ;;
     natout_outside) X_CODES= X_HOPS= ;;
+    hairpin) X_CODES="bridge_hairpin" ;;
+    isolated) X_CODES="bridge_isolated" ;;
+    flood) X_CODES="bridge_flood" ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -593,8 +683,17 @@ inject() {
         sn_ep_set_pod_mac sn1 "${P_IP[$2]}" 02:de:ad:be:ef:01
       fi ;;
     neigh_stale) ip -n "$ns" neigh replace "$4" lladdr 02:de:ad:be:ef:02 dev "$3" nud permanent ;;
-    natout_overlap) natout_pool 10.95.0.0/16 ;;
+    natout_overlap) natout_pool 10.97.0.0/16 ;;
     natout_outside) ;;
+    hairpin) ip -n "$ns" link set "$3" type bridge_slave hairpin off ;;
+    isolated) for p in ${3//,/ }; do ip -n "$ns" link set "$p" type bridge_slave isolated on; done ;;
+    flood)
+      ip -n "$ns" link set "$3" type bridge_slave learning off flood off
+      local m
+      for m in $(bridge -n "$ns" -j fdb show br cni0 brport "$3" |
+                 jq -r '.[] | select((.state // "") == "" and ((.flags // []) | index("self") | not)) | .mac'); do
+        bridge -n "$ns" fdb del "$m" dev "$3" master
+      done ;;
   esac
 }
 
@@ -637,8 +736,11 @@ revert() {
     drop) cn_exec "$ns" iptables -D "$3" "$4" "$5" -j DROP ;;
     ep_missing|ep_mac) sn_ep_restore sn1 "${P_IP[$2]}" "$SAVED" ;;
     neigh_stale) ip -n "$ns" neigh del "$4" dev "$3" ;;  # re-resolved by ARP / proxy ARP
-    natout_overlap) natout_pool 10.95.0.0/17 ;;
+    natout_overlap) natout_pool 10.97.0.0/17 ;;
     natout_outside) ;;
+    hairpin) ip -n "$ns" link set "$3" type bridge_slave hairpin on ;;
+    isolated) for p in ${3//,/ }; do ip -n "$ns" link set "$p" type bridge_slave isolated off; done ;;
+    flood) ip -n "$ns" link set "$3" type bridge_slave learning on flood on ;;
   esac
 }
 
@@ -1039,6 +1141,13 @@ for ((i = 0; i < MPATH_COUNT; i++)); do
   m=${MPATH_FLOWS[$((i % ${#MPATH_FLOWS[@]}))]}
   SCEN_VARIANT+=(full) SCEN_FLOW+=("${m%% *}") SCEN_FAULT+=("${m#* }")
 done
+# The bridge families on topology L (gen_bridge_fault), DIFF_BRIDGE_COUNT of them, in turn.
+BRIDGE_COUNT=${DIFF_BRIDGE_COUNT:-9}
+BRIDGE_FAMILIES=(hairpin isolated flood)
+for ((i = 0; i < BRIDGE_COUNT; i++)); do
+  gen_bridge_fault "${BRIDGE_FAMILIES[i % 3]}"
+  SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
@@ -1055,5 +1164,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

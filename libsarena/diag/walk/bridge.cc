@@ -1,5 +1,6 @@
 // Linux bridge: the port behind a next hop, a bridge port, a frame switched between
 // two ports (with br_netfilter).
+#include "absl/strings/match.h"
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -49,7 +50,83 @@ void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge, const
   } else {
     absl::StrAppend(&l, " (port found by address)");
   }
+  // A frame the node sends into the bridge (br_dev_xmit) is not checked for hairpin or isolation,
+  // except the one br_netfilter's bridged DNAT turns around inside the bridge: it entered by a
+  // port, PREROUTING changed its destination and the route leads back into the same bridge, so
+  // br_nf_pre_routing_finish_bridge hands it to br_forward with the ingress port as its source.
+  const Interface* in_port = nullptr;
+  const std::string prefix = absl::StrCat(w.ns->id, "|", bridge.name, "|");
+  if (absl::StartsWith(f.bridge_in, prefix) && f.pkt.dst != f.bridge_in_dst &&
+      BridgeNfOn(w, v, bridge)) {
+    in_port = w.ns->netstack.FindInterface(f.bridge_in.substr(prefix.size()));
+  }
+  f.bridge_in.clear();
+  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return;
   Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
+}
+
+bool Walker::BridgeNfOn(const Where& node, Vertex v, const Interface& bridge) {
+  const Netstack& ns = node.ns->netstack;
+  std::optional<int64_t> call = ns.sysctls().GetInt("net.bridge.bridge-nf-call-iptables");
+  if (bridge.bridge && bridge.bridge->nf_call_iptables) return true;
+  if (!call && ns.Has(NetstackSource::kSysctls)) {
+    InfoOnce(v, absl::StrCat("brnf|", node.ns->id), "bridge_netfilter",
+             absl::StrCat("net.bridge.bridge-nf-call-iptables is not in ", node.ns->dir,
+                          "/sysctl.txt: assuming 1 (br_netfilter, which kube-proxy requires)"));
+  }
+  return call ? *call != 0 : true;
+}
+
+bool Walker::BridgePortFlagsPass(const Where& node, Vertex v, const Interface& bridge,
+                                 const Interface* in_port, const PortTarget& t, const Flight& f) {
+  const Interface& out = *t.port;
+  const model::BridgePortInfo flags = out.bridge_port.value_or(model::BridgePortInfo{});
+  const std::string who = t.where && t.where->pod ? t.where->pod->Key() : t.ifname;
+  if (in_port != nullptr && in_port->name == out.name && !flags.hairpin) {
+    Drop(v, "bridge_hairpin",
+         absl::StrCat(Tuple(f.pkt), " was DNAT'ed back to ", who, " behind ", out.name,
+                      ", the bridge port of ", bridge.name,
+                      " it came in by; hairpin mode is off on ", out.name,
+                      ", so the bridge does not send it back out (br_forward: should_deliver). Fix: "
+                      "bridge link set dev ",
+                      out.name, " hairpin on (ip link set dev ", out.name,
+                      " type bridge_slave hairpin on; the bridge CNI's \"hairpinMode\": true, "
+                      "kubelet --hairpin-mode=hairpin-veth)"));
+    return false;
+  }
+  if (in_port != nullptr && in_port->name != out.name) {
+    const model::BridgePortInfo in_flags = in_port->bridge_port.value_or(model::BridgePortInfo{});
+    if (in_flags.isolated && flags.isolated) {
+      Drop(v, "bridge_isolated",
+           absl::StrCat("ports ", in_port->name, " and ", out.name, " of bridge ", bridge.name,
+                        " are both isolated: the bridge never forwards ", Tuple(f.pkt),
+                        " between them (br_skb_isolated). Fix: bridge link set dev ", out.name,
+                        " isolated off (or dev ", in_port->name, ")"));
+      return false;
+    }
+  }
+  if (!flags.unicast_flood && !flags.learning) {
+    const Interface* pif =
+        t.where && t.where->ns ? t.where->ns->netstack.FindInterface(t.ifname) : nullptr;
+    bool known = false;
+    if (pif && pif->mac && node.ns->netstack.Has(NetstackSource::kFdb)) {
+      for (const model::FdbEntry* e : node.ns->netstack.FindFdb(out.name, *pif->mac)) {
+        if (e->master.empty() || e->master == bridge.name) known = true;
+      }
+    }
+    if (pif && pif->mac && !known) {
+      Drop(v, "bridge_flood",
+           absl::StrCat("bridge ", bridge.name, " has no fdb entry for ", net::FormatMac(*pif->mac),
+                        " (", who, ") on ", out.name, ", and ", out.name,
+                        " has learning off (the MAC is never learned) and unicast flooding off: ",
+                        "the unknown-unicast frame is flooded to no port (br_flood). Fix: bridge "
+                        "link set dev ",
+                        out.name, " learning on (or flood on, or bridge fdb add ",
+                        net::FormatMac(*pif->mac), " dev ", out.name, " master static)"));
+      return false;
+    }
+  }
+  return true;
 }
 
 // A frame switched between two ports of a Linux bridge (pod to pod on the same bridge). With
@@ -89,14 +166,7 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
     return;
   }
   if (t->port) graph_.hop(v).oif = t->port->name;
-  const Netstack& ns = node.ns->netstack;
-  std::optional<int64_t> call = ns.sysctls().GetInt("net.bridge.bridge-nf-call-iptables");
-  bool nf_on = call ? *call != 0 : true;
-  if (!call && ns.Has(NetstackSource::kSysctls)) {
-    InfoOnce(v, absl::StrCat("brnf|", node.ns->id), "bridge_netfilter",
-             absl::StrCat("net.bridge.bridge-nf-call-iptables is not in ", node.ns->dir,
-                          "/sysctl.txt: assuming 1 (br_netfilter, which kube-proxy requires)"));
-  }
+  bool nf_on = BridgeNfOn(node, v, bridge);
   if (!nf_on) {
     Suspect(v, Level::kInfo, "bridge_netfilter",
             absl::StrCat("net.bridge.bridge-nf-call-iptables = 0: traffic bridged on ", bridge.name,
@@ -121,6 +191,10 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
       Drop(v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
+      return;
+    }
+    f.bridge_in.clear();
+    if (!BridgePortFlagsPass(node, v, bridge, node.ns->netstack.FindInterface(in_port), *t, f)) {
       return;
     }
   }

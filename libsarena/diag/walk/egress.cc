@@ -113,6 +113,10 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
                       Flight f, Branch br) {
   // A forwarded tunnel packet is routed by its outer header.
   net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
+  // The node routed the packet: a bridge port it came in by matters no more, except to a frame
+  // br_netfilter's bridged DNAT sends back into the same bridge (BridgePort).
+  std::string bridge_in = std::move(f.bridge_in);
+  f.bridge_in.clear();
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {
@@ -125,6 +129,7 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
     return;
   }
   if (kind == "bridge") {
+    f.bridge_in = std::move(bridge_in);
     BridgePort(w, v, oif, nexthop, std::move(f), std::move(br), "");
     return;
   }

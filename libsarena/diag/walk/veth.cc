@@ -100,6 +100,10 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
             }
           }
           iif = hi->master;
+          if (br_dev && br_dev->kind == "bridge") {
+            f.bridge_in = absl::StrCat(node->ns->id, "|", br_dev->name, "|", hi->name);
+            f.bridge_in_dst = f.pkt.dst;
+          }
         }
       }
     }

@@ -138,6 +138,11 @@ struct Flight {
   uint32_t size = 0;            // bytes of the (inner) IP packet
   bool reply = false;
   TcpFlight tcp;                // a TCP query without --size: the segment sizes (MSS)
+  // The bridge port the packet entered the current node by, "<netns id>|<bridge>|<port>", and
+  // its destination address then (a DNAT on the node changes it: br_netfilter's bridged DNAT).
+  // Set when a pod's frame enters a bridge port; cleared when the node routes it (Dispatch).
+  std::string bridge_in;
+  net::Ipv4 bridge_in_dst;
 };
 
 struct Prev {
@@ -282,6 +287,16 @@ class Walker {
   };
   std::optional<PortTarget> FindBridgePort(const Where& w, const Interface& bridge,
                                            const net::Ipv4& nexthop);
+  // Whether bridged IPv4 on `bridge` passes iptables: net.bridge.bridge-nf-call-iptables OR the
+  // bridge's nf_call_iptables option (br_nf_pre_routing); notes an assumed sysctl on `v`.
+  bool BridgeNfOn(const Where& node, Vertex v, const Interface& bridge);
+  // The port flags the kernel's br_forward / br_flood apply to a frame switched by `bridge`
+  // from `in_port` (nullptr: sent by the bridge device itself, br_dev_xmit) to `t`: hairpin
+  // (should_deliver: out port == in port), isolation (br_skb_isolated) and unknown-unicast
+  // flooding without an fdb entry. Drops on `v` (FATAL bridge_hairpin / bridge_isolated /
+  // bridge_flood) and returns false when the kernel would not deliver the frame.
+  bool BridgePortFlagsPass(const Where& node, Vertex v, const Interface& bridge,
+                           const Interface* in_port, const PortTarget& t, const Flight& f);
   void DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
                     const Prev& prev, const PluginAction& action);
   void Serve(const Where& w, Vertex v, Flight f, Branch br);
