@@ -32,6 +32,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("bpf", kLevelInfo, "what a BPF program of the datapath did with the packet at this hop")     \
   X("bridge_netfilter", kLevelInfo,                                                              \
     "whether bridged traffic passes iptables (br_netfilter, bridge-nf-call-iptables)")           \
+  X("cluster_exit", kLevelInfo,                                                                  \
+    "the packet leaves the cluster through a node's uplink that is a veth (kind, k3d: its peer "  \
+    "is in the container host's network)")                                                        \
   X("cross_subnet", kLevelInfo,                                                                  \
     "Calico CrossSubnet decided from the node address's real prefix length (a /32 has no peer "  \
     "in its subnet, so every peer is encapsulated), or the annotation disagrees with the "       \
