@@ -110,6 +110,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "the cluster CIDR's unreachable route answers")                                              \
   X("route_mismatch", kLevelFatal | kLevelWarning | kLevelInfo,                                  \
     "the route the kernel picks leaves by another device or gateway than the path needs")        \
+  X("router", kLevelInfo,                                                                         \
+    "a snapshot namespace that is not a Kubernetes node (a router between the nodes) forwards "   \
+    "the packet: walked like a node, both ways")                                                  \
   X("rp_filter", kLevelInfo, "the reverse-path filter setting on the device (context)")          \
   X("rp_filter_drop", kLevelFatal,                                                               \
     "the reverse-path filter (max(all, iif): 1 strict, 2 loose) drops the packet")               \

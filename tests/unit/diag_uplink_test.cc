@@ -54,6 +54,25 @@ TEST(DiagUplink, RouterWithReturnRouteIsReachableBothWays) {
   EXPECT_EQ(back->iif(), "rc");
   EXPECT_EQ(back->oif(), "ra");
   ASSERT_NE(FindHop(t.report, "default/client@reply"), nullptr) << t.text;
+  // The router is told apart from a node, once, on the hop where the walk enters it.
+  const v1::Suspicion* r = FindSuspicion(t.report, "router", "INFO");
+  ASSERT_NE(r, nullptr) << t.text;
+  EXPECT_EQ(r->hop(), "router") << t.text;
+  EXPECT_TRUE(Has(r->message(), "not a Kubernetes node")) << r->message();
+}
+
+// A namespace that nodes.json lists is a node, not a router; without nodes.json (a live
+// collect) nothing is called a router.
+TEST(DiagUplink, NodesAreNotRouters) {
+  auto t = testing::TraceLib(CaseDir("kind-veth-uplink-fixed"), "pod:default/client",
+                             "pod:default/web:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(FindSuspicion(t.report, "router"), nullptr) << t.text;
+  Scratch s("router-noreturn-fixed");
+  s.Remove("cluster/nodes.json");
+  auto live = testing::TraceLib(s.dir(), "pod:default/client", "pod:default/far:8080/tcp");
+  ASSERT_TRACED(live);
+  EXPECT_EQ(FindSuspicion(live.report, "router"), nullptr) << live.text;
 }
 
 // A route via the router that is NOT the recursive resolution of the peer's address (node-a's
