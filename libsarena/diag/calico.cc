@@ -242,6 +242,11 @@ class CalicoPlugin : public Plugin {
         NodeHasAddress(ctx, *remote, *route.gateway)) {
       dev_ok = gw_ok = true;
     }
+    // BIRD's recursive next hop: a BGP peer in another subnet (through a ToR router) is not
+    // on-link, so BIRD installs the block via the next hop of its own route to the peer.
+    if (mode == Mode::kBgp && !gw_ok && exp_gw && RecursiveNexthop(ns, route, *exp_gw)) {
+      dev_ok = gw_ok = true;
+    }
     net::Ipv4Prefix block(dst, std::max<uint8_t>(pool->block_size, pool->cidr.prefix_length()));
     std::string expected =
         absl::StrCat(block.canonical().to_string(), " (block of ", remote->name, ") via ",
@@ -391,6 +396,18 @@ class CalicoPlugin : public Plugin {
     }
     auto st = ctx.snapshot->Node(node.name);
     return st.ok() && (*st)->netstack.InterfaceWithAddress(ip) != nullptr;
+  }
+
+  // True when `route` (for a block of the node whose BGP address is `peer`) is what BIRD's
+  // `gateway recursive` installs: `peer` is not on-link, and the route's gateway and device are
+  // those of this node's own route to `peer` (e.g. a ToR router between subnets).
+  static bool RecursiveNexthop(const model::Netstack& ns, const model::RouteResult& route,
+                               const net::Ipv4& peer) {
+    if (!route.gateway) return false;
+    model::Flow fl;
+    fl.dst = peer;
+    model::RouteResult r = ns.Lookup(fl);
+    return r.ok() && r.gateway && *r.gateway == *route.gateway && r.oif == route.oif;
   }
 
   static bool NodeOwns(const PluginContext& ctx, const net::Ipv4& ip) {

@@ -40,6 +40,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "a frame switched between two isolated ports of a bridge (br_skb_isolated)")                \
   X("bridge_netfilter", kLevelInfo,                                                              \
     "whether bridged traffic passes iptables (br_netfilter, bridge-nf-call-iptables)")           \
+  X("cluster_exit", kLevelInfo,                                                                  \
+    "the packet leaves the cluster through a node's uplink that is a veth (kind, k3d: its peer "  \
+    "is in the container host's network)")                                                        \
   X("cross_subnet", kLevelInfo,                                                                  \
     "Calico CrossSubnet decided from the node address's real prefix length (a /32 has no peer "  \
     "in its subnet, so every peer is encapsulated), or the annotation disagrees with the "       \
@@ -118,6 +121,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "the cluster CIDR's unreachable route answers")                                              \
   X("route_mismatch", kLevelFatal | kLevelWarning | kLevelInfo,                                  \
     "the route the kernel picks leaves by another device or gateway than the path needs")        \
+  X("router", kLevelInfo,                                                                         \
+    "a snapshot namespace that is not a Kubernetes node (a router between the nodes) forwards "   \
+    "the packet: walked like a node, both ways")                                                  \
   X("rp_filter", kLevelInfo, "the reverse-path filter setting on the device (context)")          \
   X("rp_filter_drop", kLevelFatal,                                                               \
     "the reverse-path filter (max(all, iif): 1 strict, 2 loose) drops the packet")               \

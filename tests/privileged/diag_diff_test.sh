@@ -62,6 +62,10 @@
 #   isolated (two ports isolated: the flow's two pods, or its source and a third pod) and flood
 #   (learning and unicast flooding off on the destination pod's port, its learned fdb entry
 #   deleted: unknown unicast reaches no port).
+#   Then DIFF_ROUTER_COUNT (default 4) scenarios on topology R (two Calico-like nodes in
+#   different subnets joined by a router namespace that is not a Kubernetes node; see
+#   setup_router): router_noreturn, router_noroute, router_fwd, router_drop, one fault on the
+#   router each, pod -> pod across it.
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -98,7 +102,7 @@
 # "family NAME: agreed a/b (reasons explained c/d)" per fault family (d: scenarios where the
 # kernel failed and dropped the probe, c: those whose reason the named code explains) and
 # "agreed N/TOTAL"; exits non-zero unless all agree.
-# Env: DIFF_SEED, DIFF_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
+# Env: DIFF_SEED, DIFF_COUNT, DIFF_MECH_COUNT, DIFF_ROUTER_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
 #      DIFF_VERBOSE=1 (suspicions and drops of every scenario), SN_KEEP_LOGS=1 (keep snapshots,
 #      with drops.jsonl: every drop the stream saw, flow-drops.jsonl: the probe's),
 #      DIFF_DROP_GRACE_MS (see above), DIFF_RETRY=0 (no second run, below).
@@ -334,6 +338,92 @@ vxlan_peers() {  # Felix's per-peer route, neighbour and fdb entries (idempotent
   cn_vxlan_peer vx2 10.93.1.0/26 10.93.1.1 66:f0:c0:a8:5d:01 192.168.93.1
 }
 
+# ---- topology R (router) -------------------------------------------------------------------
+# Two Calico-like BGP nodes in different subnets (rt1 192.168.95.0/24, rt2 192.168.96.0/24)
+# joined by a ToR router namespace `rtr` that is not a Kubernetes node: ip_forward 1, the pod
+# blocks learnt from the nodes (proto bird), no default route. Each node routes the other's block
+# via the router (BIRD's recursive next hop). The router is collected like a node (nodes/rtr)
+# but is absent from nodes.json.
+declare -A T_ROUTERS
+setup_router() {
+  cn_node rt1; cn_node rt2; cn_node rtr
+  place rt1 node R "$(cn_ns rt1)" rt1 192.168.95.1 node:rt1
+  place rt2 node R "$(cn_ns rt2)" rt2 192.168.96.2 node:rt2
+  # The router: a place, but neither a node (nodes.json) nor a pod.
+  P_KIND[rtr]=router P_TOPO[rtr]=R P_NS[rtr]=$(cn_ns rtr) P_HOP[rtr]=rtr P_IP[rtr]=192.168.95.254
+  P_REF[rtr]=192.168.95.254 P_NODE[rtr]=rtr
+  T_ROUTERS[R]="rtr "
+  cn_wire rtr ra 192.168.95.254/24 rt1 eth0 192.168.95.1/24
+  cn_wire rtr rb 192.168.96.254/24 rt2 eth0 192.168.96.2/24
+  P_DEVS[rt1]="eth0:rtr" P_DEVS[rt2]="eth0:rtr" P_DEVS[rtr]="ra:rt1 rb:rt2"
+  ip -n "$(cn_ns rt1)" route add default via 192.168.95.254 dev eth0
+  ip -n "$(cn_ns rt2)" route add default via 192.168.96.254 dev eth0
+  calico_pod R rt1 ra1 10.98.1.2 1500
+  calico_pod R rt2 rb1 10.98.2.2 1500
+  cn_blackhole rt1 10.98.1.0/26
+  cn_blackhole rt2 10.98.2.0/26
+  cn_bgp_route rt1 10.98.2.0/26 192.168.95.254 eth0
+  cn_bgp_route rt2 10.98.1.0/26 192.168.96.254 eth0
+  cn_bgp_route rtr 10.98.1.0/26 192.168.95.1 ra
+  cn_bgp_route rtr 10.98.2.0/26 192.168.96.2 rb
+  T_SVC[R]="diff/web-r 10.96.98.10 rb1"
+  cn_felix_rules 10.98.0.0/16
+  local n p
+  for n in rt1 rt2; do
+    kp_restore "${P_NS[$n]}" 10.98.0.0/16 "diff/web-r:http 10.96.98.10 80 10.98.2.2:8080"
+    serve "${P_NS[$n]}" "node-$n" 9090
+  done
+  for p in ra1 rb1; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  T_FLOWS[R]="ra1>rb1 rb1>ra1"
+}
+# The router families (DIFF_ROUTER_COUNT scenarios after the mechanism families, the i-th of
+# family i mod 4, on a random flow of R):
+#   router_noreturn  the router's route to the SOURCE's block deleted: the request is delivered,
+#                    the reply dies on the router (no_route at rtr@reply; IP_INNOROUTES)
+#   router_noroute   the router's route to the DESTINATION's block deleted (no_route at rtr)
+#   router_fwd       ip_forward 0 on the router (ip_forward_disabled at rtr)
+#   router_drop      an iptables FORWARD DROP on the router for the flow's destination
+ROUTER_FAMILIES=(router_noreturn router_noroute router_fwd router_drop)
+router_block() { echo "${P_IP[$1]%.*}.0/26"; }  # router_block POD: its node's block
+router_route() { ip -n "${P_NS[rtr]}" -o route show "$(router_block "$1")" | sed 's/ *$//'; }
+gen_router_fault() {  # gen_router_fault FAMILY: sets G_FAULT for the current flow
+  case $1 in
+    router_noreturn) G_FAULT="router_noreturn rtr $(router_block "$F_SRCPLACE")" ;;
+    router_noroute) G_FAULT="router_noroute rtr $(router_block "$F_DSTPLACE")" ;;
+    router_fwd) G_FAULT="router_fwd rtr" ;;
+    router_drop) G_FAULT="router_drop rtr ${P_IP[$F_DSTPLACE]}" ;;
+  esac
+}
+ROUTER_SAVED=
+router_inject() {
+  local ns=${P_NS[rtr]}
+  case $1 in
+    router_noreturn|router_noroute)
+      ROUTER_SAVED=$(ip -n "$ns" -o route show "$3")
+      ip -n "$ns" route del "$3" ;;
+    router_fwd) cn_sysctl "$ns" ip_forward 0 ;;
+    router_drop) cn_exec "$ns" iptables -I FORWARD 1 -d "$3" -j DROP ;;
+  esac
+}
+router_revert() {
+  local ns=${P_NS[rtr]}
+  case $1 in
+    router_noreturn|router_noroute) ip -n "$ns" route replace $ROUTER_SAVED ;;
+    router_fwd) cn_sysctl "$ns" ip_forward 1 ;;
+    router_drop) cn_exec "$ns" iptables -D FORWARD -d "$3" -j DROP ;;
+  esac
+}
+router_expect() {
+  X_HOPS=rtr
+  case $1 in
+    router_noreturn|router_noroute) X_CODES=no_route ;;
+    router_fwd) X_CODES="ip_forward_disabled iface_forwarding_disabled" ;;
+    router_drop) X_CODES=netfilter_drop ;;
+  esac
+}
+# ---- end of topology R ----------------------------------------------------------------------
+
+
 # Topology N: natOutgoing towards an address outside the cluster (see the header).
 NATOUT_SVC="diff/web-n:http 10.96.97.10 80 10.97.1.2:8080"
 natout_pool() {  # natout_pool CIDR: Felix's natOutgoing rule (and kube-proxy's) for that pool
@@ -384,6 +474,7 @@ cluster_calico() {  # cluster_calico TOPO DIR [noep|overlap]
     B) pool=10.91.0.0/16 vx=Never ;;
     V) pool=10.93.0.0/16 vx=Always ;;
     N) pool=10.97.0.0/17 vx=Never; [ "${3:-}" = overlap ] && pool=10.97.0.0/16 ;;
+    R) pool=10.98.0.0/16 vx=Never ;;
   esac
   calico_ippool "pool-$t" "$pool" Never "$vx" true | k8s_list IPPoolList >"$d/ippools.json"
 }
@@ -408,7 +499,8 @@ setup_bgp
 setup_vxlan
 setup_natout
 setup_bridge
-for t in S B V N L; do
+setup_router
+for t in S B V N L R; do
   T_CLUSTER[$t]=$SN_DIR/cluster-$t
   if [ $t = S ]; then
     cluster_sarena "${T_CLUSTER[$t]}"; cluster_sarena "${T_CLUSTER[$t]}-noep" noep
@@ -464,6 +556,7 @@ flow_info() {
   fi
   F_PATH="$F_SRCPLACE ${P_NODE[$F_SRCPLACE]} ${P_NODE[$F_DSTPLACE]} $F_DSTPLACE"
   F_NODES=$(printf '%s\n' ${P_NODE[$F_SRCPLACE]} ${P_NODE[$F_DSTPLACE]} | sort -u | tr '\n' ' ')
+  F_NODES+=${T_ROUTERS[$t]:-}  # topology R: the router namespace is collected like a node
 }
 
 # A place of the flow's path (80 %) or any of the topology; only nodes with "node".
@@ -643,6 +736,7 @@ fault_expect() {
     hairpin) X_CODES="bridge_hairpin" ;;
     isolated) X_CODES="bridge_isolated" ;;
     flood) X_CODES="bridge_flood" ;;
+    router_*) router_expect "$@" ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -694,6 +788,7 @@ inject() {
                  jq -r '.[] | select((.state // "") == "" and ((.flags // []) | index("self") | not)) | .mac'); do
         bridge -n "$ns" fdb del "$m" dev "$3" master
       done ;;
+    router_*) router_inject "$@" ;;
   esac
 }
 
@@ -741,6 +836,7 @@ revert() {
     hairpin) ip -n "$ns" link set "$3" type bridge_slave hairpin on ;;
     isolated) for p in ${3//,/ }; do ip -n "$ns" link set "$p" type bridge_slave isolated off; done ;;
     flood) ip -n "$ns" link set "$3" type bridge_slave learning on flood on ;;
+    router_*) router_revert "$@" ;;
   esac
 }
 
@@ -781,7 +877,7 @@ DROP_GRACE_MS=${DIFF_DROP_GRACE_MS:-3500}
 DROPS_PID=
 drops_start() {  # drops_start OUT: every drop in the namespaces of the flow's topology
   local out=$1 args=() p i
-  for p in ${T_NODES[$F_TOPO]} ${T_PODS[$F_TOPO]}; do args+=(--netns "${P_NS[$p]}"); done
+  for p in ${T_NODES[$F_TOPO]} ${T_PODS[$F_TOPO]} ${T_ROUTERS[$F_TOPO]:-}; do args+=(--netns "${P_NS[$p]}"); done
   rm -f "$out.ready"
   # --duration: bounded even if this script dies before drops_stop.
   "$DIAG" drops "${args[@]}" --duration 60s --ready-file "$out.ready" >"$out" 2>"$out.err" &
@@ -1148,6 +1244,14 @@ for ((i = 0; i < BRIDGE_COUNT; i++)); do
   gen_bridge_fault "${BRIDGE_FAMILIES[i % 3]}"
   SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
 done
+# Topology R's router families, DIFF_ROUTER_COUNT (default 4) after the mechanism families.
+ROUTER_COUNT=${DIFF_ROUTER_COUNT:-4}
+for ((i = 1; i <= ROUTER_COUNT; i++)); do
+  pick ${T_FLOWS[R]}; G_FLOW=$REPLY
+  flow_info "$G_FLOW"
+  gen_router_fault "${ROUTER_FAMILIES[$(((i - 1) % ${#ROUTER_FAMILIES[@]}))]}"
+  SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
@@ -1164,5 +1268,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ROUTER_COUNT=$ROUTER_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

@@ -225,11 +225,34 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
   }
   br.egress_node = w.node_name;
   br.egress_iface = oif.name;
+  if (oif.kind == "veth") NoteVethUplinkExit(w, v, oif, f);
   if (f.reply) {
     ExternalReply(target, std::move(f), std::move(br), Prev{v, label});
   } else {
     External(target, std::move(f), std::move(br), Prev{v, label});
   }
+}
+
+// Leaving the cluster through a veth uplink (kind, k3d): say so, and say what the Docker host
+// beyond does with a pod address that was not masqueraded on the node.
+void Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f) {
+  if (!IsUplink(w, oif)) return;
+  const Packet& p = f.pkt;
+  InfoOnce(v, absl::StrCat("cluster_exit:", oif.name), "cluster_exit",
+           absl::StrCat(Tuple(p), " leaves the cluster through ", w.node_name, "'s uplink ",
+                        oif.name, ", a veth whose other end (peer ifindex ",
+                        oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"),
+                        ") is in the container host's network, outside the snapshot"));
+  if (f.reply || f.outer) return;
+  const model::Pod* pod = cluster_.FindPodByIp(p.src);
+  if (pod == nullptr || pod->host_network) return;
+  Suspect(v, Level::kWarning, "route_mismatch",
+          absl::StrCat("pod address ", p.src.to_string(), " (", pod->Key(), ") leaves ",
+                       w.node_name, " through its uplink veth ", oif.name,
+                       " without SNAT (no MASQUERADE in nat POSTROUTING matched): the container "
+                       "host masquerades only its own bridge network's addresses, so replies "
+                       "come back only if it routes pod addresses to ",
+                       w.node_name));
 }
 
 }  // namespace sarena::diag::internal

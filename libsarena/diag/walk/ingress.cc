@@ -29,6 +29,7 @@ void Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br
   } else if (w.ns && pctx_.FirstInBranch(absl::StrCat("node|", w.node_name))) {
     plugin_.CheckNode(pctx_, w, v);
   }
+  NoteRouter(w, v);
   if (w.ns == nullptr) {
     if (w.in_pod()) {
       Suspect(v, Level::kInfo, "file_missing",
@@ -239,6 +240,18 @@ void Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,
     if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
   }
   Transmit(w, v, route, std::move(f), std::move(br));
+}
+
+// A namespace of the snapshot that is not a Kubernetes node (nodes.json lists others): a router
+// or another host between the nodes, walked with its own routes, sysctls and netfilter both
+// ways. Said once per hop, so the report tells it from a node.
+void Walker::NoteRouter(const Where& w, Vertex v) {
+  if (w.in_pod() || w.ns == nullptr || cluster_.nodes().empty()) return;
+  if (cluster_.FindNode(w.node_name) != nullptr) return;
+  InfoOnce(v, absl::StrCat("router|", w.node_name), "router",
+           absl::StrCat(w.node_name,
+                        " is a namespace of the snapshot that is not a Kubernetes node (a router "
+                        "between the nodes): walked with its own routes, sysctls and netfilter"));
 }
 
 }  // namespace sarena::diag::internal

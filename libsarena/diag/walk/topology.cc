@@ -148,6 +148,8 @@ std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex
 std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interface& oif,
                                                   const net::Ipv4& nexthop) {
   if (!oif.link_index || !oif.link_netnsid || snap_.node_names().size() > 64) return std::nullopt;
+  // Our own end: a link-netnsid shared with a pod's veth names that pod's netns, not a node.
+  if (w.ns && !w.in_pod() && VethPeerIsPod(w, oif)) return std::nullopt;
   // ifindexes are per netns: the candidates are the other nodes' veths with ifindex ==
   // link_index whose own peer is ours; several are told apart by the next hop's address, then
   // by a shared subnet.
@@ -163,6 +165,11 @@ std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interfac
     const Interface* i = nw->ns->netstack.FindInterfaceByIndex(*oif.link_index);
     if (!i || i->kind != "veth" || !i->link_netnsid) continue;
     if (i->link_index && *i->link_index != oif.ifindex) continue;
+    // The pair can still collide: the candidate may be a pod's veth whose peer has our
+    // ifindex in the pod's netns (kind: node eth0 ifindex 2 <-> Docker's 4, and another
+    // node's 4th device is a pod veth whose peer is that pod's eth0, ifindex 2).
+    if (VethPeerIsPod(*nw, *i)) continue;
+    if (!error_.ok()) return std::nullopt;
     cands.push_back(Owner{*nw, i->name});
   }
   if (cands.size() == 1) return cands.front();
@@ -178,6 +185,32 @@ std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interfac
     }
   }
   return std::nullopt;
+}
+
+bool Walker::VethPeerIsPod(const Where& node, const Interface& veth) {
+  if (node.ns == nullptr || veth.kind != "veth") return false;
+  auto leads_to_pod = [&](const Interface& i) {
+    return i.link_index && PodByIfindex(node, *i.link_index, i.ifindex).has_value();
+  };
+  if (leads_to_pod(veth)) return true;
+  if (!veth.link_netnsid) return false;
+  for (const Interface& i : node.ns->netstack.interfaces()) {
+    if (i.ifindex == veth.ifindex || i.kind != "veth" || i.link_netnsid != veth.link_netnsid) {
+      continue;
+    }
+    if (leads_to_pod(i)) return true;
+  }
+  return false;
+}
+
+bool Walker::IsUplink(const Where& w, const Interface& oif) {
+  if (w.ns == nullptr || w.in_pod() || w.node == nullptr || oif.kind != "veth") return false;
+  if (VethPeerIsPod(w, oif)) return false;
+  if (const Interface* p = PrimaryInterface(w); p && p->name == oif.name) return true;
+  model::Flow fl;
+  fl.dst = net::Ipv4(0x08080808);
+  RouteResult r = w.ns->netstack.Lookup(fl);
+  return r.ok() && r.oif == oif.name;
 }
 
 }  // namespace sarena::diag::internal

@@ -192,6 +192,17 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
       return;
     }
   }
+  // A kind / k3d node's uplink: eth0 is a veth into the Docker host's bridge network, which is
+  // outside the cluster. Leaving through it is leaving the cluster (Underlay -> External).
+  if (IsUplink(w, oif)) {
+    if (!error_.ok()) return;
+    Underlay(w, v, oif, nexthop, std::move(f), std::move(br),
+             absl::StrCat(oif.name, " (uplink veth)",
+                          nexthop != f.pkt.dst ? absl::StrCat(" via ", nexthop.to_string())
+                                               : std::string()));
+    return;
+  }
+  if (!error_.ok()) return;
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
   Suspect(v, Level::kWarning, "snapshot_incomplete",

@@ -407,8 +407,24 @@ class Walker {
   };
   std::optional<Owner> OwnerOf(const net::Ipv4& ip);
   std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
-  // The other end of a veth "cable" from node `w` to another node's netns.
+  // The other end of a veth "cable" from node `w` to another node's netns. ifindexes are per
+  // netns, so a candidate is matched by the (ifindex, peer ifindex) pair and must not lead into
+  // one of its own node's pods (VethPeerIsPod); nullopt when no node holds the other end.
   std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
+  // True when the veth `veth` of node `node` leads into one of that node's pods: its peer is a
+  // pod's eth0 by the ifindex pair, or another veth with the same link-netnsid does (one peer
+  // netns id names one namespace).
+  bool VethPeerIsPod(const Where& node, const Interface& veth);
+  // True when `oif` is node `w`'s uplink and a veth whose other end no namespace of the snapshot
+  // holds (a kind / k3d node: eth0's peer is in the Docker host's bridge network): the way out
+  // of the cluster, not an unknown namespace. The uplink is the device with the node's address
+  // (PrimaryInterface) or of its default route.
+  bool IsUplink(const Where& w, const Interface& oif);
+  // Leaving the cluster through a veth uplink: INFO cluster_exit, and a WARNING when a pod
+  // address leaves without SNAT.
+  // INFO router on a hop in a snapshot namespace that nodes.json does not list.
+  void NoteRouter(const Where& w, Vertex v);
+  void NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f);
   // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
   // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
   // packet died here (the FATAL is added to `v`).
