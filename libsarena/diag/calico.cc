@@ -257,6 +257,23 @@ class CalicoPlugin : public Plugin {
     if (!dev_ok || !gw_ok) {
       bool gw_is_node = route.gateway && NodeOwns(ctx, *route.gateway);
       bool to_tunnel = IsCalicoDevice(route.oif) && !absl::StartsWith(route.oif, "cali");
+      std::string fabric = mode == Mode::kBgp || !route.gateway
+                               ? std::string()
+                               : RouterWithoutRoute(ctx, *route.gateway, dst);
+      if (!fabric.empty()) {
+        // The pool encapsulates towards `remote`, but this route hands the bare pod packet to a
+        // router of the snapshot that cannot route pod addresses (an underlay that knows only
+        // the nodes, as a cloud VPC): the fault is here, not on the router.
+        ctx.Suspect(
+            hop, Level::kFatal, "route_mismatch",
+            absl::StrCat("route for ", dst.to_string(), " is '",
+                         route.route ? route.route->ToString() : route.ToString(),
+                         "': it hands the packet unencapsulated to router ", fabric, " (",
+                         route.gateway->to_string(), "), which has no route for ",
+                         dst.to_string(), "; pool ", pool->name, " needs ", ModeName(mode),
+                         " towards ", remote->name, ", expected ", expected));
+        return PluginAction::Stop();
+      }
       if (!gw_is_node && !to_tunnel) {
         ctx.Suspect(
             hop, Level::kFatal, "route_mismatch",
@@ -408,6 +425,24 @@ class CalicoPlugin : public Plugin {
     fl.dst = peer;
     model::RouteResult r = ns.Lookup(fl);
     return r.ok() && r.gateway && *r.gateway == *route.gateway && r.oif == route.oif;
+  }
+
+  // The namespace of the snapshot that owns `gateway` but is no Kubernetes node (a router), when
+  // it has no route for `dst`; "" otherwise (a node, an unknown gateway, or a router that routes
+  // pods, e.g. a ToR peering with BIRD).
+  static std::string RouterWithoutRoute(const PluginContext& ctx, const net::Ipv4& gateway,
+                                        const net::Ipv4& dst) {
+    const auto& names = ctx.snapshot->node_names();
+    if (names.size() > 64) return "";
+    for (const std::string& n : names) {
+      if (ctx.cluster->FindNode(n)) continue;
+      auto st = ctx.snapshot->Node(n);
+      if (!st.ok() || !(*st)->netstack.InterfaceWithAddress(gateway)) continue;
+      model::Flow fl;
+      fl.dst = dst;
+      return (*st)->netstack.Lookup(fl).ok() ? "" : n;
+    }
+    return "";
   }
 
   static bool NodeOwns(const PluginContext& ctx, const net::Ipv4& ip) {

@@ -34,8 +34,10 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
        {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES", "IP_INVALID_DEST",
         "NO_ROUTE"}},
       {"fib_lookup_failed", {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES"}},
-      // neigh_invalidate: the gateway the wrong route picks answers no ARP (FATAL at this hop).
-      {"route_mismatch", {"NEIGH_FAILED"}},
+      // neigh_invalidate: the gateway the wrong route picks answers no ARP (FATAL at this hop);
+      // a router the route hands unencapsulated pod traffic to has no route for pods (ip_error:
+      // ENETUNREACH -> IP_INNOROUTES, EHOSTUNREACH -> IP_INADDRERRORS).
+      {"route_mismatch", {"NEIGH_FAILED", "IP_INNOROUTES", "IP_INADDRERRORS"}},
       // ip_forward disabled: the input route lookup fails as no route (EHOSTUNREACH).
       {"ip_forward_disabled", {"IP_NOROUTE", "IP_INADDRERRORS", "IP_FORWARDING", "NOT_SPECIFIED"}},
       {"iface_forwarding_disabled",

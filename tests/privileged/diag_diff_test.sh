@@ -66,6 +66,10 @@
 #   different subnets joined by a router namespace that is not a Kubernetes node; see
 #   setup_router): router_noreturn, router_noroute, router_fwd, router_drop, one fault on the
 #   router each, pod -> pod across it.
+#   Then DIFF_XSUBNET_COUNT (default 4) scenarios of the CrossSubnet families on R (see
+#   xsubnet_on): vxlanMode CrossSubnet over a router that knows no pods; xsubnet_encap,
+#   xsubnet_direct (a node does not encapsulate), xsubnet_wide (a node's address is a /16, so
+#   Calico thinks the peer is on its link), xsubnet_32 (a /32 lease: every peer encapsulated).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -102,7 +106,8 @@
 # "family NAME: agreed a/b (reasons explained c/d)" per fault family (d: scenarios where the
 # kernel failed and dropped the probe, c: those whose reason the named code explains) and
 # "agreed N/TOTAL"; exits non-zero unless all agree.
-# Env: DIFF_SEED, DIFF_COUNT, DIFF_MECH_COUNT, DIFF_ROUTER_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
+# Env: DIFF_SEED, DIFF_COUNT, DIFF_MECH_COUNT, DIFF_NATOUT_COUNT, DIFF_MPATH_COUNT,
+#      DIFF_BRIDGE_COUNT, DIFF_ROUTER_COUNT, DIFF_XSUBNET_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
 #      DIFF_VERBOSE=1 (suspicions and drops of every scenario), SN_KEEP_LOGS=1 (keep snapshots,
 #      with drops.jsonl: every drop the stream saw, flow-drops.jsonl: the probe's),
 #      DIFF_DROP_GRACE_MS (see above), DIFF_RETRY=0 (no second run, below).
@@ -421,6 +426,93 @@ router_expect() {
     router_drop) X_CODES=netfilter_drop ;;
   esac
 }
+
+# The CrossSubnet families (DIFF_XSUBNET_COUNT after the router families, the i-th of family
+# i mod 4, on a random flow of R). Each scenario first turns R into a cloud-like underlay with
+# vxlanMode CrossSubnet (xsubnet_on): the router knows no pod addresses (its proto bird routes
+# deleted, as a VPC fabric), rt1 and rt2 get Felix's vxlan.calico (tunnel addresses 10.98.N.1)
+# and, their /24s being different subnets, route each other's block through it (Felix's route,
+# neighbour and fdb entries); the snapshot's cluster is cluster-R-xsubnet (the IPPool vxlanMode
+# CrossSubnet, the nodes' IPv4Address /24 and IPv4VXLANTunnelAddr). Then one fault on NODE, the
+# flow's source or destination node:
+#   xsubnet_encap   none: the pods reach each other encapsulated across the router
+#   xsubnet_direct  NODE routes the peer's block without encapsulation via the router, as BIRD
+#                   does for a BGP peer (recursive next hop): the fabric has no route for pods
+#   xsubnet_wide    NODE's eth0 address is a /16 (the /24 annotation stale): Calico decides
+#                   from the interface that the peer is in its subnet, so BIRD routes the peer's
+#                   block "via <peer> dev eth0" — on-link by the /16, but behind the router,
+#                   which does not answer ARP for it
+#   xsubnet_32      NODE's eth0 address is a /32 lease (gateway on-link, the annotation still
+#                   /24): no peer is in a /32, encapsulation continues, the path works
+XSUBNET_FAMILIES=(xsubnet_encap xsubnet_direct xsubnet_wide xsubnet_32)
+xs_peer() { [ "$1" = rt1 ] && echo rt2 || echo rt1; }
+xs_mac() { echo "66:f0:c0:a8:62:0${1#rt}"; }
+xs_tunnel() { echo "10.98.${1#rt}.1"; }
+xs_block() { echo "10.98.${1#rt}.0/26"; }
+xs_gw() { echo "${P_IP[$1]%.*}.254"; }
+gen_xsubnet_fault() {  # gen_xsubnet_fault FAMILY: sets G_FAULT for the current flow
+  local node=${P_NODE[$F_SRCPLACE]}
+  chance 50 && node=${P_NODE[$F_DSTPLACE]}
+  G_FAULT="$1 $node"
+}
+xsubnet_on() {
+  local n p
+  for n in rt1 rt2; do ip -n "${P_NS[rtr]}" route del "$(xs_block "$n")"; done
+  for n in rt1 rt2; do cn_vxlan "$n" "${P_IP[$n]}" eth0 "$(xs_mac "$n")" "$(xs_tunnel "$n")"; done
+  for n in rt1 rt2; do
+    p=$(xs_peer "$n")
+    cn_vxlan_peer "$n" "$(xs_block "$p")" "$(xs_tunnel "$p")" "$(xs_mac "$p")" "${P_IP[$p]}"
+  done
+}
+xsubnet_off() {
+  local n
+  for n in rt1 rt2; do ip -n "${P_NS[$n]}" link del vxlan.calico; done
+  for n in rt1 rt2; do
+    cn_bgp_route "$n" "$(xs_block "$(xs_peer "$n")")" "$(xs_gw "$n")" eth0
+    cn_bgp_route rtr "$(xs_block "$n")" "${P_IP[$n]}" "$(peer_dev rtr "$n")"
+  done
+}
+peer_dev() { local d; for d in ${P_DEVS[$1]}; do [ "${d#*:}" = "$2" ] && { echo "${d%%:*}"; return; }; done; }
+xs_readdress() {  # xs_readdress NODE FROM_PLEN TO_PLEN: eth0's address re-added with another
+  # prefix length (the new one first: removing a device's last address would flush its routes)
+  local ns=${P_NS[$1]}
+  ip -n "$ns" addr add "${P_IP[$1]}/$3" dev eth0
+  ip -n "$ns" addr del "${P_IP[$1]}/$2" dev eth0
+}
+xsubnet_inject() {
+  local node=$2 ns=${P_NS[$2]} peer; peer=$(xs_peer "$2")
+  xsubnet_on
+  case $1 in
+    xsubnet_direct) cn_bgp_route "$node" "$(xs_block "$peer")" "$(xs_gw "$node")" eth0 ;;
+    xsubnet_wide)
+      xs_readdress "$node" 24 16
+      cn_bgp_route "$node" "$(xs_block "$peer")" "${P_IP[$peer]}" eth0 ;;
+    xsubnet_32)
+      ip -n "$ns" route add "$(xs_gw "$node")" dev eth0 scope link
+      xs_readdress "$node" 24 32
+      ip -n "$ns" route replace default via "$(xs_gw "$node")" dev eth0 ;;
+  esac
+}
+xsubnet_revert() {
+  local node=$2 ns=${P_NS[$2]}
+  case $1 in
+    xsubnet_wide) xs_readdress "$node" 16 24 ;;
+    xsubnet_32)
+      xs_readdress "$node" 32 24
+      ip -n "$ns" route del "$(xs_gw "$node")" dev eth0 scope link 2>/dev/null
+      ip -n "$ns" route replace default via "$(xs_gw "$node")" dev eth0 ;;
+  esac
+  ip -n "$ns" neigh flush dev eth0
+  xsubnet_off
+}
+xsubnet_expect() {
+  X_HOPS=${P_HOP[$2]}
+  case $1 in
+    xsubnet_encap|xsubnet_32) X_CODES= X_HOPS= ;;
+    xsubnet_direct) X_CODES=route_mismatch ;;
+    xsubnet_wide) X_CODES=neighbor_missing ;;
+  esac
+}
 # ---- end of topology R ----------------------------------------------------------------------
 
 
@@ -462,6 +554,7 @@ cluster_calico() {  # cluster_calico TOPO DIR [noep|overlap]
   for n in ${T_NODES[$t]}; do
     local ann; ann="{\"projectcalico.org/IPv4Address\":\"${P_IP[$n]}/24\""
     [ "$t" = V ] && ann+=",\"projectcalico.org/IPv4VXLANTunnelAddr\":\"10.93.${n#vx}.1\""
+    [ "${3:-}" = xsubnet ] && ann+=",\"projectcalico.org/IPv4VXLANTunnelAddr\":\"$(xs_tunnel "$n")\""
     k8s_node "$n" "${P_IP[$n]}" "" "$ann}"
   done | k8s_list >"$d/nodes.json"
   k8s_service diff "$svc" "$cip" 80 8080 "{\"app\":\"$svc\"}" | k8s_list >"$d/services.json"
@@ -474,7 +567,7 @@ cluster_calico() {  # cluster_calico TOPO DIR [noep|overlap]
     B) pool=10.91.0.0/16 vx=Never ;;
     V) pool=10.93.0.0/16 vx=Always ;;
     N) pool=10.97.0.0/17 vx=Never; [ "${3:-}" = overlap ] && pool=10.97.0.0/16 ;;
-    R) pool=10.98.0.0/16 vx=Never ;;
+    R) pool=10.98.0.0/16 vx=Never; [ "${3:-}" = xsubnet ] && vx=CrossSubnet ;;
   esac
   calico_ippool "pool-$t" "$pool" Never "$vx" true | k8s_list IPPoolList >"$d/ippools.json"
 }
@@ -509,6 +602,7 @@ for t in S B V N L R; do
   elif [ $t = L ]; then cluster_bridge "${T_CLUSTER[$t]}"; cluster_bridge "${T_CLUSTER[$t]}-noep" noep
   else cluster_calico $t "${T_CLUSTER[$t]}"; cluster_calico $t "${T_CLUSTER[$t]}-noep" noep; fi
   [ $t = N ] && cluster_calico N "${T_CLUSTER[$t]}-overlap" overlap
+  [ $t = R ] && cluster_calico R "${T_CLUSTER[$t]}-xsubnet" xsubnet
 done
 # The healthy state of every place: main-table routes (replayed after faults that flush them)
 # and device MTUs.
@@ -737,6 +831,7 @@ fault_expect() {
     isolated) X_CODES="bridge_isolated" ;;
     flood) X_CODES="bridge_flood" ;;
     router_*) router_expect "$@" ;;
+    xsubnet_*) xsubnet_expect "$@" ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -789,6 +884,7 @@ inject() {
         bridge -n "$ns" fdb del "$m" dev "$3" master
       done ;;
     router_*) router_inject "$@" ;;
+    xsubnet_*) xsubnet_inject "$@" ;;
   esac
 }
 
@@ -837,6 +933,7 @@ revert() {
     isolated) for p in ${3//,/ }; do ip -n "$ns" link set "$p" type bridge_slave isolated off; done ;;
     flood) ip -n "$ns" link set "$3" type bridge_slave learning on flood on ;;
     router_*) router_revert "$@" ;;
+    xsubnet_*) xsubnet_revert "$@" ;;
   esac
 }
 
@@ -1049,6 +1146,7 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   local cluster=${T_CLUSTER[$F_TOPO]} topo=$F_TOPO
   [ "$type" = svc_noep ] && cluster+=-noep
   [ "$type" = natout_overlap ] && cluster+=-overlap
+  [[ $type == xsubnet_* ]] && cluster+=-xsubnet
   [ "$VARIANT" = live ] && cluster+=-live topo=S-live
   ln -s "$cluster" "$snap/cluster"
 
@@ -1252,6 +1350,14 @@ for ((i = 1; i <= ROUTER_COUNT; i++)); do
   gen_router_fault "${ROUTER_FAMILIES[$(((i - 1) % ${#ROUTER_FAMILIES[@]}))]}"
   SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
 done
+# Topology R's CrossSubnet families, DIFF_XSUBNET_COUNT (default 4) after the router families.
+XSUBNET_COUNT=${DIFF_XSUBNET_COUNT:-4}
+for ((i = 1; i <= XSUBNET_COUNT; i++)); do
+  pick ${T_FLOWS[R]}; G_FLOW=$REPLY
+  flow_info "$G_FLOW"
+  gen_xsubnet_fault "${XSUBNET_FAMILIES[$(((i - 1) % ${#XSUBNET_FAMILIES[@]}))]}"
+  SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
@@ -1268,5 +1374,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ROUTER_COUNT=$ROUTER_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ROUTER_COUNT=$ROUTER_COUNT DIFF_XSUBNET_COUNT=$XSUBNET_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

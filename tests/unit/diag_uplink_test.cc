@@ -1,7 +1,8 @@
 // Non-node namespaces of a snapshot and the way out of the cluster (issue 11 item 2): a router
 // namespace walked both ways, BIRD's recursive next hop through it, a kind node's veth uplink as
 // the cluster exit, and veth peers told apart when ifindexes collide across namespaces. On the
-// fixtures tests/data/cases/{router-noreturn,kind-veth-uplink}[-fixed], built from real network
+// fixtures tests/data/cases/{router-noreturn,kind-veth-uplink,calico-crosssubnet-router}[-fixed]
+// (and calico-crosssubnet-router-wide), built from real network
 // namespaces by tests/data/cases/_gen/.
 #include <string>
 
@@ -151,6 +152,57 @@ TEST(DiagUplink, VethPeersAreNotMatchedAcrossCollidingIfindexes) {
   const v1::Hop* back = FindHop(t.report, "kind-worker@reply");
   ASSERT_NE(back, nullptr) << t.text;
   EXPECT_EQ(back->iif(), "eth0") << t.text;  // not veth9c0d1e2f
+}
+
+// vxlanMode CrossSubnet across a router that routes only the nodes' subnets (a cloud VPC): a
+// node that hands a bare pod packet to that router is the fault, not the router that cannot
+// route it (the kernel: SKB_DROP_REASON_IP_INNOROUTES on the router).
+TEST(DiagUplink, UnencapsulatedPodTrafficToAFabricRouterIsFatalAtTheNode) {
+  auto t = testing::TraceLib(CaseDir("calico-crosssubnet-router"), "pod:default/client",
+                             "pod:default/far:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* s = FindSuspicion(t.report, "route_mismatch", "FATAL");
+  ASSERT_NE(s, nullptr) << t.text;
+  EXPECT_EQ(s->hop(), "node-a") << t.text;
+  EXPECT_TRUE(Has(s->message(), "unencapsulated to router router")) << s->message();
+  EXPECT_TRUE(Has(s->message(), "vxlan.calico")) << s->message();
+  EXPECT_EQ(FindSuspicion(t.report, "no_route", "FATAL"), nullptr) << t.text;
+}
+
+// node-a's eth0 is a /16 (its annotation says /24): Calico decides from the interface that
+// node-c is in its subnet and does not encapsulate; node-c is behind the router, so ARP for it
+// on eth0 gets no answer (the kernel: SKB_DROP_REASON_NEIGH_FAILED on node-a).
+TEST(DiagUplink, CrossSubnetFromAWideInterfacePrefixSkipsEncapsulation) {
+  auto t = testing::TraceLib(CaseDir("calico-crosssubnet-router-wide"), "pod:default/client",
+                             "pod:default/far:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* s = FindSuspicion(t.report, "neighbor_missing", "FATAL");
+  ASSERT_NE(s, nullptr) << t.text;
+  EXPECT_EQ(s->hop(), "node-a") << t.text;
+  EXPECT_TRUE(Has(s->message(), "10.20.1.13")) << s->message();
+  const v1::Suspicion* x = FindSuspicion(t.report, "cross_subnet", "INFO");
+  ASSERT_NE(x, nullptr) << t.text;
+  EXPECT_EQ(x->hop(), "node-a") << t.text;
+  EXPECT_TRUE(Has(x->message(), "10.20.0.11/16")) << x->message();
+  EXPECT_TRUE(Has(x->message(), "in the same subnet")) << x->message();
+  // BIRD's direct route is what Calico installs for a same-subnet peer: no route_mismatch.
+  EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
+}
+
+TEST(DiagUplink, CrossSubnetThroughAFabricRouterEncapsulatesBothWays) {
+  for (const char* q : {"pod:default/client|pod:default/far:8080/tcp",
+                        "pod:default/far|pod:default/client:8080/tcp"}) {
+    std::string query(q);
+    auto bar = query.find('|');
+    auto t = testing::TraceLib(CaseDir("calico-crosssubnet-router-fixed"), query.substr(0, bar),
+                               query.substr(bar + 1));
+    ASSERT_TRACED(t);
+    EXPECT_NE(t.report.verdict(), "unreachable") << t.text;
+    EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
+    EXPECT_EQ(FindSuspicion(t.report, "neighbor_missing"), nullptr) << t.text;
+  }
 }
 
 }  // namespace
