@@ -1,5 +1,5 @@
-// Egress: POSTROUTING and the device MTU (Transmit), where the egress device leads
-// (Dispatch), and the underlay (Underlay).
+// Egress: the egress device (EgressDevice), POSTROUTING (Postrouting) and the device MTU
+// (Transmit), where the egress device leads (Dispatch), and the underlay (Underlay).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -14,6 +14,31 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
       })) {
     return;
   }
+  const Interface* oif = EgressDevice(w, v, route, f);
+  if (oif == nullptr) return;
+  if (!Postrouting(w, v, *oif, route, f, br)) return;
+  Hop& h = graph_.hop(v);
+  h.oif = oif->name;
+  h.packet = f.pkt;
+  if (!w.in_pod()) {
+    HookPacket hp{f.pkt, f.reply, &br.host_flows};
+    PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
+    std::string dummy;
+    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  }
+  if (oif->mtu > 0) {
+    // After a mismatch: what PMTU discovery settles on.
+    if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] {
+          return DeviceMtuFlag(v, *oif, f.reply ? "the server's" : "the sender's");
+        })) {
+      return;
+    }
+  }
+  Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+}
+
+const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
+                                      const Flight& f) {
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(route.oif);
   if (oif == nullptr) {
@@ -27,86 +52,72 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
           v, Level::kWarning, "snapshot_incomplete",
           absl::StrCat("cannot follow ", Tuple(f.pkt), " out of ", route.oif, ": no link data"));
     }
-    return;
+    return nullptr;
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
     Drop(v, "link_down",
          absl::StrCat("egress device ", oif->name, " is down (",
                       oif->operstate.empty() ? "no carrier" : oif->operstate, "): ", Tuple(f.pkt),
                       " cannot leave"));
-    return;
+    return nullptr;
   }
-  // POSTROUTING: SNAT / MASQUERADE (and the reply's un-DNAT).
+  return oif;
+}
+
+bool Walker::Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                         Flight& f, Branch& br) {
   Packet before = f.pkt;
   bool snat_done = false;
   if (!w.in_pod() && f.outer) {
-    // A forwarded tunnel packet (a router between nodes): netfilter sees its outer header.
-    NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif->name,
-                        route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
-    if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
-    if (nf.dropped || !error_.ok()) return;
-    const NfOutcome& o = nf.accepted.front();
-    if (o.packet.src != f.outer->src) {
-      Suspect(v, Level::kInfo, "snat",
-              absl::StrCat("SNAT of the ", f.encap_kind, " outer header: ", f.outer->src.to_string(),
-                           " becomes ", o.packet.src.to_string(), " (the receiver sees that source)"));
-    }
-    *f.outer = o.packet;
+    if (!OuterPostrouting(w, v, oif, route, f)) return false;
   } else if (!w.in_pod()) {
-    NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name,
-                        route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
-    if (nf.dropped || !error_.ok()) return;
-    ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name, f);
-    const NfOutcome& o = nf.accepted.front();
-    if (o.snat && !f.reply) {
-      snat_done = true;
-      br.nat.push_back(NatRecord{w.ns->id, f.pkt, o.packet, false, true});
-      Suspect(v, Level::kInfo, "snat",
-              absl::StrCat("SNAT: source ", Ep(f.pkt.src, f.pkt.sport), " becomes ",
-                           Ep(o.packet.src, o.packet.sport), " (", Tuple(f.pkt), ") by ",
-                           o.decided_by ? o.decided_by->ToString() : "netfilter"));
-    }
-    f.pkt = o.packet;
+    if (!NodePostrouting(w, v, oif, route, f, br, &snat_done)) return false;
   }
   if (f.reply) UnDnat(w, &f.pkt, br);
-  if (!w.in_pod()) {
-    HookPacket hp{before, f.reply, &br.host_flows};
-    PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
-                                              w.ns->netfilter.has_value(), route);
-    if (f.pkt.src != before.src && !snat_done && !f.reply) {
-      br.nat.push_back(NatRecord{w.ns->id, before, f.pkt, false, true});
-    }
-    std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  if (w.in_pod()) return true;
+  HookPacket hp{before, f.reply, &br.host_flows};
+  PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
+                                            w.ns->netfilter.has_value(), route);
+  if (f.pkt.src != before.src && !snat_done && !f.reply) {
+    br.nat.push_back(NatRecord{w.ns->id, before, f.pkt, false, true});
   }
-  Hop& h = graph_.hop(v);
-  h.oif = oif->name;
-  h.packet = f.pkt;
-  if (!w.in_pod()) {
-    HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
-    std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  std::string dummy;
+  return HandlePluginAction(w, v, a, f, br, &dummy);
+}
+
+bool Walker::OuterPostrouting(const Where& w, Vertex v, const Interface& oif,
+                              const RouteResult& route, Flight& f) {
+  NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif.name,
+                      route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
+  if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
+  if (nf.dropped || !error_.ok()) return false;
+  const NfOutcome& o = nf.accepted.front();
+  if (o.packet.src != f.outer->src) {
+    Suspect(v, Level::kInfo, "snat",
+            absl::StrCat("SNAT of the ", f.encap_kind, " outer header: ", f.outer->src.to_string(),
+                         " becomes ", o.packet.src.to_string(), " (the receiver sees that source)"));
   }
-  if (oif->mtu > 0) {
-    auto make = [&]() -> SizeFlag {
-      return [this, v, reply = f.reply, name = oif->name, mtu = oif->mtu](
-                 uint32_t size, bool forced, const std::string& tcp) {
-      std::string what =
-          tcp.empty() ? absl::StrCat(size, "-byte packets (", reply ? "the server's" : "the sender's",
-                                     " MTU)")
-                      : SizeText(size, tcp);
-      Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-              absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
-                           forced ? ": dropped (DF set)"
-                                  : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-        return true;
-      };
-    };
-    // After a mismatch: what PMTU discovery settles on.
-    if (!CheckSize(v, f, oif->mtu, oif->mtu, make)) return;
+  *f.outer = o.packet;
+  return true;
+}
+
+bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
+                             const RouteResult& route, Flight& f, Branch& br, bool* snat_done) {
+  NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name,
+                      route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
+  if (nf.dropped || !error_.ok()) return false;
+  ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name, f);
+  const NfOutcome& o = nf.accepted.front();
+  if (o.snat && !f.reply) {
+    *snat_done = true;
+    br.nat.push_back(NatRecord{w.ns->id, f.pkt, o.packet, false, true});
+    Suspect(v, Level::kInfo, "snat",
+            absl::StrCat("SNAT: source ", Ep(f.pkt.src, f.pkt.sport), " becomes ",
+                         Ep(o.packet.src, o.packet.sport), " (", Tuple(f.pkt), ") by ",
+                         o.decided_by ? o.decided_by->ToString() : "netfilter"));
   }
-  Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+  f.pkt = o.packet;
+  return true;
 }
 
 void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,

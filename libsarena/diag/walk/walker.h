@@ -230,7 +230,23 @@ class Walker {
   // plugin's AfterRoute, Transmit.
   void ForwardRouted(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
                      Packet pkt, Flight f, Branch br);
+  // Egress of a routed packet (egress.cc): the egress device, POSTROUTING, the plugin's
+  // OnEgress, the device MTU, Dispatch.
   void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  // The route's output device, or null when it is missing or down (the suspicion is added).
+  const Interface* EgressDevice(const Where& w, Vertex v, const RouteResult& route,
+                                const Flight& f);
+  // POSTROUTING out of `oif` (SNAT / MASQUERADE), the reply's un-DNAT and the plugin's
+  // AfterPostrouting; false when the packet stops there.
+  bool Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                   Flight& f, Branch& br);
+  // POSTROUTING of a forwarded tunnel packet (a router between nodes): netfilter sees, and may
+  // SNAT, its outer header.
+  bool OuterPostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                        Flight& f);
+  // POSTROUTING of the node's own or forwarded packet: the MSS clamp and SNAT (`snat_done`).
+  bool NodePostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                       Flight& f, Branch& br, bool* snat_done);
   void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
                 Branch br);
   void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
@@ -359,7 +375,8 @@ class Walker {
   bool CheckSize(Vertex v, Flight& f, uint32_t limit, uint32_t settle,
                  absl::FunctionRef<SizeFlag()> make_flag);
   // The flag of a device's MTU check (WARNING: PMTU discovery; FATAL for a --size packet).
-  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev);
+  // `whose`: whose MTU sized a packet that is not a TCP segment ("the sender's"), or empty.
+  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev, absl::string_view whose = {});
   // How the reply's segments of `f` got their size (SegmentWhy).
   std::string ReplyWhy(const Flight& f) const;
   // Decides the chain ending at `leaf` for client segments of `size` bytes (`why`: how it was
