@@ -224,7 +224,20 @@ class Walker {
   void Receive(const Where& w, const std::string& iif, Flight f, Branch br, const Prev& prev);
   void Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
   void ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // Input routing after PREROUTING: local delivery or forwarding.
   void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // True when input routing drops `pkt` (the FATAL is added to `v`); a forwarding drop whose
+  // sysctls are unknown (`sysctls` false) is walked on.
+  bool InputRoutingDrops(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
+                         const model::InputResult& in, bool sysctls);
+  // The FATAL of a packet that ip_forward or the ingress device's forwarding sysctl stops.
+  void DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
+                        const model::InputResult& in);
+  // Local delivery: INPUT, then decapsulation of a tunnel packet or the local socket (Serve).
+  void LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // Forwarding: the TTL decrement and, per next hop of `route`, ForwardRouted.
+  void Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
+               Flight f, Branch br);
   void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
   // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
   // plugin's AfterRoute, Transmit.
