@@ -1,5 +1,6 @@
 // Egress: the egress device (EgressDevice), POSTROUTING (Postrouting) and the device MTU
-// (Transmit), where the egress device leads (Dispatch), and the underlay (Underlay).
+// (Transmit), where the egress device leads (Dispatch), and the underlay (Underlay: to a node
+// UnderlayToNode, a cluster address to a router UnderlayClusterAddress, else out of the cluster).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -94,8 +95,9 @@ bool Walker::OuterPostrouting(const Where& w, Vertex v, const Interface& oif,
   const NfOutcome& o = nf.accepted.front();
   if (o.packet.src != f.outer->src) {
     Suspect(v, Level::kInfo, "snat",
-            absl::StrCat("SNAT of the ", f.encap_kind, " outer header: ", f.outer->src.to_string(),
-                         " becomes ", o.packet.src.to_string(), " (the receiver sees that source)"));
+            absl::StrCat("SNAT of the ", f.encap_kind,
+                         " outer header: ", f.outer->src.to_string(), " becomes ",
+                         o.packet.src.to_string(), " (the receiver sees that source)"));
   }
   *f.outer = o.packet;
   return true;
@@ -155,79 +157,16 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
 
 void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
                       Flight f, Branch br, const std::string& label) {
+  if (UnderlayToNode(w, v, oif, nexthop, f, br, label)) return;
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
-  // A veth cable to another node: the next hop must resolve at its other end, and the frame
-  // must fit the receiving device (CrossVeth).
-  if (oif.kind == "veth") {
-    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
-      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
-      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
-      return;
-    }
-    if (!error_.ok()) return;
-  }
-  // The next hop is a node?
-  if (auto o = OwnerOf(nexthop)) {
-    if (!error_.ok()) return;
-    Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label});
-    return;
-  }
-  if (!error_.ok()) return;
-  bool via_router = nexthop != target;
-  if (via_router) {
-    if (auto o = OwnerOf(target)) {
-      if (!error_.ok()) return;
-      Receive(o->where, o->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")});
-      return;
-    }
-    if (!error_.ok()) return;
-  }
   if (!f.peer_expectation.empty()) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
                          w.node_name, " cannot be checked; there, ", f.peer_expectation));
     return;
   }
-  if (!f.outer) {
-    if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
-      // Pod traffic handed to a router that is not a node: works only if the underlay routes
-      // pod addresses (cloud VPC routes, BGP to the fabric).
-      Suspect(v, Level::kWarning, "route_mismatch",
-              absl::StrCat(
-                  target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name, ") leaves ",
-                  w.node_name, " via ", oif.name,
-                  via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
-                  ", which is not a node: reachable only if the network routes pod "
-                  "addresses"));
-      auto pw = NodeWhere(pod->node_name);
-      if (!pw.ok()) {
-        error_ = pw.status();
-        return;
-      }
-      const Interface* in = PrimaryInterface(*pw);
-      Receive(*pw, in ? in->name : "", std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")});
-      return;
-    }
-    if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
-      Suspect(v, Level::kFatal, "route_mismatch",
-              absl::StrCat("Service address ", Ep(target, seen.dport), " (", svc->Key(),
-                           ") was not translated on ", w.node_name, " and leaves via ", oif.name,
-                           " to ", nexthop.to_string(), ", where nothing answers for it"));
-      Hop h;
-      h.kind = HopKind::kExternal;
-      h.id = absl::StrCat("external:", nexthop.to_string());
-      h.action = HopAction::kDrop;
-      h.packet = f.pkt;
-      h.reply = f.reply;
-      AddHop(std::move(h), Prev{v, label});
-      return;
-    }
-  }
+  if (!f.outer && UnderlayClusterAddress(w, v, oif, nexthop, f, br, label)) return;
   if (f.outer) {
     Drop(v, "route_mismatch",
          absl::StrCat("the ", f.encap_kind, " outer destination ", target.to_string(),
@@ -242,6 +181,85 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
   } else {
     External(target, std::move(f), std::move(br), Prev{v, label});
   }
+}
+
+bool Walker::UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
+                            const net::Ipv4& nexthop, Flight& f, Branch& br,
+                            const std::string& label) {
+  const Packet& seen = f.outer ? *f.outer : f.pkt;
+  net::Ipv4 target = seen.dst;
+  // A veth cable to another node: the next hop must resolve at its other end, and the frame
+  // must fit the receiving device (CrossVeth).
+  if (oif.kind == "veth") {
+    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
+      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
+      return true;
+    }
+    if (!error_.ok()) return true;
+  }
+  // The next hop is a node?
+  if (auto o = OwnerOf(nexthop)) {
+    if (!error_.ok()) return true;
+    Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label});
+    return true;
+  }
+  if (!error_.ok()) return true;
+  bool via_router = nexthop != target;
+  if (via_router) {
+    if (auto o = OwnerOf(target)) {
+      if (!error_.ok()) return true;
+      Receive(o->where, o->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")});
+      return true;
+    }
+    if (!error_.ok()) return true;
+  }
+  return false;
+}
+
+bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                                    const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                    const std::string& label) {
+  net::Ipv4 target = f.pkt.dst;  // the packet is not encapsulated
+  bool via_router = nexthop != target;
+  if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
+    // Pod traffic handed to a router that is not a node: works only if the underlay routes
+    // pod addresses (cloud VPC routes, BGP to the fabric).
+    Suspect(v, Level::kWarning, "route_mismatch",
+            absl::StrCat(
+                target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name, ") leaves ",
+                w.node_name, " via ", oif.name,
+                via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
+                ", which is not a node: reachable only if the network routes pod "
+                "addresses"));
+    auto pw = NodeWhere(pod->node_name);
+    if (!pw.ok()) {
+      error_ = pw.status();
+      return true;
+    }
+    const Interface* in = PrimaryInterface(*pw);
+    Receive(*pw, in ? in->name : "", std::move(f), std::move(br),
+            Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")});
+    return true;
+  }
+  if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
+    Suspect(v, Level::kFatal, "route_mismatch",
+            absl::StrCat("Service address ", Ep(target, f.pkt.dport), " (", svc->Key(),
+                         ") was not translated on ", w.node_name, " and leaves via ", oif.name,
+                         " to ", nexthop.to_string(), ", where nothing answers for it"));
+    Hop h;
+    h.kind = HopKind::kExternal;
+    h.id = absl::StrCat("external:", nexthop.to_string());
+    h.action = HopAction::kDrop;
+    h.packet = f.pkt;
+    h.reply = f.reply;
+    AddHop(std::move(h), Prev{v, label});
+    return true;
+  }
+  return false;
 }
 
 // Leaving the cluster through a veth uplink (kind, k3d): say so, and say what the Docker host

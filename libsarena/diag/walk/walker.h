@@ -303,8 +303,28 @@ class Walker {
                          absl::string_view hook);
   void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
                 Branch br, const std::string& label);
+  // The underlay to a node of the snapshot: over a veth cable, to the next hop, or through a
+  // router to the destination. False (nothing done) when no node is there.
+  bool UnderlayToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                      Flight& f, Branch& br, const std::string& label);
+  // A pod or Service address that leaves toward a next hop that is not a node (the WARNING /
+  // FATAL route_mismatch). False (nothing done) for any other destination.
+  bool UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                              const net::Ipv4& nexthop, Flight& f, Branch& br,
+                              const std::string& label);
   void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
                 Branch br);
+  // Pod -> node: the node-side device with the veth's peer ifindex (a bridge port: the bridge).
+  void VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                  Flight f, Branch br);
+  // Node -> the pod or node that holds the veth's peer by the ifindex pair; false (nothing
+  // done) when none does.
+  bool VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                         Flight& f, Branch& br);
+  // Node -> a peer not found by ifindex: the pod owning the address, an underlay segment or
+  // uplink outside the snapshot, else snapshot_incomplete.
+  void VethPeerByAddress(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                         Flight f, Branch br);
   void BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
                   Flight f, Branch br, const std::string& label);
   void BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
