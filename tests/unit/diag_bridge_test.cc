@@ -19,8 +19,6 @@ using testing::FindSuspicion;
 using testing::Scratch;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 constexpr char kWww[] = "pod:web/www";
 constexpr char kWwwSvc[] = "svc:web/www:80/tcp";
 constexpr char kClient[] = "pod:default/client";
@@ -30,14 +28,10 @@ constexpr char kServer[] = "pod:default/server:8080/tcp";
 // ip-link.json.
 void SetLinkInfo(Scratch& s, const std::string& ifname, const std::string& key,
                  const google::protobuf::Value& value, bool slave = true) {
-  s.EditJson("nodes/node-a/ip-link.json", [&](google::protobuf::Value* v) {
-    for (auto& l : *v->mutable_list_value()->mutable_values()) {
-      auto& f = *l.mutable_struct_value()->mutable_fields();
-      if (f["ifname"].string_value() != ifname) continue;
-      auto& li = *f["linkinfo"].mutable_struct_value()->mutable_fields();
-      (*li[slave ? "info_slave_data" : "info_data"].mutable_struct_value()->mutable_fields())[key] =
-          value;
-    }
+  s.EditLink("nodes/node-a/ip-link.json", ifname, [&](google::protobuf::Struct* l) {
+    auto& li = *(*l->mutable_fields())["linkinfo"].mutable_struct_value()->mutable_fields();
+    (*li[slave ? "info_slave_data" : "info_data"].mutable_struct_value()->mutable_fields())[key] =
+        value;
   });
 }
 google::protobuf::Value Bool(bool b) {

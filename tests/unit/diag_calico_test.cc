@@ -17,8 +17,6 @@ using testing::Scratch;
 using testing::Str;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 const char* kClientToFiles[] = {"pod:default/client", "10.65.2.8:8080/tcp"};
 
 TEST(DiagCalico, AutoDetectAndIpipHealthy) {

@@ -21,32 +21,10 @@ using testing::Scratch;
 using testing::Str;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
-// Edits the entry of `ifname` in an ip-link.json.
-void EditLink(Scratch& s, const std::string& rel, const std::string& ifname,
-              const std::function<void(google::protobuf::Struct*)>& edit) {
-  bool found = false;
-  s.EditJson(rel, [&](google::protobuf::Value* v) {
-    for (auto& l : *v->mutable_list_value()->mutable_values()) {
-      if (Str(l.struct_value(), "ifname") != ifname) continue;
-      edit(l.mutable_struct_value());
-      found = true;
-    }
-  });
-  ASSERT_TRUE(found) << ifname << " not in " << rel;
-}
-
-void SetMtu(Scratch& s, const std::string& rel, const std::string& ifname, int mtu) {
-  EditLink(s, rel, ifname, [&](google::protobuf::Struct* l) {
-    (*l->mutable_fields())["mtu"].set_number_value(mtu);
-  });
-}
-
 // `ip link set IFNAME down` as the snapshot shows it afterwards: no UP/LOWER_UP flag, operstate
 // DOWN, and (the kernel flushes them) no routes through it.
 void SetDown(Scratch& s, const std::string& node_dir, const std::string& ifname) {
-  EditLink(s, node_dir + "/ip-link.json", ifname, [](google::protobuf::Struct* l) {
+  s.EditLink(node_dir + "/ip-link.json", ifname, [](google::protobuf::Struct* l) {
     auto& f = *l->mutable_fields();
     google::protobuf::ListValue flags;
     for (const auto& fl : f["flags"].list_value().values()) {
@@ -162,7 +140,7 @@ TEST(DiagDiff, RouteToAnotherPodsVethFindsNoNeighbor) {
 TEST(DiagDiff, VethDropsWhatExceedsTheReceiversMtu) {
   // is_skb_forwardable: the pod side of bc's veth has MTU 1300, the node side 1500.
   Scratch s("diff-bgp");
-  SetMtu(s, kBgp2 + "/pods/diff/bc/ip-link.json", "eth0", 1300);
+  s.SetMtu(kBgp2 + "/pods/diff/bc/ip-link.json", "eth0", 1300);
   auto t = TraceLib(s.dir(), "pod:diff/ba", "pod:diff/bc:7777/udp", "auto", 64, 1400);
   ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
@@ -208,7 +186,7 @@ TEST(DiagDiff, SizeIsTheRequestsOnly) {
 
 TEST(DiagDiff, VxlanWithDfUnsetFragmentsTheOuterPacket) {
   Scratch s("diff-vxlan");
-  SetMtu(s, "nodes/vx1/ip-link.json", "eth0", 1300);
+  s.SetMtu("nodes/vx1/ip-link.json", "eth0", 1300);
   auto t = TraceLib(s.dir(), "node:vx1", "pod:diff/vc:7777/udp", "auto", 64, 1400);
   ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
@@ -218,7 +196,7 @@ TEST(DiagDiff, VxlanWithDfUnsetFragmentsTheOuterPacket) {
   ASSERT_NE(FindHop(t.report, "diff/vc"), nullptr) << t.text;
 
   // With "df set" the outer packet cannot be fragmented.
-  EditLink(s, "nodes/vx1/ip-link.json", "vxlan.calico", [](google::protobuf::Struct* l) {
+  s.EditLink("nodes/vx1/ip-link.json", "vxlan.calico", [](google::protobuf::Struct* l) {
     (*(*(*l->mutable_fields())["linkinfo"].mutable_struct_value()->mutable_fields())["info_data"]
           .mutable_struct_value()
           ->mutable_fields())["df"]
@@ -281,7 +259,7 @@ TEST(DiagDiff, VxlanOuterPacketNeedsItsNextHopToResolve) {
 
 TEST(DiagDiff, VxlanOuterPacketAboveTheReceivingCablesMtu) {
   Scratch s("diff-vxlan");
-  SetMtu(s, "nodes/vx2/ip-link.json", "eth0", 1300);
+  s.SetMtu("nodes/vx2/ip-link.json", "eth0", 1300);
   auto t = TraceLib(s.dir(), "pod:diff/va", "pod:diff/vc:7777/udp", "auto", 64, 1400);
   ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;

@@ -40,20 +40,11 @@ void MakeCrossSubnet(Scratch& s) {
   });
 }
 
-void SetMtu(Scratch& s, const std::string& rel, const std::string& ifname, int mtu) {
-  s.EditJson(rel, [&](google::protobuf::Value* v) {
-    for (auto& l : *v->mutable_list_value()->mutable_values()) {
-      auto& f = *l.mutable_struct_value()->mutable_fields();
-      if (f["ifname"].string_value() == ifname) f["mtu"].set_number_value(mtu);
-    }
-  });
-}
-
 // MakeCrossSubnet with node-b's side of the workload veth at 1400 bytes: a hop in the middle
 // that neither end's route shows.
 void MakeMiddleHop(Scratch& s) {
   MakeCrossSubnet(s);
-  SetMtu(s, "nodes/node-b/ip-link.json", kNodeBVeth, 1400);
+  s.SetMtu("nodes/node-b/ip-link.json", kNodeBVeth, 1400);
 }
 
 // Adds `rule` ("-A FORWARD ...") to a mangle table in front of `node`'s iptables-save.
@@ -68,7 +59,7 @@ TEST(DiagMss, TcpOnAHealthy1450MtuPathIsReachable) {
   Scratch s("calico-vxlan");
   MakeCrossSubnet(s);
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
+  ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
   EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch"), nullptr) << t.text;
 }
@@ -78,7 +69,7 @@ TEST(DiagMss, UdpOnTheSamePathIsStillFlagged) {
   MakeCrossSubnet(s);
   // --size 1500 with DF: dropped where the 1450-byte veth starts.
   auto big = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/udp", "auto", 64, 1500);
-  ASSERT_TRUE(big.status.ok()) << big.status;
+  ASSERT_TRACED(big);
   EXPECT_EQ(big.report.verdict(), "unreachable") << big.text;
   const v1::Suspicion* m = FindSuspicion(big.report, "mtu_mismatch", "FATAL");
   ASSERT_NE(m, nullptr) << big.text;
@@ -89,7 +80,7 @@ TEST(DiagMss, UdpOnTheSamePathIsStillFlagged) {
 
   // UDP without --size: full-size datagrams (the sender's MTU) rely on PMTU discovery.
   auto full = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/udp");
-  ASSERT_TRUE(full.status.ok()) << full.status;
+  ASSERT_TRACED(full);
   EXPECT_EQ(full.report.verdict(), "degraded") << full.text;
   EXPECT_NE(FindSuspicion(full.report, "mtu_mismatch", "WARNING"), nullptr) << full.text;
 }
@@ -100,7 +91,7 @@ TEST(DiagMss, ASmallerMiddleHopIsFlaggedWithTheNegotiatedMss) {
   Scratch s("calico-vxlan");
   MakeMiddleHop(s);
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
+  ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
   const v1::Suspicion* req = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
   ASSERT_NE(req, nullptr) << t.text;
@@ -125,13 +116,13 @@ TEST(DiagMss, AnMssClampThatFitsTheMiddleHopFixesIt) {
   // Both SYNs cross node-b's FORWARD: each MSS becomes min(1400, 1500) - 40 = 1360.
   AddMangleRule(s, "-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu");
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
+  ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "reachable") << t.text;
   EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch"), nullptr) << t.text;
 
   // The clamp is TCP's: a full-size UDP datagram still does not fit.
   auto udp = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/udp");
-  ASSERT_TRUE(udp.status.ok()) << udp.status;
+  ASSERT_TRACED(udp);
   EXPECT_NE(FindSuspicion(udp.report, "mtu_mismatch"), nullptr) << udp.text;
 }
 
@@ -140,7 +131,7 @@ TEST(DiagMss, AClampSetTooHighIsStillFlaggedAndNamed) {
   MakeMiddleHop(s);
   AddMangleRule(s, "-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1380");
   auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(t.status.ok()) << t.status;
+  ASSERT_TRACED(t);
   EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
   const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
   ASSERT_NE(m, nullptr) << t.text;
@@ -153,7 +144,7 @@ TEST(DiagMss, AClampSetTooHighIsStillFlaggedAndNamed) {
   MakeCrossSubnet(h);
   AddMangleRule(h, "-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1460");
   auto ok = TraceLib(h.dir(), "node:node-a", "pod:default/server:8080/tcp");
-  ASSERT_TRUE(ok.status.ok()) << ok.status;
+  ASSERT_TRACED(ok);
   EXPECT_EQ(ok.report.verdict(), "reachable") << ok.text;
 }
 
@@ -179,7 +170,7 @@ TEST(DiagMss, TheClientsOwnMssFromItsOutputClampOrItsRouteAdvmss) {
       });
     }
     auto t = TraceLib(s.dir(), "node:node-a", "pod:default/server:8080/tcp");
-    ASSERT_TRUE(t.status.ok()) << t.status;
+    ASSERT_TRACED(t);
     EXPECT_EQ(FindSuspicion(t.report, "mtu_mismatch", "CRITICAL"), nullptr) << clamp << t.text;
     const v1::Suspicion* m = FindSuspicion(t.report, "mtu_mismatch", "WARNING");
     ASSERT_NE(m, nullptr) << clamp << t.text;

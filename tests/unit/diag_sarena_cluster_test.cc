@@ -23,8 +23,6 @@ using testing::Scratch;
 using testing::Str;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 constexpr const char* kFixture = "sarena-cluster";
 
 std::string ClusterFile(const std::string& node) {

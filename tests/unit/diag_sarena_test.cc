@@ -18,8 +18,6 @@ using testing::Scratch;
 using testing::Str;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 constexpr const char* kEndpoints = "nodes/node-a/sarena-endpoints.json";
 constexpr const char* kPrograms = "nodes/node-a/sarena-programs.json";
 

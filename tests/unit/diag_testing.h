@@ -47,6 +47,12 @@ inline void WriteAll(const std::string& path, absl::string_view text) {
   out << text;
 }
 
+/// The string value of `key` in `s` ("" when absent or not a string).
+inline std::string Str(const google::protobuf::Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? "" : it->second.string_value();
+}
+
 /// A copy of a fixture in a fresh temporary directory, removed on destruction.
 class Scratch {
  public:
@@ -124,6 +130,25 @@ class Scratch {
     });
     return removed;
   }
+  /// Lets `edit` change the entry of `ifname` (which must be there) in the ip-link.json `rel`.
+  void EditLink(absl::string_view rel, const std::string& ifname,
+                const std::function<void(google::protobuf::Struct*)>& edit) {
+    bool found = false;
+    EditJson(rel, [&](google::protobuf::Value* v) {
+      for (auto& l : *v->mutable_list_value()->mutable_values()) {
+        if (Str(l.struct_value(), "ifname") != ifname) continue;
+        edit(l.mutable_struct_value());
+        found = true;
+      }
+    });
+    ASSERT_TRUE(found) << ifname << " not in " << rel;
+  }
+  /// Sets the MTU of `ifname` in the ip-link.json `rel`.
+  void SetMtu(absl::string_view rel, const std::string& ifname, int mtu) {
+    EditLink(rel, ifname, [&](google::protobuf::Struct* l) {
+      (*l->mutable_fields())["mtu"].set_number_value(mtu);
+    });
+  }
   void Remove(absl::string_view rel) { std::remove(Path(rel).c_str()); }
   void Write(absl::string_view rel, absl::string_view text) { WriteAll(Path(rel), text); }
 
@@ -131,18 +156,15 @@ class Scratch {
   std::string dir_;
 };
 
-/// The string value of `key` in `s` ("" when absent or not a string).
-inline std::string Str(const google::protobuf::Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? "" : it->second.string_value();
-}
-
 struct Traced {
   absl::Status status;
   sarena::diag::v1::Report report;
   std::string text;  // the text report, for failure messages
   std::string plugin;
 };
+
+/// Fails the test unless the trace ran (TraceLib's status), naming the error.
+#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
 
 /// Runs a trace through the library, as sarena-diag does.
 inline Traced TraceLib(const std::string& dir, absl::string_view src, absl::string_view dst,

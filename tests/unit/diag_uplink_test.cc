@@ -18,8 +18,6 @@ using testing::FindSuspicion;
 using testing::HopOf;
 using testing::Scratch;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // The router lost its route to node-a's block: the request reaches far, far's reply dies on

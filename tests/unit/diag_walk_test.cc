@@ -19,8 +19,6 @@ using testing::Scratch;
 using testing::Str;
 using testing::TraceLib;
 
-#define ASSERT_TRACED(t) ASSERT_TRUE((t).status.ok()) << (t).status
-
 constexpr const char* kExternal = "203.0.113.44:443/tcp";
 
 google::protobuf::Value Json(absl::string_view text) {

@@ -1,5 +1,6 @@
-// Egress: POSTROUTING and the device MTU (Transmit), where the egress device leads
-// (Dispatch), and the underlay (Underlay).
+// Egress: the egress device (EgressDevice), POSTROUTING (Postrouting) and the device MTU
+// (Transmit), where the egress device leads (Dispatch), and the underlay (Underlay: to a node
+// UnderlayToNode, a cluster address to a router UnderlayClusterAddress, else out of the cluster).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -14,6 +15,31 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
       })) {
     return;
   }
+  const Interface* oif = EgressDevice(w, v, route, f);
+  if (oif == nullptr) return;
+  if (!Postrouting(w, v, *oif, route, f, br)) return;
+  Hop& h = graph_.hop(v);
+  h.oif = oif->name;
+  h.packet = f.pkt;
+  if (!w.in_pod()) {
+    HookPacket hp{f.pkt, f.reply, &br.host_flows};
+    PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
+    std::string dummy;
+    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  }
+  if (oif->mtu > 0) {
+    // After a mismatch: what PMTU discovery settles on.
+    if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] {
+          return DeviceMtuFlag(v, *oif, f.reply ? "the server's" : "the sender's");
+        })) {
+      return;
+    }
+  }
+  Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+}
+
+const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
+                                      const Flight& f) {
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(route.oif);
   if (oif == nullptr) {
@@ -27,86 +53,73 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
           v, Level::kWarning, "snapshot_incomplete",
           absl::StrCat("cannot follow ", Tuple(f.pkt), " out of ", route.oif, ": no link data"));
     }
-    return;
+    return nullptr;
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
     Drop(v, "link_down",
          absl::StrCat("egress device ", oif->name, " is down (",
                       oif->operstate.empty() ? "no carrier" : oif->operstate, "): ", Tuple(f.pkt),
                       " cannot leave"));
-    return;
+    return nullptr;
   }
-  // POSTROUTING: SNAT / MASQUERADE (and the reply's un-DNAT).
+  return oif;
+}
+
+bool Walker::Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                         Flight& f, Branch& br) {
   Packet before = f.pkt;
   bool snat_done = false;
   if (!w.in_pod() && f.outer) {
-    // A forwarded tunnel packet (a router between nodes): netfilter sees its outer header.
-    NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif->name,
-                        route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
-    if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
-    if (nf.dropped || !error_.ok()) return;
-    const NfOutcome& o = nf.accepted.front();
-    if (o.packet.src != f.outer->src) {
-      Suspect(v, Level::kInfo, "snat",
-              absl::StrCat("SNAT of the ", f.encap_kind, " outer header: ", f.outer->src.to_string(),
-                           " becomes ", o.packet.src.to_string(), " (the receiver sees that source)"));
-    }
-    *f.outer = o.packet;
+    if (!OuterPostrouting(w, v, oif, route, f)) return false;
   } else if (!w.in_pod()) {
-    NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name,
-                        route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
-    if (nf.dropped || !error_.ok()) return;
-    ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif->name, f);
-    const NfOutcome& o = nf.accepted.front();
-    if (o.snat && !f.reply) {
-      snat_done = true;
-      br.nat.push_back(NatRecord{w.ns->id, f.pkt, o.packet, false, true});
-      Suspect(v, Level::kInfo, "snat",
-              absl::StrCat("SNAT: source ", Ep(f.pkt.src, f.pkt.sport), " becomes ",
-                           Ep(o.packet.src, o.packet.sport), " (", Tuple(f.pkt), ") by ",
-                           o.decided_by ? o.decided_by->ToString() : "netfilter"));
-    }
-    f.pkt = o.packet;
+    if (!NodePostrouting(w, v, oif, route, f, br, &snat_done)) return false;
   }
   if (f.reply) UnDnat(w, &f.pkt, br);
-  if (!w.in_pod()) {
-    HookPacket hp{before, f.reply, &br.host_flows};
-    PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
-                                              w.ns->netfilter.has_value(), route);
-    if (f.pkt.src != before.src && !snat_done && !f.reply) {
-      br.nat.push_back(NatRecord{w.ns->id, before, f.pkt, false, true});
-    }
-    std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  if (w.in_pod()) return true;
+  HookPacket hp{before, f.reply, &br.host_flows};
+  PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
+                                            w.ns->netfilter.has_value(), route);
+  if (f.pkt.src != before.src && !snat_done && !f.reply) {
+    br.nat.push_back(NatRecord{w.ns->id, before, f.pkt, false, true});
   }
-  Hop& h = graph_.hop(v);
-  h.oif = oif->name;
-  h.packet = f.pkt;
-  if (!w.in_pod()) {
-    HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
-    std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+  std::string dummy;
+  return HandlePluginAction(w, v, a, f, br, &dummy);
+}
+
+bool Walker::OuterPostrouting(const Where& w, Vertex v, const Interface& oif,
+                              const RouteResult& route, Flight& f) {
+  NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif.name,
+                      route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
+  if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
+  if (nf.dropped || !error_.ok()) return false;
+  const NfOutcome& o = nf.accepted.front();
+  if (o.packet.src != f.outer->src) {
+    Suspect(v, Level::kInfo, "snat",
+            absl::StrCat("SNAT of the ", f.encap_kind,
+                         " outer header: ", f.outer->src.to_string(), " becomes ",
+                         o.packet.src.to_string(), " (the receiver sees that source)"));
   }
-  if (oif->mtu > 0) {
-    auto make = [&]() -> SizeFlag {
-      return [this, v, reply = f.reply, name = oif->name, mtu = oif->mtu](
-                 uint32_t size, bool forced, const std::string& tcp) {
-      std::string what =
-          tcp.empty() ? absl::StrCat(size, "-byte packets (", reply ? "the server's" : "the sender's",
-                                     " MTU)")
-                      : SizeText(size, tcp);
-      Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-              absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
-                           forced ? ": dropped (DF set)"
-                                  : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
-        return true;
-      };
-    };
-    // After a mismatch: what PMTU discovery settles on.
-    if (!CheckSize(v, f, oif->mtu, oif->mtu, make)) return;
+  *f.outer = o.packet;
+  return true;
+}
+
+bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
+                             const RouteResult& route, Flight& f, Branch& br, bool* snat_done) {
+  NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name,
+                      route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
+  if (nf.dropped || !error_.ok()) return false;
+  ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name, f);
+  const NfOutcome& o = nf.accepted.front();
+  if (o.snat && !f.reply) {
+    *snat_done = true;
+    br.nat.push_back(NatRecord{w.ns->id, f.pkt, o.packet, false, true});
+    Suspect(v, Level::kInfo, "snat",
+            absl::StrCat("SNAT: source ", Ep(f.pkt.src, f.pkt.sport), " becomes ",
+                         Ep(o.packet.src, o.packet.sport), " (", Tuple(f.pkt), ") by ",
+                         o.decided_by ? o.decided_by->ToString() : "netfilter"));
   }
-  Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+  f.pkt = o.packet;
+  return true;
 }
 
 void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
@@ -144,79 +157,16 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
 
 void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
                       Flight f, Branch br, const std::string& label) {
+  if (UnderlayToNode(w, v, oif, nexthop, f, br, label)) return;
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
-  // A veth cable to another node: the next hop must resolve at its other end, and the frame
-  // must fit the receiving device (CrossVeth).
-  if (oif.kind == "veth") {
-    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
-      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
-      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
-      return;
-    }
-    if (!error_.ok()) return;
-  }
-  // The next hop is a node?
-  if (auto o = OwnerOf(nexthop)) {
-    if (!error_.ok()) return;
-    Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label});
-    return;
-  }
-  if (!error_.ok()) return;
-  bool via_router = nexthop != target;
-  if (via_router) {
-    if (auto o = OwnerOf(target)) {
-      if (!error_.ok()) return;
-      Receive(o->where, o->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")});
-      return;
-    }
-    if (!error_.ok()) return;
-  }
   if (!f.peer_expectation.empty()) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
                          w.node_name, " cannot be checked; there, ", f.peer_expectation));
     return;
   }
-  if (!f.outer) {
-    if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
-      // Pod traffic handed to a router that is not a node: works only if the underlay routes
-      // pod addresses (cloud VPC routes, BGP to the fabric).
-      Suspect(v, Level::kWarning, "route_mismatch",
-              absl::StrCat(
-                  target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name, ") leaves ",
-                  w.node_name, " via ", oif.name,
-                  via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
-                  ", which is not a node: reachable only if the network routes pod "
-                  "addresses"));
-      auto pw = NodeWhere(pod->node_name);
-      if (!pw.ok()) {
-        error_ = pw.status();
-        return;
-      }
-      const Interface* in = PrimaryInterface(*pw);
-      Receive(*pw, in ? in->name : "", std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")});
-      return;
-    }
-    if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
-      Suspect(v, Level::kFatal, "route_mismatch",
-              absl::StrCat("Service address ", Ep(target, seen.dport), " (", svc->Key(),
-                           ") was not translated on ", w.node_name, " and leaves via ", oif.name,
-                           " to ", nexthop.to_string(), ", where nothing answers for it"));
-      Hop h;
-      h.kind = HopKind::kExternal;
-      h.id = absl::StrCat("external:", nexthop.to_string());
-      h.action = HopAction::kDrop;
-      h.packet = f.pkt;
-      h.reply = f.reply;
-      AddHop(std::move(h), Prev{v, label});
-      return;
-    }
-  }
+  if (!f.outer && UnderlayClusterAddress(w, v, oif, nexthop, f, br, label)) return;
   if (f.outer) {
     Drop(v, "route_mismatch",
          absl::StrCat("the ", f.encap_kind, " outer destination ", target.to_string(),
@@ -231,6 +181,85 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
   } else {
     External(target, std::move(f), std::move(br), Prev{v, label});
   }
+}
+
+bool Walker::UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
+                            const net::Ipv4& nexthop, Flight& f, Branch& br,
+                            const std::string& label) {
+  const Packet& seen = f.outer ? *f.outer : f.pkt;
+  net::Ipv4 target = seen.dst;
+  // A veth cable to another node: the next hop must resolve at its other end, and the frame
+  // must fit the receiving device (CrossVeth).
+  if (oif.kind == "veth") {
+    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
+      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
+      return true;
+    }
+    if (!error_.ok()) return true;
+  }
+  // The next hop is a node?
+  if (auto o = OwnerOf(nexthop)) {
+    if (!error_.ok()) return true;
+    Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label});
+    return true;
+  }
+  if (!error_.ok()) return true;
+  bool via_router = nexthop != target;
+  if (via_router) {
+    if (auto o = OwnerOf(target)) {
+      if (!error_.ok()) return true;
+      Receive(o->where, o->ifname, std::move(f), std::move(br),
+              Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")});
+      return true;
+    }
+    if (!error_.ok()) return true;
+  }
+  return false;
+}
+
+bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                                    const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                    const std::string& label) {
+  net::Ipv4 target = f.pkt.dst;  // the packet is not encapsulated
+  bool via_router = nexthop != target;
+  if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
+    // Pod traffic handed to a router that is not a node: works only if the underlay routes
+    // pod addresses (cloud VPC routes, BGP to the fabric).
+    Suspect(v, Level::kWarning, "route_mismatch",
+            absl::StrCat(
+                target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name, ") leaves ",
+                w.node_name, " via ", oif.name,
+                via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
+                ", which is not a node: reachable only if the network routes pod "
+                "addresses"));
+    auto pw = NodeWhere(pod->node_name);
+    if (!pw.ok()) {
+      error_ = pw.status();
+      return true;
+    }
+    const Interface* in = PrimaryInterface(*pw);
+    Receive(*pw, in ? in->name : "", std::move(f), std::move(br),
+            Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")});
+    return true;
+  }
+  if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
+    Suspect(v, Level::kFatal, "route_mismatch",
+            absl::StrCat("Service address ", Ep(target, f.pkt.dport), " (", svc->Key(),
+                         ") was not translated on ", w.node_name, " and leaves via ", oif.name,
+                         " to ", nexthop.to_string(), ", where nothing answers for it"));
+    Hop h;
+    h.kind = HopKind::kExternal;
+    h.id = absl::StrCat("external:", nexthop.to_string());
+    h.action = HopAction::kDrop;
+    h.packet = f.pkt;
+    h.reply = f.reply;
+    AddHop(std::move(h), Prev{v, label});
+    return true;
+  }
+  return false;
 }
 
 // Leaving the cluster through a veth uplink (kind, k3d): say so, and say what the Docker host

@@ -1,5 +1,6 @@
 // Ingress of a netns: the link (Receive), PREROUTING and the plugin's ingress hook
-// (Ingress), input routing and INPUT / FORWARD (ProcessInput, ContinueInput).
+// (Ingress), input routing (ProcessInput, ContinueInput, InputRoutingDrops), local delivery
+// through INPUT (LocalDelivery) and forwarding through FORWARD (Forward, ForwardRouted).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -115,6 +116,24 @@ void Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flig
   ContinueInput(w, v, iif, std::move(f), std::move(br));
 }
 
+namespace {
+
+// The flow input routing looks up for `pkt` entering on `iif`.
+model::Flow InputFlow(const Packet& pkt, const std::string& iif) {
+  model::Flow fl;
+  fl.dst = pkt.dst;
+  fl.src = pkt.src;
+  fl.iif = iif;
+  fl.mark = pkt.mark;
+  fl.tos = pkt.tos;
+  fl.proto = pkt.proto;
+  fl.sport = pkt.sport;
+  fl.dport = pkt.dport;
+  return fl;
+}
+
+}  // namespace
+
 void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
@@ -129,88 +148,99 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
     return;
   }
   bool sysctls = ns.Has(NetstackSource::kSysctls);
-  model::Flow fl;
-  fl.dst = pkt.dst;
-  fl.src = pkt.src;
-  fl.iif = iif;
-  fl.mark = pkt.mark;
-  fl.tos = pkt.tos;
-  fl.proto = pkt.proto;
-  fl.sport = pkt.sport;
-  fl.dport = pkt.dport;
-  model::InputResult in = ns.RouteInput(fl);
-  bool forward_unknown =
-      in.decision == InputDecision::kDrop && in.drop == InputDrop::kForwardingDisabled && !sysctls;
-  if (in.decision == InputDecision::kDrop && !forward_unknown) {
-    switch (in.drop) {
-      case InputDrop::kIngressMissing:
-        Drop(v, "link_missing", absl::StrCat("ingress device '", iif, "' does not exist"));
-        return;
-      case InputDrop::kIngressDown:
-        Drop(v, "link_down", absl::StrCat("ingress device ", iif, " is down"));
-        return;
-      case InputDrop::kNoRoute:
-      case InputDrop::kUnreachable:
-      case InputDrop::kBlackhole:
-      case InputDrop::kProhibit:
-        ReportRouteError(v, in.route, pkt, "no usable route to", &w);
-        return;
-      case InputDrop::kForwardingDisabled:
-        if (!sysctls) break;  // unknown: reported below as "cannot check", walked on
-        if (in.ip_forward_disabled) {
-          Drop(v, "ip_forward_disabled",
-               absl::StrCat("net.ipv4.ip_forward = 0 on ", w.ns->id, ": ", Tuple(pkt),
-                            " entering on ", iif, " is not forwarded to ", in.route.oif));
-        } else {
-          Drop(v, "iface_forwarding_disabled",
-               absl::StrCat("net.ipv4.conf.", iif, ".forwarding = 0: ", Tuple(pkt), " entering on ",
-                            iif, " is not forwarded (the kernel checks the INGRESS device) to ",
-                            in.route.oif));
-        }
-        return;
-      case InputDrop::kRpFilter: {
-        std::string mode = in.rpf.mode == 1 ? "strict (1)" : "loose (2)";
-        Drop(v, "rp_filter_drop",
-             absl::StrCat("reverse-path filter ", mode, " on ", iif, " (effective max(all, ", iif,
-                          ")) drops ", Tuple(pkt), ": ", model::ToString(in.rpf.failure),
-                          "; reverse route: ",
-                          in.rpf.reverse.ok() ? in.rpf.reverse.ToString() : std::string("none"),
-                          in.rpf.detail.empty() ? "" : absl::StrCat(" (", in.rpf.detail, ")")));
-        return;
-      }
-      case InputDrop::kMartianSource:
-        Drop(v, "martian_packet",
-             absl::StrCat("martian source: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
-        return;
-      case InputDrop::kMartianDestination:
-        Drop(v, "martian_packet",
-             absl::StrCat("martian destination: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
-        return;
-      case InputDrop::kNone:
-        Drop(v, "no_route", absl::StrCat("input routing drops ", Tuple(pkt), ": ", in.detail));
-        return;
-    }
-  }
+  model::InputResult in = ns.RouteInput(InputFlow(pkt, iif));
+  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return;
   if (!sysctls) {
     std::string file = absl::StrCat(w.ns->dir, "/", model::kSysctlFile);
     InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
              absl::StrCat("cannot check rp_filter and forwarding: file ", file, " missing"));
   }
   if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
-    NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
-    if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
-    if (nf.dropped || !error_.ok()) return;
-    pkt = nf.accepted.front().packet;
-    if (f.outer) {
-      Decapsulate(w, v, std::move(f), std::move(br));
-      return;
-    }
-    if (f.reply) UnDnat(w, &f.pkt, br);
-    Serve(w, v, std::move(f), std::move(br));
+    LocalDelivery(w, v, iif, std::move(f), std::move(br));
     return;
   }
-  // Forward.
-  NotePolicyRoute(v, in.route);
+  Forward(w, v, iif, in.route, std::move(f), std::move(br));
+}
+
+bool Walker::InputRoutingDrops(const Where& w, Vertex v, const std::string& iif,
+                               const Packet& pkt, const model::InputResult& in, bool sysctls) {
+  bool forward_unknown =
+      in.decision == InputDecision::kDrop && in.drop == InputDrop::kForwardingDisabled && !sysctls;
+  if (in.decision != InputDecision::kDrop || forward_unknown) return false;
+  switch (in.drop) {
+    case InputDrop::kIngressMissing:
+      Drop(v, "link_missing", absl::StrCat("ingress device '", iif, "' does not exist"));
+      return true;
+    case InputDrop::kIngressDown:
+      Drop(v, "link_down", absl::StrCat("ingress device ", iif, " is down"));
+      return true;
+    case InputDrop::kNoRoute:
+    case InputDrop::kUnreachable:
+    case InputDrop::kBlackhole:
+    case InputDrop::kProhibit:
+      ReportRouteError(v, in.route, pkt, "no usable route to", &w);
+      return true;
+    case InputDrop::kForwardingDisabled:
+      if (!sysctls) break;  // unknown: reported as "cannot check", walked on
+      DropNotForwarded(w, v, iif, pkt, in);
+      return true;
+    case InputDrop::kRpFilter: {
+      std::string mode = in.rpf.mode == 1 ? "strict (1)" : "loose (2)";
+      Drop(v, "rp_filter_drop",
+           absl::StrCat("reverse-path filter ", mode, " on ", iif, " (effective max(all, ", iif,
+                        ")) drops ", Tuple(pkt), ": ", model::ToString(in.rpf.failure),
+                        "; reverse route: ",
+                        in.rpf.reverse.ok() ? in.rpf.reverse.ToString() : std::string("none"),
+                        in.rpf.detail.empty() ? "" : absl::StrCat(" (", in.rpf.detail, ")")));
+      return true;
+    }
+    case InputDrop::kMartianSource:
+      Drop(v, "martian_packet",
+           absl::StrCat("martian source: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
+      return true;
+    case InputDrop::kMartianDestination:
+      Drop(v, "martian_packet",
+           absl::StrCat("martian destination: ", Tuple(pkt), " on ", iif, " (", in.detail, ")"));
+      return true;
+    case InputDrop::kNone:
+      Drop(v, "no_route", absl::StrCat("input routing drops ", Tuple(pkt), ": ", in.detail));
+      return true;
+  }
+  return false;
+}
+
+void Walker::DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
+                              const model::InputResult& in) {
+  if (in.ip_forward_disabled) {
+    Drop(v, "ip_forward_disabled",
+         absl::StrCat("net.ipv4.ip_forward = 0 on ", w.ns->id, ": ", Tuple(pkt), " entering on ",
+                      iif, " is not forwarded to ", in.route.oif));
+  } else {
+    Drop(v, "iface_forwarding_disabled",
+         absl::StrCat("net.ipv4.conf.", iif, ".forwarding = 0: ", Tuple(pkt), " entering on ", iif,
+                      " is not forwarded (the kernel checks the INGRESS device) to ",
+                      in.route.oif));
+  }
+}
+
+void Walker::LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br) {
+  Packet& pkt = f.outer ? *f.outer : f.pkt;
+  NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
+  if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
+  if (nf.dropped || !error_.ok()) return;
+  pkt = nf.accepted.front().packet;
+  if (f.outer) {
+    Decapsulate(w, v, std::move(f), std::move(br));
+    return;
+  }
+  if (f.reply) UnDnat(w, &f.pkt, br);
+  Serve(w, v, std::move(f), std::move(br));
+}
+
+void Walker::Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
+                     Flight f, Branch br) {
+  Packet& pkt = f.outer ? *f.outer : f.pkt;
+  NotePolicyRoute(v, route);
   if (pkt.ttl <= 1) {
     Drop(v, "ttl_exceeded",
          absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id, " (forwarding decrements it)"));
@@ -218,12 +248,12 @@ void Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Fli
   }
   --pkt.ttl;
   // A multipath route: FORWARD, the MSS clamp and the plugin see each next hop's device.
-  if (ForkNexthops(w, v, in.route, [&](Vertex b, const RouteResult& one) {
+  if (ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
         ForwardRouted(w, b, iif, one, pkt, f, br);
       })) {
     return;
   }
-  ForwardRouted(w, v, iif, in.route, std::move(pkt), std::move(f), std::move(br));
+  ForwardRouted(w, v, iif, route, std::move(pkt), std::move(f), std::move(br));
 }
 
 void Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,

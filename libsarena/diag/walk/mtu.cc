@@ -87,11 +87,13 @@ std::string Walker::ReplyWhy(const Flight& f) const {
   return SegmentWhy(server, &f.tcp.peer, f.tcp.peer_syn, f.tcp.peer_clamps, f.tcp.segment);
 }
 
-SizeFlag Walker::DeviceMtuFlag(Vertex v, const Interface& dev) {
-  return [this, v, name = dev.name, mtu = dev.mtu](uint32_t size, bool forced,
-                                                   const std::string& tcp) {
+SizeFlag Walker::DeviceMtuFlag(Vertex v, const Interface& dev, absl::string_view whose) {
+  return [this, v, name = dev.name, mtu = dev.mtu, whose = std::string(whose)](
+             uint32_t size, bool forced, const std::string& tcp) {
+    std::string what = SizeText(size, tcp);
+    if (tcp.empty() && !whose.empty()) absl::StrAppend(&what, " (", whose, " MTU)");
     Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
-            absl::StrCat(SizeText(size, tcp), " exceed the MTU ", mtu, " of ", name,
+            absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
                          forced ? ": dropped (DF set)"
                                 : ": they rely on PMTU discovery (ICMP fragmentation-needed)"));
     return true;

@@ -1,5 +1,6 @@
 // veth crossing: ARP answered by the peer netns (model::AnswersArp), what the receiving device
-// accepts (CrossVeth), and the walk to the veth's peer (VethPeer).
+// accepts (CrossVeth), and the walk to the veth's peer (VethPeer: pod to node VethToNode, node
+// to pod or node VethPeerByIfindex, else VethPeerByAddress).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -77,95 +78,108 @@ void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net:
     }
   }
   if (w.in_pod()) {
-    // Pod -> node: the node-side device is the one with ifindex == our link_index.
-    auto node = NodeWhere(w.node_name);
-    if (!node.ok()) {
-      error_ = node.status();
-      return;
-    }
-    std::string iif;
-    if (node->ns && oif.link_index) {
-      if (const Interface* hi = node->ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
-        iif = hi->name;
-        if (hi->master.empty() && !CrossVeth(w, v, oif, *node, *hi, nexthop, f)) return;
-        if (!hi->master.empty()) {
-          const Interface* br_dev = node->ns->netstack.FindInterface(hi->master);
-          if (br_dev && br_dev->kind == "bridge") {
-            // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
-            // pod -> switched at L2.
-            if (!node->ns->netstack.IsLocalAddress(nexthop)) {
-              BridgeForward(*node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
-                            Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
-              return;
-            }
-          }
-          iif = hi->master;
-          if (br_dev && br_dev->kind == "bridge") {
-            f.bridge_in = absl::StrCat(node->ns->id, "|", br_dev->name, "|", hi->name);
-            f.bridge_in_dst = f.pkt.dst;
-          }
-        }
-      }
-    }
-    if (iif.empty() && node->ns) {
-      // No link data: the device the node routes the pod's address through.
-      model::Flow fl;
-      fl.dst = *w.pod->pod_ip;
-      RouteResult r = node->ns->netstack.Lookup(fl);
-      if (r.ok()) iif = r.oif;
-      Suspect(v, Level::kInfo, "file_missing",
-              absl::StrCat("cannot match ", oif.name,
-                           " to its node-side peer by ifindex; "
-                           "assuming ",
-                           iif.empty() ? "?" : iif));
-    }
-    Receive(*node, iif, std::move(f), std::move(br),
-            Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
+    VethToNode(w, v, oif, nexthop, std::move(f), std::move(br));
     return;
   }
   // Node -> pod.
-  if (oif.link_index) {
-    // Fast path: the pod owning the address, when its eth0 is this veth's peer.
-    for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
-      const model::Pod* p = cluster_.FindPodByIp(ip);
-      if (!p || p->host_network || p->node_name != w.node_name) continue;
-      auto pn = snap_.PodNetns(p->namespace_, p->name, p->node_name);
-      if (!pn.ok()) continue;
-      const Interface* pi = (*pn)->netstack.FindInterfaceByIndex(*oif.link_index);
-      if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
-        continue;
-      }
-      auto pw = PodWhere(*p);
-      if (!pw.ok()) {
-        error_ = pw.status();
-        return;
-      }
-      if (!CrossVeth(w, v, oif, *pw, *pi, nexthop, f)) return;
-      Receive(*pw, pi->name, std::move(f), std::move(br),
-              Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
-      return;
-    }
-    if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
-      if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
-        if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return;
-      }
-      Receive(o->where, o->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});
-      return;
-    }
-    if (!error_.ok()) return;
-    // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
-    // hop must resolve there (CrossVeth).
-    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
-      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return;
-      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
-                                   peer->where.node_name, ")")});
-      return;
-    }
-    if (!error_.ok()) return;
+  if (oif.link_index && VethPeerByIfindex(w, v, oif, nexthop, f, br)) return;
+  VethPeerByAddress(w, v, oif, nexthop, std::move(f), std::move(br));
+}
+
+void Walker::VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                        Flight f, Branch br) {
+  // Pod -> node: the node-side device is the one with ifindex == our link_index.
+  auto node = NodeWhere(w.node_name);
+  if (!node.ok()) {
+    error_ = node.status();
+    return;
   }
+  std::string iif;
+  if (node->ns && oif.link_index) {
+    if (const Interface* hi = node->ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
+      iif = hi->name;
+      if (hi->master.empty() && !CrossVeth(w, v, oif, *node, *hi, nexthop, f)) return;
+      if (!hi->master.empty()) {
+        const Interface* br_dev = node->ns->netstack.FindInterface(hi->master);
+        if (br_dev && br_dev->kind == "bridge") {
+          // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
+          // pod -> switched at L2.
+          if (!node->ns->netstack.IsLocalAddress(nexthop)) {
+            BridgeForward(*node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
+                          Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
+            return;
+          }
+        }
+        iif = hi->master;
+        if (br_dev && br_dev->kind == "bridge") {
+          f.bridge_in = absl::StrCat(node->ns->id, "|", br_dev->name, "|", hi->name);
+          f.bridge_in_dst = f.pkt.dst;
+        }
+      }
+    }
+  }
+  if (iif.empty() && node->ns) {
+    // No link data: the device the node routes the pod's address through.
+    model::Flow fl;
+    fl.dst = *w.pod->pod_ip;
+    RouteResult r = node->ns->netstack.Lookup(fl);
+    if (r.ok()) iif = r.oif;
+    Suspect(v, Level::kInfo, "file_missing",
+            absl::StrCat("cannot match ", oif.name,
+                         " to its node-side peer by ifindex; "
+                         "assuming ",
+                         iif.empty() ? "?" : iif));
+  }
+  Receive(*node, iif, std::move(f), std::move(br),
+          Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
+}
+
+bool Walker::VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
+                               const net::Ipv4& nexthop, Flight& f, Branch& br) {
+  // Fast path: the pod owning the address, when its eth0 is this veth's peer.
+  for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
+    const model::Pod* p = cluster_.FindPodByIp(ip);
+    if (!p || p->host_network || p->node_name != w.node_name) continue;
+    auto pn = snap_.PodNetns(p->namespace_, p->name, p->node_name);
+    if (!pn.ok()) continue;
+    const Interface* pi = (*pn)->netstack.FindInterfaceByIndex(*oif.link_index);
+    if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
+      continue;
+    }
+    auto pw = PodWhere(*p);
+    if (!pw.ok()) {
+      error_ = pw.status();
+      return true;
+    }
+    if (!CrossVeth(w, v, oif, *pw, *pi, nexthop, f)) return true;
+    Receive(*pw, pi->name, std::move(f), std::move(br),
+            Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
+    return true;
+  }
+  if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
+    if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
+      if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return true;
+    }
+    Receive(o->where, o->ifname, std::move(f), std::move(br),
+            Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});
+    return true;
+  }
+  if (!error_.ok()) return true;
+  // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
+  // hop must resolve there (CrossVeth).
+  if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+    const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+    if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
+    Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+            Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
+                                 peer->where.node_name, ")")});
+    return true;
+  }
+  return !error_.ok();
+}
+
+void Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
+                               const net::Ipv4& nexthop, Flight f, Branch br) {
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {

@@ -224,13 +224,42 @@ class Walker {
   void Receive(const Where& w, const std::string& iif, Flight f, Branch br, const Prev& prev);
   void Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
   void ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // Input routing after PREROUTING: local delivery or forwarding.
   void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // True when input routing drops `pkt` (the FATAL is added to `v`); a forwarding drop whose
+  // sysctls are unknown (`sysctls` false) is walked on.
+  bool InputRoutingDrops(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
+                         const model::InputResult& in, bool sysctls);
+  // The FATAL of a packet that ip_forward or the ingress device's forwarding sysctl stops.
+  void DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
+                        const model::InputResult& in);
+  // Local delivery: INPUT, then decapsulation of a tunnel packet or the local socket (Serve).
+  void LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  // Forwarding: the TTL decrement and, per next hop of `route`, ForwardRouted.
+  void Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
+               Flight f, Branch br);
   void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
   // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
   // plugin's AfterRoute, Transmit.
   void ForwardRouted(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
                      Packet pkt, Flight f, Branch br);
+  // Egress of a routed packet (egress.cc): the egress device, POSTROUTING, the plugin's
+  // OnEgress, the device MTU, Dispatch.
   void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  // The route's output device, or null when it is missing or down (the suspicion is added).
+  const Interface* EgressDevice(const Where& w, Vertex v, const RouteResult& route,
+                                const Flight& f);
+  // POSTROUTING out of `oif` (SNAT / MASQUERADE), the reply's un-DNAT and the plugin's
+  // AfterPostrouting; false when the packet stops there.
+  bool Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                   Flight& f, Branch& br);
+  // POSTROUTING of a forwarded tunnel packet (a router between nodes): netfilter sees, and may
+  // SNAT, its outer header.
+  bool OuterPostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                        Flight& f);
+  // POSTROUTING of the node's own or forwarded packet: the MSS clamp and SNAT (`snat_done`).
+  bool NodePostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                       Flight& f, Branch& br, bool* snat_done);
   void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
                 Branch br);
   void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
@@ -274,8 +303,28 @@ class Walker {
                          absl::string_view hook);
   void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
                 Branch br, const std::string& label);
+  // The underlay to a node of the snapshot: over a veth cable, to the next hop, or through a
+  // router to the destination. False (nothing done) when no node is there.
+  bool UnderlayToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                      Flight& f, Branch& br, const std::string& label);
+  // A pod or Service address that leaves toward a next hop that is not a node (the WARNING /
+  // FATAL route_mismatch). False (nothing done) for any other destination.
+  bool UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                              const net::Ipv4& nexthop, Flight& f, Branch& br,
+                              const std::string& label);
   void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
                 Branch br);
+  // Pod -> node: the node-side device with the veth's peer ifindex (a bridge port: the bridge).
+  void VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                  Flight f, Branch br);
+  // Node -> the pod or node that holds the veth's peer by the ifindex pair; false (nothing
+  // done) when none does.
+  bool VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                         Flight& f, Branch& br);
+  // Node -> a peer not found by ifindex: the pod owning the address, an underlay segment or
+  // uplink outside the snapshot, else snapshot_incomplete.
+  void VethPeerByAddress(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                         Flight f, Branch br);
   void BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
                   Flight f, Branch br, const std::string& label);
   void BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
@@ -359,7 +408,8 @@ class Walker {
   bool CheckSize(Vertex v, Flight& f, uint32_t limit, uint32_t settle,
                  absl::FunctionRef<SizeFlag()> make_flag);
   // The flag of a device's MTU check (WARNING: PMTU discovery; FATAL for a --size packet).
-  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev);
+  // `whose`: whose MTU sized a packet that is not a TCP segment ("the sender's"), or empty.
+  SizeFlag DeviceMtuFlag(Vertex v, const Interface& dev, absl::string_view whose = {});
   // How the reply's segments of `f` got their size (SegmentWhy).
   std::string ReplyWhy(const Flight& f) const;
   // Decides the chain ending at `leaf` for client segments of `size` bytes (`why`: how it was
