@@ -84,8 +84,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "(fib_multipath_hash_policy) and every next hop is walked")                                  \
   X("nat_outgoing", kLevelInfo, "Calico natOutgoing masquerades the packet leaving the pool")   \
   X("nat_outgoing_missing", kLevelFatal,                                                         \
-    "traffic leaving the cluster from a pool with natOutgoing is not masqueraded (no "           \
-    "cali-nat-outgoing rule), so replies cannot return")                                         \
+    "traffic leaving the cluster with a pod address is not masqueraded (Calico: a natOutgoing "  \
+    "pool without the cali-nat-outgoing rule; kind: no MASQUERADE in KIND-MASQ-AGENT), so "      \
+    "replies cannot return")                                                                     \
   X("nat_outgoing_pool_destination", kLevelFatal,                                                \
     "a pod of a natOutgoing pool sends out of the cluster to an address inside an IPPool that no " \
     "pod or node has: Felix does not masquerade to pool addresses, so replies cannot return")    \

@@ -46,8 +46,9 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
       {"netfilter_drop", {"NETFILTER_DROP"}},
       {"tunnel_port_blocked", {"NETFILTER_DROP"}},
       // The un-NATed pod address has no route back outside the cluster: a router forwarding the
-      // reply finds none (ip_error, ENETUNREACH), or the server's own output route lookup fails.
-      {"nat_outgoing_pool_destination", {"IP_INNOROUTES", "IP_OUTNOROUTES", "IP_NOROUTE"}},
+      // reply finds none (ip_error, ENETUNREACH), or the server's own output route lookup fails
+      // (then no skb is freed with a reason: tcp_conn_request counts TcpExtListenDrops).
+      {"nat_outgoing_missing", {"IP_INNOROUTES", "IP_OUTNOROUTES", "IP_NOROUTE"}},
       // br_forward / br_flood free a frame no port may take (kfree_skb: NOT_SPECIFIED; an unknown
       // unicast nobody takes: NO_TX_TARGET); a flooded frame reaches the pods whose ports still
       // flood (OTHERHOST there); two isolated ports never see each other's ARP (NEIGH_FAILED).

@@ -70,6 +70,16 @@
 #   xsubnet_on): vxlanMode CrossSubnet over a router that knows no pods; xsubnet_encap,
 #   xsubnet_direct (a node does not encapsulate), xsubnet_wide (a node's address is a /16, so
 #   Calico thinks the peer is on its link), xsubnet_32 (a /32 lease: every peer encapsulated).
+#   Then DIFF_KIND_COUNT (default 6) scenarios on topology K, a kind cluster's node pair (see
+#   setup_kind): a namespace kdh standing for the Docker host (not a node, not collected) with
+#   Docker's `kind` network br-kind 172.30.0.1/16; nodes kn1 kn2 whose eth0 is a veth into it
+#   (172.30.0.2/.3, default via 172.30.0.1), kindnet's "<peer podCIDR> via <peer eth0> dev eth0"
+#   (podCIDRs 10.99.1.0/24, 10.99.2.0/24), pods ka kb on ptp veths and KIND-MASQ-AGENT; the
+#   outside is 198.51.100.10 on kdh's lo, and kdh has no route to pod addresses. Families in
+#   turn: kind_route (a node's route to the peer's podCIDR deleted, the request's or the
+#   reply's: no_route at that node; the kernel drops on kdh), kind_masq (KIND-MASQ-AGENT's
+#   MASQUERADE gone on the source's node, pod -> outside: nat_outgoing_missing at that node; the
+#   kernel: ListenDrops on kdh) and kind_ok (healthy, any flow).
 # Each scenario: inject; `sarena-diag collect` on the involved nodes; `sarena-diag trace -o json`;
 # a real attempt from the same source to the same destination (TCP through socat, or for MTU
 # faults a UDP datagram of DIFF_SIZE bytes with DF set and the same --size for the trace);
@@ -107,7 +117,7 @@
 # kernel failed and dropped the probe, c: those whose reason the named code explains) and
 # "agreed N/TOTAL"; exits non-zero unless all agree.
 # Env: DIFF_SEED, DIFF_COUNT, DIFF_MECH_COUNT, DIFF_NATOUT_COUNT, DIFF_MPATH_COUNT,
-#      DIFF_BRIDGE_COUNT, DIFF_ROUTER_COUNT, DIFF_XSUBNET_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
+#      DIFF_BRIDGE_COUNT, DIFF_ROUTER_COUNT, DIFF_XSUBNET_COUNT, DIFF_KIND_COUNT, DIFF_ONLY="3 17" (run only those ids; the sequence is unchanged),
 #      DIFF_VERBOSE=1 (suspicions and drops of every scenario), SN_KEEP_LOGS=1 (keep snapshots,
 #      with drops.jsonl: every drop the stream saw, flow-drops.jsonl: the probe's),
 #      DIFF_DROP_GRACE_MS (see above), DIFF_RETRY=0 (no second run, below).
@@ -515,6 +525,147 @@ xsubnet_expect() {
 }
 # ---- end of topology R ----------------------------------------------------------------------
 
+# ---- topology K (kind) ----------------------------------------------------------------------
+# A kind cluster's node pair as `kind create cluster` and kindnet leave it (the fixture
+# tests/data/cases/kind-veth-uplink, tests/data/cases/_gen/kind-veth-uplink.py): a namespace
+# `kdh` stands for the Docker host's root namespace (neither a Kubernetes node nor collected,
+# like the real host) with Docker's `kind` network, a bridge br-kind 172.30.0.1/16 (the
+# gateway); the nodes kn1 172.30.0.2 and kn2 172.30.0.3 have eth0 as a veth into br-kind,
+# "default via 172.30.0.1 dev eth0" and kindnet's "<peer podCIDR> via <peer eth0 addr> dev eth0"
+# (podCIDRs 10.99.1.0/24 and 10.99.2.0/24, cluster CIDR 10.99.0.0/16); pods ka (kn1, 10.99.1.2)
+# and kb (kn2, 10.99.2.2) on kindnet's ptp veths: the pod address /24 on eth0, "default via
+# <podCIDR>.1", which the node holds /32 on the host-side veth, and "<pod> dev vethX scope host"
+# on the node; kube-proxy's chains (diff/web-k 10.96.99.10 -> kb) and KIND-MASQ-AGENT (RETURN
+# for the cluster CIDR, MASQUERADE for the rest). "Outside" is 198.51.100.10 on kdh's lo: the
+# Docker host forwards (ip_forward 1) but has no route to pod addresses (no default route
+# either), so only what the nodes masquerade to their eth0 address gets an answer.
+declare -A KIND_PODCIDR
+KIND_CLUSTER_CIDR=10.99.0.0/16
+KIND_OUTSIDE=198.51.100.10
+kind_pod() {  # kind_pod NODE NAME IP: a kindnet pod on a ptp veth of NODE
+  local node=${P_NS[$1]} pns="$SN_ID-$2" gw=${3%.*}.1 host
+  host=veth$(printf 'diff.%s' "$2" | sha1sum | cut -c1-8)
+  sn_netns_add "$pns"
+  cn_exec "$pns" sh -c 'cd /proc/sys/net/ipv4 && echo 0 > ip_forward && echo 0 > conf/all/rp_filter &&
+    echo 0 > conf/default/rp_filter'
+  ip -n "$node" link add "$host" type veth peer name eth0 netns "$pns"
+  ip -n "$node" link set "$host" up
+  ip -n "$node" addr add "$gw/32" dev "$host"
+  ip -n "$pns" addr add "$3/24" dev eth0
+  ip -n "$pns" link set eth0 up
+  ip -n "$pns" route add default via "$gw" dev eth0
+  ip -n "$node" route add "$3" dev "$host" scope host
+  place "$2" pod K "$pns" "diff/$2" "$3" "pod:diff/$2" "$1"
+  P_DEVS[$2]="eth0:$1"
+  P_DEVS[$1]+=" $host:$2"
+}
+kind_iptables() {  # kind_iptables NODE [nomasq]: kube-proxy's chains and kindnet's KIND-MASQ-AGENT
+  local KP_EXTRA_NAT_CHAINS=':KIND-MASQ-AGENT - [0:0]' KP_EXTRA_FILTER_CHAINS= KP_EXTRA_FILTER=
+  local KP_EXTRA_NAT="-A POSTROUTING -m addrtype ! --dst-type LOCAL -m comment --comment \"kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain\" -j KIND-MASQ-AGENT
+-A KIND-MASQ-AGENT -d $KIND_CLUSTER_CIDR -m comment --comment \"kind-masq-agent: local traffic is not subject to MASQUERADE\" -j RETURN"
+  [ "${2:-}" = nomasq ] || KP_EXTRA_NAT+=$'\n''-A KIND-MASQ-AGENT -m comment --comment "kind-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)" -j MASQUERADE'
+  kp_restore "${P_NS[$1]}" "$KIND_CLUSTER_CIDR" "diff/web-k:http 10.96.99.10 80 10.99.2.2:8080"
+}
+setup_kind() {
+  cn_node kdh; cn_node kn1; cn_node kn2
+  local dh n i=0 peer; dh=$(cn_ns kdh)
+  place kn1 node K "$(cn_ns kn1)" kn1 172.30.0.2 node:kn1
+  place kn2 node K "$(cn_ns kn2)" kn2 172.30.0.3 node:kn2
+  # The Docker host: a place (its namespace is traced for drops, its lo address is the
+  # destination "outside"), but neither a node nor a pod; not collected.
+  place kdh outside K "$dh" "external:$KIND_OUTSIDE" "$KIND_OUTSIDE" "$KIND_OUTSIDE" kn1
+  KIND_PODCIDR[kn1]=10.99.1.0/24 KIND_PODCIDR[kn2]=10.99.2.0/24
+  ip -n "$dh" link add br-kind type bridge
+  ip -n "$dh" addr add 172.30.0.1/16 dev br-kind
+  ip -n "$dh" link set br-kind up
+  ip -n "$dh" addr add "$KIND_OUTSIDE/32" dev lo
+  for n in kn1 kn2; do
+    i=$((i + 1))
+    ip -n "$dh" link add "vethkd$i" type veth peer name eth0 netns "${P_NS[$n]}"
+    ip -n "$dh" link set "vethkd$i" master br-kind
+    ip -n "$dh" link set "vethkd$i" up
+    ip -n "${P_NS[$n]}" addr add "${P_IP[$n]}/16" dev eth0
+    ip -n "${P_NS[$n]}" link set eth0 up
+    ip -n "${P_NS[$n]}" route add default via 172.30.0.1 dev eth0
+    P_DEVS[$n]="eth0:kdh"
+  done
+  for n in kn1 kn2; do
+    for peer in kn1 kn2; do
+      [ "$peer" = "$n" ] || ip -n "${P_NS[$n]}" route add "${KIND_PODCIDR[$peer]}" via "${P_IP[$peer]}" dev eth0
+    done
+  done
+  kind_pod kn1 ka 10.99.1.2
+  kind_pod kn2 kb 10.99.2.2
+  for n in kn1 kn2; do kind_iptables $n; done
+  serve "$dh" outside-kdh 8080
+  serve "${P_NS[ka]}" pod-ka 8080
+  serve "${P_NS[kb]}" pod-kb 8080
+  T_FLOWS[K]="ka>kb kb>ka ka>kdh kb>kdh"
+}
+cluster_kind() {  # cluster_kind DIR: nodes.json with kind's InternalIP (eth0) and podCIDR
+  local d=$1 p n; mkdir -p "$d"
+  for p in ${T_PODS[K]}; do
+    [ "${P_KIND[$p]}" = pod ] || continue
+    local labels='{}'; [ "$p" = kb ] && labels='{"app":"web-k"}'
+    k8s_pod diff "$p" "${P_NODE[$p]}" "${P_IP[$p]}" "${P_IP[${P_NODE[$p]}]}" "$labels"
+  done | k8s_list >"$d/pods.json"
+  for n in ${T_NODES[K]}; do k8s_node "$n" "${P_IP[$n]}" "${KIND_PODCIDR[$n]}"; done |
+    k8s_list >"$d/nodes.json"
+  k8s_service diff web-k 10.96.99.10 80 8080 '{"app":"web-k"}' | k8s_list >"$d/services.json"
+  k8s_endpointslice diff web-k 8080 "${P_IP[kb]}" kn2 kb | k8s_list >"$d/endpointslices.json"
+}
+# The kind families (DIFF_KIND_COUNT scenarios after the router families, the i-th of family
+# i mod 3):
+#   kind_route  a node's kindnet route to the peer's podCIDR deleted: the source node's (the
+#               request) or the destination node's (the reply); pod -> pod across the nodes
+#               then leaves by the default route to the Docker host, which has no route for pod
+#               addresses (no_route at that node; the kernel: IP_INNOROUTES on kdh)
+#   kind_masq   KIND-MASQ-AGENT's MASQUERADE rule gone on the source pod's node: pod -> outside
+#               arrives with the pod address, whose SYN-ACK kdh cannot route (no skb freed with
+#               a reason: TcpExtListenDrops on kdh; nat_outgoing_missing at the node)
+#   kind_ok     healthy, any flow of K (pod -> pod across the nodes, pod -> outside)
+KIND_FAMILIES=(kind_route kind_masq kind_ok)
+gen_kind_fault() {  # gen_kind_fault FAMILY: sets G_FLOW and G_FAULT
+  case $1 in
+    kind_route)
+      pick ka\>kb kb\>ka; G_FLOW=$REPLY; flow_info "$G_FLOW"
+      local src=${P_NODE[$F_SRCPLACE]} dst=${P_NODE[$F_DSTPLACE]}
+      if chance 60; then G_FAULT="kind_route $src ${KIND_PODCIDR[$dst]}"
+      else G_FAULT="kind_route $dst ${KIND_PODCIDR[$src]}"; fi ;;
+    kind_masq)
+      pick ka\>kdh kb\>kdh; G_FLOW=$REPLY; flow_info "$G_FLOW"
+      G_FAULT="kind_masq ${P_NODE[$F_SRCPLACE]}" ;;
+    kind_ok) pick ${T_FLOWS[K]}; G_FLOW=$REPLY; G_FAULT=kind_ok ;;
+  esac
+}
+KIND_SAVED=
+kind_inject() {
+  case $1 in
+    kind_route)
+      KIND_SAVED=$(ip -n "${P_NS[$2]}" -o route show "$3")
+      ip -n "${P_NS[$2]}" route del "$3" ;;
+    kind_masq) kind_iptables "$2" nomasq ;;
+    kind_ok) ;;
+  esac
+}
+kind_revert() {
+  case $1 in
+    kind_route) ip -n "${P_NS[$2]}" route replace $KIND_SAVED ;;
+    kind_masq) kind_iptables "$2" ;;
+    kind_ok) ;;
+  esac
+}
+kind_expect() {
+  X_HOPS=
+  [ -n "${2:-}" ] && X_HOPS=${P_HOP[$2]}
+  case $1 in
+    kind_route) X_CODES=no_route ;;
+    kind_masq) X_CODES=nat_outgoing_missing ;;
+    kind_ok) X_CODES= X_HOPS= ;;
+  esac
+}
+# ---- end of topology K ----------------------------------------------------------------------
+
 
 # Topology N: natOutgoing towards an address outside the cluster (see the header).
 NATOUT_SVC="diff/web-n:http 10.96.97.10 80 10.97.1.2:8080"
@@ -593,6 +744,7 @@ setup_vxlan
 setup_natout
 setup_bridge
 setup_router
+setup_kind
 for t in S B V N L R; do
   T_CLUSTER[$t]=$SN_DIR/cluster-$t
   if [ $t = S ]; then
@@ -604,6 +756,7 @@ for t in S B V N L R; do
   [ $t = N ] && cluster_calico N "${T_CLUSTER[$t]}-overlap" overlap
   [ $t = R ] && cluster_calico R "${T_CLUSTER[$t]}-xsubnet" xsubnet
 done
+T_CLUSTER[K]=$SN_DIR/cluster-K; cluster_kind "${T_CLUSTER[K]}"  # topology K (kind)
 # The healthy state of every place: main-table routes (replayed after faults that flush them)
 # and device MTUs.
 for p in "${!P_NS[@]}"; do
@@ -832,6 +985,7 @@ fault_expect() {
     flood) X_CODES="bridge_flood" ;;
     router_*) router_expect "$@" ;;
     xsubnet_*) xsubnet_expect "$@" ;;
+    kind_*) kind_expect "$@" ;;
   esac
   # Calico pods resolve 169.254.1.1 through proxy ARP on their cali veth, which answers only
   # while the node forwards on it and routes the address out of another device: a fault on the
@@ -885,6 +1039,7 @@ inject() {
       done ;;
     router_*) router_inject "$@" ;;
     xsubnet_*) xsubnet_inject "$@" ;;
+    kind_*) kind_inject "$@" ;;
   esac
 }
 
@@ -934,6 +1089,7 @@ revert() {
     flood) ip -n "$ns" link set "$3" type bridge_slave learning on flood on ;;
     router_*) router_revert "$@" ;;
     xsubnet_*) xsubnet_revert "$@" ;;
+    kind_*) kind_revert "$@" ;;
   esac
 }
 
@@ -1358,6 +1514,12 @@ for ((i = 1; i <= XSUBNET_COUNT; i++)); do
   gen_xsubnet_fault "${XSUBNET_FAMILIES[$(((i - 1) % ${#XSUBNET_FAMILIES[@]}))]}"
   SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
 done
+# Topology K's kind families (gen_kind_fault), DIFF_KIND_COUNT of them, in turn.
+KIND_COUNT=${DIFF_KIND_COUNT:-6}
+for ((i = 0; i < KIND_COUNT; i++)); do
+  gen_kind_fault "${KIND_FAMILIES[i % ${#KIND_FAMILIES[@]}]}"
+  SCEN_FLOW+=("$G_FLOW") SCEN_FAULT+=("$G_FAULT") SCEN_VARIANT+=(full)
+done
 mkdir -p "$SN_DIR/snap"
 for ((i = 1; i <= ${#SCEN_FLOW[@]}; i++)); do
   [ "$ONLY" = "  " ] || [[ $ONLY == *" $i "* ]] || continue
@@ -1374,5 +1536,5 @@ for k in $(printf '%s\n' "${!BY_FAULT_N[@]}" | sort); do
 done
 echo "agreed $AGREED/$TOTAL (seed $SEED, $DEGRADED degraded verdicts, $((SECONDS - T0)) s)"
 [ ${#FLAKY_IDS[@]} -eq 0 ] || echo "flaky: ${FLAKY_IDS[*]} disagreed once and agreed on the second run (their first run is printed above)"
-[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ROUTER_COUNT=$ROUTER_COUNT DIFF_XSUBNET_COUNT=$XSUBNET_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
+[ ${#FAILED_IDS[@]} -eq 0 ] || echo "disagreements: ${FAILED_IDS[*]} (rerun: DIFF_SEED=$SEED DIFF_COUNT=$COUNT DIFF_MECH_COUNT=$MECH_COUNT DIFF_NATOUT_COUNT=$NATOUT_COUNT DIFF_MPATH_COUNT=$MPATH_COUNT DIFF_BRIDGE_COUNT=$BRIDGE_COUNT DIFF_ROUTER_COUNT=$ROUTER_COUNT DIFF_XSUBNET_COUNT=$XSUBNET_COUNT DIFF_KIND_COUNT=$KIND_COUNT DIFF_ONLY=\"${FAILED_IDS[*]}\")"
 [ "$AGREED" -eq "$TOTAL" ] && [ "$TOTAL" -gt 0 ]

@@ -121,18 +121,70 @@ TEST(DiagUplink, KindNodeToOutsideIsReachable) {
   EXPECT_NE(FindSuspicion(t.report, "cluster_exit", "INFO"), nullptr) << t.text;
 }
 
-// kindnet's MASQUERADE is gone on kind-worker: the pod's address leaves through the uplink; the
-// finding sits on the node that should have masqueraded.
-TEST(DiagUplink, KindPodLeavingWithoutMasqueradeIsFlaggedOnTheNode) {
+// kindnet's MASQUERADE is gone on kind-worker: the pod's address leaves through the uplink, and
+// the Docker host neither masquerades it nor routes it back (the kernel, tests/privileged/
+// diag_diff_test.sh family kind_masq: the SYN is delivered, the SYN-ACK finds no route,
+// TcpExtListenDrops). FATAL on the node that should have masqueraded, and the walk ends there.
+TEST(DiagUplink, KindPodLeavingWithoutMasqueradeIsFatalOnTheNode) {
   auto t = testing::TraceLib(CaseDir("kind-veth-uplink"), "pod:default/client",
                              "93.184.216.34:443/tcp");
   ASSERT_TRACED(t);
-  EXPECT_EQ(t.report.verdict(), "degraded") << t.text;
-  const v1::Suspicion* m = FindSuspicion(t.report, "route_mismatch", "WARNING");
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "nat_outgoing_missing", "FATAL");
   ASSERT_NE(m, nullptr) << t.text;
   EXPECT_EQ(m->hop(), "kind-worker") << t.text;
   EXPECT_TRUE(Has(m->message(), "without SNAT")) << m->message();
+  EXPECT_TRUE(Has(m->message(), "10.244.1.2")) << m->message();
+  EXPECT_NE(FindSuspicion(t.report, "cluster_exit", "INFO"), nullptr) << t.text;
+  EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
   EXPECT_EQ(FindSuspicion(t.report, "snapshot_incomplete"), nullptr) << t.text;
+  // The masquerading node is healthy: its pod's traffic leaves as the node.
+  auto cp = testing::TraceLib(CaseDir("kind-veth-uplink"), "pod:default/web",
+                              "93.184.216.34:443/tcp");
+  ASSERT_TRACED(cp);
+  EXPECT_EQ(cp.report.verdict(), "reachable") << cp.text;
+  EXPECT_EQ(FindSuspicion(cp.report, "nat_outgoing_missing"), nullptr) << cp.text;
+}
+
+// kindnet's route to the peer's podCIDR is gone on kind-worker: the pod -> pod packet takes the
+// default route into the Docker host, which has no route for pod addresses (the kernel, family
+// kind_route: IP_INNOROUTES there). FATAL no_route on the node, not "reachable if the underlay
+// routes pod addresses".
+TEST(DiagUplink, KindPodToPodWithoutThePeersPodCidrRouteIsNoRouteOnTheNode) {
+  Scratch s("kind-veth-uplink-fixed");
+  EXPECT_EQ(s.RemoveFromList("nodes/kind-worker/ip-route.json",
+                             [](const google::protobuf::Struct& r) {
+                               auto it = r.fields().find("dst");
+                               return it != r.fields().end() &&
+                                      it->second.string_value() == "10.244.0.0/24";
+                             }),
+            1);
+  auto t = testing::TraceLib(s.dir(), "pod:default/client", "pod:default/web:8080/tcp");
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "no_route", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(m->hop(), "kind-worker") << t.text;
+  EXPECT_TRUE(Has(m->message(), "10.244.0.0/24")) << m->message();
+  EXPECT_TRUE(Has(m->message(), "uplink veth eth0")) << m->message();
+  EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
+  // The reply's route is the one missing (web's node routes client's podCIDR nowhere): the
+  // request is delivered and the reply dies on kind-control-plane.
+  Scratch r("kind-veth-uplink-fixed");
+  EXPECT_EQ(r.RemoveFromList("nodes/kind-control-plane/ip-route.json",
+                             [](const google::protobuf::Struct& e) {
+                               auto it = e.fields().find("dst");
+                               return it != e.fields().end() &&
+                                      it->second.string_value() == "10.244.1.0/24";
+                             }),
+            1);
+  auto back = testing::TraceLib(r.dir(), "pod:default/client", "pod:default/web:8080/tcp");
+  ASSERT_TRACED(back);
+  EXPECT_EQ(back.report.verdict(), "unreachable") << back.text;
+  const v1::Suspicion* b = FindSuspicion(back.report, "no_route", "FATAL");
+  ASSERT_NE(b, nullptr) << back.text;
+  EXPECT_EQ(b->hop(), "kind-control-plane@reply") << back.text;
+  ASSERT_NE(FindHop(back.report, "default/web"), nullptr) << back.text;
 }
 
 // ifindexes collide across namespaces: kind-worker's eth0 (ifindex 2, peer 4 in Docker's netns)

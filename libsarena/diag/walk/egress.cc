@@ -175,7 +175,8 @@ void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net:
   }
   br.egress_node = w.node_name;
   br.egress_iface = oif.name;
-  if (oif.kind == "veth") NoteVethUplinkExit(w, v, oif, f);
+  if (oif.kind == "veth" && !NoteVethUplinkExit(w, v, oif, f)) return;
+  if (!error_.ok()) return;
   if (f.reply) {
     ExternalReply(target, std::move(f), std::move(br), Prev{v, label});
   } else {
@@ -226,6 +227,27 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
   net::Ipv4 target = f.pkt.dst;  // the packet is not encapsulated
   bool via_router = nexthop != target;
   if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
+    // kind / k3d: the uplink veth leads to the container host, which routes its own bridge
+    // networks only. A pod address handed to it (kindnet's "<podCIDR> via <node>" route
+    // missing, so the default route took it) is not routed back into the cluster: the host
+    // drops it (ip_error: no route) or sends it out of its own default route.
+    if (oif.kind == "veth" && IsUplink(w, oif)) {
+      const model::Node* owner = cluster_.FindNode(pod->node_name);
+      std::string cidr;
+      if (owner && !owner->pod_cidrs.empty()) {
+        cidr = absl::StrCat(" podCIDR ", owner->pod_cidrs.front().to_string());
+      }
+      Drop(v, "no_route",
+           absl::StrCat(target.to_string(), " (pod ", pod->Key(), " on ", pod->node_name,
+                        ") has no route on ", w.node_name, " to ", pod->node_name, "'s",
+                        cidr.empty() ? std::string(" pods") : cidr,
+                        " (kindnet's \"<podCIDR> via <node address>\" route) and leaves by "
+                        "the uplink veth ", oif.name,
+                        via_router ? absl::StrCat(" to ", nexthop.to_string()) : std::string(),
+                        ", the container host, which does not route pod addresses"));
+      return true;
+    }
+    if (!error_.ok()) return true;
     // Pod traffic handed to a router that is not a node: works only if the underlay routes
     // pod addresses (cloud VPC routes, BGP to the fabric).
     Suspect(v, Level::kWarning, "route_mismatch",
@@ -262,26 +284,30 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
   return false;
 }
 
-// Leaving the cluster through a veth uplink (kind, k3d): say so, and say what the Docker host
-// beyond does with a pod address that was not masqueraded on the node.
-void Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f) {
-  if (!IsUplink(w, oif)) return;
+// Leaving the cluster through a veth uplink (kind, k3d): say so. A pod address leaving
+// without SNAT dies: the container host masquerades only its own bridge network's addresses
+// (Docker: "-s <network> ! -o <bridge> -j MASQUERADE") and has no route back to pod addresses,
+// so the answer cannot return (kindnet's KIND-MASQ-AGENT MASQUERADE is what makes it work).
+bool Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f) {
+  if (!IsUplink(w, oif)) return true;
   const Packet& p = f.pkt;
   InfoOnce(v, absl::StrCat("cluster_exit:", oif.name), "cluster_exit",
            absl::StrCat(Tuple(p), " leaves the cluster through ", w.node_name, "'s uplink ",
                         oif.name, ", a veth whose other end (peer ifindex ",
                         oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"),
                         ") is in the container host's network, outside the snapshot"));
-  if (f.reply || f.outer) return;
+  if (f.reply || f.outer) return true;
   const model::Pod* pod = cluster_.FindPodByIp(p.src);
-  if (pod == nullptr || pod->host_network) return;
-  Suspect(v, Level::kWarning, "route_mismatch",
+  if (pod == nullptr || pod->host_network) return true;
+  Suspect(v, Level::kFatal, "nat_outgoing_missing",
           absl::StrCat("pod address ", p.src.to_string(), " (", pod->Key(), ") leaves ",
                        w.node_name, " through its uplink veth ", oif.name,
-                       " without SNAT (no MASQUERADE in nat POSTROUTING matched): the container "
-                       "host masquerades only its own bridge network's addresses, so replies "
-                       "come back only if it routes pod addresses to ",
-                       w.node_name));
+                       " without SNAT (no MASQUERADE in nat POSTROUTING matched; kindnet's is "
+                       "the last rule of KIND-MASQ-AGENT): the container host masquerades only "
+                       "its own bridge network's addresses and does not route pod addresses "
+                       "back to ",
+                       w.node_name, ", so the reply cannot return"));
+  return false;
 }
 
 }  // namespace sarena::diag::internal

@@ -470,11 +470,11 @@ class Walker {
   // of the cluster, not an unknown namespace. The uplink is the device with the node's address
   // (PrimaryInterface) or of its default route.
   bool IsUplink(const Where& w, const Interface& oif);
-  // Leaving the cluster through a veth uplink: INFO cluster_exit, and a WARNING when a pod
-  // address leaves without SNAT.
   // INFO router on a hop in a snapshot namespace that nodes.json does not list.
   void NoteRouter(const Where& w, Vertex v);
-  void NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f);
+  // Leaving the cluster through a veth uplink: INFO cluster_exit, and a FATAL
+  // nat_outgoing_missing when a pod address leaves without SNAT (false: the walk ends there).
+  bool NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f);
   // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
   // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
   // packet died here (the FATAL is added to `v`).
