@@ -5,38 +5,35 @@
 
 namespace sarena::diag::internal {
 
-std::optional<Walker::PortTarget> Walker::FindBridgePort(const Where& w, const Interface& bridge,
-                                                         const net::Ipv4& nexthop) {
+absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const Where& w,
+                                                                         const Interface& bridge,
+                                                                         const net::Ipv4& nexthop) {
   const Netstack& ns = w.ns->netstack;
   for (const Interface& port : ns.interfaces()) {
     if (port.master != bridge.name || port.kind != "veth" || !port.link_index) continue;
-    auto o = PodByIfindex(w, *port.link_index, port.ifindex);
-    if (!error_.ok()) return std::nullopt;
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o,
+                            PodByIfindex(w, *port.link_index, port.ifindex));
     if (!o || !o->where.ns) continue;
     if (!o->where.ns->netstack.IsLocalAddress(nexthop)) continue;
     return PortTarget{&port, o->where, o->ifname};
   }
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {
-    auto pw = PodWhere(*pod);
-    if (!pw.ok()) {
-      error_ = pw.status();
-      return std::nullopt;
-    }
-    return PortTarget{nullptr, *pw, "eth0"};
+    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
+    return PortTarget{nullptr, pw, "eth0"};
   }
   return std::nullopt;
 }
 
-void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
-                        Flight f, Branch br, const std::string& label) {
-  std::optional<PortTarget> t = FindBridgePort(w, bridge, nexthop);
-  if (!error_.ok()) return;
+absl::Status Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
+                                const net::Ipv4& nexthop, Flight f, Branch br,
+                                const std::string& label) {
+  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(w, bridge, nexthop));
   if (!t) {
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", w.node_name, " owns it)"));
-    return;
+    return absl::OkStatus();
   }
   std::string l = label.empty() ? absl::StrCat("bridge ", bridge.name) : label;
   if (t->port) {
@@ -45,7 +42,7 @@ void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge, const
       Drop(v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
-      return;
+      return absl::OkStatus();
     }
   } else {
     absl::StrAppend(&l, " (port found by address)");
@@ -61,8 +58,8 @@ void Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge, const
     in_port = w.ns->netstack.FindInterface(f.bridge_in.substr(prefix.size()));
   }
   f.bridge_in.clear();
-  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return;
-  Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
+  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return absl::OkStatus();
+  return Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
 }
 
 bool Walker::BridgeNfOn(const Where& node, Vertex v, const Interface& bridge) {
@@ -133,8 +130,9 @@ bool Walker::BridgePortFlagsPass(const Where& node, Vertex v, const Interface& b
 // br_netfilter (net.bridge.bridge-nf-call-iptables=1, which kube-proxy requires) it still passes
 // iptables and conntrack — that is what reverses a Service DNAT for a reply between two pods of
 // one bridge; without it the reply keeps the backend's address.
-void Walker::BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
-                           const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev) {
+absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port,
+                                   const Interface& bridge, const net::Ipv4& nexthop, Flight f,
+                                   Branch br, const Prev& prev) {
   Hop h;
   h.kind = HopKind::kNode;
   h.id = HopId(node, f.reply);
@@ -146,7 +144,7 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
   Vertex v = AddHop(std::move(h), prev);
   if (++br.hops > opts_.max_hops) {
     Drop(v, "ttl_exceeded", "too many hops: the path loops");
-    return;
+    return absl::OkStatus();
   }
   if (pctx_.FirstInBranch(absl::StrCat("node|", node.node_name))) plugin_.CheckNode(pctx_, node, v);
   std::string key = absl::StrCat(node.ns->id, "|", in_port, "|", Tuple(f.pkt), "|", f.reply);
@@ -154,16 +152,15 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
     Drop(v, "ttl_exceeded",
          absl::StrCat("bridging loop: ", Tuple(f.pkt), " enters ", bridge.name, " on ", in_port,
                       " again"));
-    return;
+    return absl::OkStatus();
   }
   if (!f.reply) br.request_netns.insert(node.ns->id);
-  std::optional<PortTarget> t = FindBridgePort(node, bridge, nexthop);
-  if (!error_.ok()) return;
+  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(node, bridge, nexthop));
   if (!t) {
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", node.node_name, " owns it)"));
-    return;
+    return absl::OkStatus();
   }
   if (t->port) graph_.hop(v).oif = t->port->name;
   bool nf_on = BridgeNfOn(node, v, bridge);
@@ -178,7 +175,7 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
     for (NfHook hook : {NfHook::kPrerouting, NfHook::kForward, NfHook::kPostrouting}) {
       NfPass nf = RunHook(node, v, hook, f.pkt, bridge.name,
                           hook == NfHook::kPrerouting ? "" : bridge.name, std::nullopt);
-      if (nf.dropped || !error_.ok()) return;
+      if (nf.dropped) return absl::OkStatus();
       f.pkt = nf.accepted.front().packet;
     }
     if (f.reply) UnDnat(node, &f.pkt, br);
@@ -191,14 +188,14 @@ void Walker::BridgeForward(const Where& node, const std::string& in_port, const 
       Drop(v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
-      return;
+      return absl::OkStatus();
     }
     f.bridge_in.clear();
     if (!BridgePortFlagsPass(node, v, bridge, node.ns->netstack.FindInterface(in_port), *t, f)) {
-      return;
+      return absl::OkStatus();
     }
   }
-  Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
+  return Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
 }
 
 }  // namespace sarena::diag::internal

@@ -7,7 +7,7 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Ends of the path.
 
-void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
+absl::Status Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
   Hop& h = graph_.hop(v);
   h.action = HopAction::kServe;
   h.packet = f.pkt;
@@ -23,7 +23,7 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
       Drop(v, "route_mismatch",
            absl::StrCat("the reply to ", f.pkt.dst.to_string(), " is delivered to ", w.ns->id,
                         ", not to the client ", client_where_.ns->id));
-      return;
+      return absl::OkStatus();
     }
     if (client_packet_) {
       const Packet& c = *client_packet_;
@@ -35,7 +35,7 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
                           "bypassed the node that translated it); the client drops it"));
       }
     }
-    return;
+    return absl::OkStatus();
   }
   // The request is delivered to a socket here.
   if (w.in_pod()) {
@@ -73,10 +73,11 @@ void Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
       (void)svc;
     }
   }
-  if (opts_.reply) StartReply(w, v, f, std::move(br));
+  if (opts_.reply) return StartReply(w, v, f, std::move(br));
+  return absl::OkStatus();
 }
 
-void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
+absl::Status Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
   Flight rf;
   rf.pkt = f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
@@ -100,10 +101,10 @@ void Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
   } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
     rf.size = client_size_;
   }
-  Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
+  return Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
 }
 
-void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+absl::Status Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
   // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
   if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
   Hop h;
@@ -112,7 +113,7 @@ void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev
   h.action = HopAction::kServe;
   h.packet = f.pkt;
   Vertex v = AddHop(std::move(h), prev);
-  if (!opts_.reply) return;
+  if (!opts_.reply) return absl::OkStatus();
   Flight rf;
   rf.pkt = f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
@@ -125,17 +126,9 @@ void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev
   r.reply = true;
   Vertex rv = AddHop(std::move(r), Prev{v, "reply"});
   // The reply comes back to whoever owns its destination; else to where the request left.
-  if (auto o = OwnerOf(rf.pkt.dst)) {
-    if (!error_.ok()) return;
-    Receive(o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"});
-    return;
-  }
-  if (!error_.ok()) return;
-  auto node = NodeWhere(br.egress_node);
-  if (!node.ok()) {
-    error_ = node.status();
-    return;
-  }
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(rf.pkt.dst));
+  if (o) return Receive(o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"});
+  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(br.egress_node));
   if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
     Suspect(rv, Level::kWarning, "route_mismatch",
             absl::StrCat("the reply is addressed to pod ", pod->Key(), " (", rf.pkt.dst.to_string(),
@@ -143,7 +136,7 @@ void Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev
                          "pod addresses back (no SNAT was applied)"));
   }
   std::string iif = br.egress_iface;
-  Receive(*node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"});
+  return Receive(node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"});
 }
 
 void Walker::ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {

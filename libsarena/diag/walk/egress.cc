@@ -8,16 +8,18 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Egress.
 
-void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br) {
+absl::Status Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
+                              Branch br) {
   // Callers fork a multipath route right after its lookup; this catches any other way in.
-  if (ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
-        Transmit(w, b, one, f, br);
-      })) {
-    return;
-  }
+  SARENA_ASSIGN_OR_RETURN(bool forked,
+                          ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
+                            return Transmit(w, b, one, f, br);
+                          }));
+  if (forked) return absl::OkStatus();
   const Interface* oif = EgressDevice(w, v, route, f);
-  if (oif == nullptr) return;
-  if (!Postrouting(w, v, *oif, route, f, br)) return;
+  if (oif == nullptr) return absl::OkStatus();
+  SARENA_ASSIGN_OR_RETURN(bool sent, Postrouting(w, v, *oif, route, f, br));
+  if (!sent) return absl::OkStatus();
   Hop& h = graph_.hop(v);
   h.oif = oif->name;
   h.packet = f.pkt;
@@ -25,17 +27,18 @@ void Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
     std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &dummy));
+    if (!go_on) return absl::OkStatus();
   }
   if (oif->mtu > 0) {
     // After a mismatch: what PMTU discovery settles on.
     if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] {
           return DeviceMtuFlag(v, *oif, f.reply ? "the server's" : "the sender's");
         })) {
-      return;
+      return absl::OkStatus();
     }
   }
-  Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+  return Dispatch(w, v, *oif, route, std::move(f), std::move(br));
 }
 
 const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
@@ -65,8 +68,8 @@ const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResul
   return oif;
 }
 
-bool Walker::Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
-                         Flight& f, Branch& br) {
+absl::StatusOr<bool> Walker::Postrouting(const Where& w, Vertex v, const Interface& oif,
+                                         const RouteResult& route, Flight& f, Branch& br) {
   Packet before = f.pkt;
   bool snat_done = false;
   if (!w.in_pod() && f.outer) {
@@ -91,7 +94,7 @@ bool Walker::OuterPostrouting(const Where& w, Vertex v, const Interface& oif,
   NfPass nf = RunHook(w, v, NfHook::kPostrouting, *f.outer, graph_.hop(v).iif, oif.name,
                       route.gateway ? route.gateway : std::optional<net::Ipv4>(f.outer->dst));
   if (nf.dropped) TunnelPortBlocked(w, v, f, *f.outer, "POSTROUTING");
-  if (nf.dropped || !error_.ok()) return false;
+  if (nf.dropped) return false;
   const NfOutcome& o = nf.accepted.front();
   if (o.packet.src != f.outer->src) {
     Suspect(v, Level::kInfo, "snat",
@@ -107,7 +110,7 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
                              const RouteResult& route, Flight& f, Branch& br, bool* snat_done) {
   NfPass nf = RunHook(w, v, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name,
                       route.gateway ? route.gateway : std::optional<net::Ipv4>(f.pkt.dst));
-  if (nf.dropped || !error_.ok()) return false;
+  if (nf.dropped) return false;
   ClampMss(w, NfHook::kPostrouting, f.pkt, graph_.hop(v).iif, oif.name, f);
   const NfOutcome& o = nf.accepted.front();
   if (o.snat && !f.reply) {
@@ -122,8 +125,8 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
   return true;
 }
 
-void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
-                      Flight f, Branch br) {
+absl::Status Walker::Dispatch(const Where& w, Vertex v, const Interface& oif,
+                              const RouteResult& route, Flight f, Branch br) {
   // A forwarded tunnel packet is routed by its outer header.
   net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
   // The node routed the packet: a bridge port it came in by matters no more, except to a frame
@@ -133,97 +136,97 @@ void Walker::Dispatch(const Where& w, Vertex v, const Interface& oif, const Rout
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {
-    Encapsulate(w, v, oif, route, std::move(f), std::move(br));
-    return;
+    return Encapsulate(w, v, oif, route, std::move(f), std::move(br));
   }
   CheckNeighbor(w, v, oif, route.gateway);
-  if (kind == "veth") {
-    VethPeer(w, v, oif, nexthop, std::move(f), std::move(br));
-    return;
-  }
+  if (kind == "veth") return VethPeer(w, v, oif, nexthop, std::move(f), std::move(br));
   if (kind == "bridge") {
     f.bridge_in = std::move(bridge_in);
-    BridgePort(w, v, oif, nexthop, std::move(f), std::move(br), "");
-    return;
+    return BridgePort(w, v, oif, nexthop, std::move(f), std::move(br), "");
   }
-  if (oif.loopback) {
-    Serve(w, v, std::move(f), std::move(br));
-    return;
-  }
-  Underlay(w, v, oif, nexthop, std::move(f), std::move(br),
-           absl::StrCat(oif.name, route.gateway ? absl::StrCat(" via ", nexthop.to_string())
-                                                : std::string()));
+  if (oif.loopback) return Serve(w, v, std::move(f), std::move(br));
+  return Underlay(w, v, oif, nexthop, std::move(f), std::move(br),
+                  absl::StrCat(oif.name, route.gateway ? absl::StrCat(" via ", nexthop.to_string())
+                                                       : std::string()));
 }
 
-void Walker::Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                      Flight f, Branch br, const std::string& label) {
-  if (UnderlayToNode(w, v, oif, nexthop, f, br, label)) return;
+absl::Status Walker::Underlay(const Where& w, Vertex v, const Interface& oif,
+                              const net::Ipv4& nexthop, Flight f, Branch br,
+                              const std::string& label) {
+  SARENA_ASSIGN_OR_RETURN(bool to_node, UnderlayToNode(w, v, oif, nexthop, f, br, label));
+  if (to_node) return absl::OkStatus();
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
   if (!f.peer_expectation.empty()) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
                          w.node_name, " cannot be checked; there, ", f.peer_expectation));
-    return;
+    return absl::OkStatus();
   }
-  if (!f.outer && UnderlayClusterAddress(w, v, oif, nexthop, f, br, label)) return;
+  if (!f.outer) {
+    SARENA_ASSIGN_OR_RETURN(bool done, UnderlayClusterAddress(w, v, oif, nexthop, f, br, label));
+    if (done) return absl::OkStatus();
+  }
   if (f.outer) {
     Drop(v, "route_mismatch",
          absl::StrCat("the ", f.encap_kind, " outer destination ", target.to_string(),
                       " is not a node of the snapshot"));
-    return;
+    return absl::OkStatus();
   }
   br.egress_node = w.node_name;
   br.egress_iface = oif.name;
-  if (oif.kind == "veth" && !NoteVethUplinkExit(w, v, oif, f)) return;
-  if (!error_.ok()) return;
+  if (oif.kind == "veth") {
+    SARENA_ASSIGN_OR_RETURN(bool exits, NoteVethUplinkExit(w, v, oif, f));
+    if (!exits) return absl::OkStatus();
+  }
   if (f.reply) {
     ExternalReply(target, std::move(f), std::move(br), Prev{v, label});
-  } else {
-    External(target, std::move(f), std::move(br), Prev{v, label});
+    return absl::OkStatus();
   }
+  return External(target, std::move(f), std::move(br), Prev{v, label});
 }
 
-bool Walker::UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
-                            const net::Ipv4& nexthop, Flight& f, Branch& br,
-                            const std::string& label) {
+absl::StatusOr<bool> Walker::UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
+                                            const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                            const std::string& label) {
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
   // A veth cable to another node: the next hop must resolve at its other end, and the frame
   // must fit the receiving device (CrossVeth).
   if (oif.kind == "veth") {
-    if (auto peer = NodeVethPeer(w, oif, nexthop)) {
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
+    if (peer) {
       const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
       if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
-      Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")});
+      SARENA_RETURN_IF_ERROR(Receive(
+          peer->where, peer->ifname, std::move(f), std::move(br),
+          Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")}));
       return true;
     }
-    if (!error_.ok()) return true;
   }
   // The next hop is a node?
-  if (auto o = OwnerOf(nexthop)) {
-    if (!error_.ok()) return true;
-    Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label});
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(nexthop));
+  if (o) {
+    SARENA_RETURN_IF_ERROR(
+        Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label}));
     return true;
   }
-  if (!error_.ok()) return true;
   bool via_router = nexthop != target;
   if (via_router) {
-    if (auto o = OwnerOf(target)) {
-      if (!error_.ok()) return true;
-      Receive(o->where, o->ifname, std::move(f), std::move(br),
-              Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")});
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> t, OwnerOf(target));
+    if (t) {
+      SARENA_RETURN_IF_ERROR(
+          Receive(t->where, t->ifname, std::move(f), std::move(br),
+                  Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")}));
       return true;
     }
-    if (!error_.ok()) return true;
   }
   return false;
 }
 
-bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
-                                    const net::Ipv4& nexthop, Flight& f, Branch& br,
-                                    const std::string& label) {
+absl::StatusOr<bool> Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                                                    const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                                    const std::string& label) {
   net::Ipv4 target = f.pkt.dst;  // the packet is not encapsulated
   bool via_router = nexthop != target;
   if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
@@ -231,7 +234,11 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
     // networks only. A pod address handed to it (kindnet's "<podCIDR> via <node>" route
     // missing, so the default route took it) is not routed back into the cluster: the host
     // drops it (ip_error: no route) or sends it out of its own default route.
-    if (oif.kind == "veth" && IsUplink(w, oif)) {
+    bool uplink = false;
+    if (oif.kind == "veth") {
+      SARENA_ASSIGN_OR_RETURN(uplink, IsUplink(w, oif));
+    }
+    if (uplink) {
       const model::Node* owner = cluster_.FindNode(pod->node_name);
       std::string cidr;
       if (owner && !owner->pod_cidrs.empty()) {
@@ -247,7 +254,6 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
                         ", the container host, which does not route pod addresses"));
       return true;
     }
-    if (!error_.ok()) return true;
     // Pod traffic handed to a router that is not a node: works only if the underlay routes
     // pod addresses (cloud VPC routes, BGP to the fabric).
     Suspect(v, Level::kWarning, "route_mismatch",
@@ -257,14 +263,11 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
                 via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
                 ", which is not a node: reachable only if the network routes pod "
                 "addresses"));
-    auto pw = NodeWhere(pod->node_name);
-    if (!pw.ok()) {
-      error_ = pw.status();
-      return true;
-    }
-    const Interface* in = PrimaryInterface(*pw);
-    Receive(*pw, in ? in->name : "", std::move(f), std::move(br),
-            Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")});
+    SARENA_ASSIGN_OR_RETURN(Where pw, NodeWhere(pod->node_name));
+    const Interface* in = PrimaryInterface(pw);
+    SARENA_RETURN_IF_ERROR(
+        Receive(pw, in ? in->name : "", std::move(f), std::move(br),
+                Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")}));
     return true;
   }
   if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
@@ -288,8 +291,10 @@ bool Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& o
 // without SNAT dies: the container host masquerades only its own bridge network's addresses
 // (Docker: "-s <network> ! -o <bridge> -j MASQUERADE") and has no route back to pod addresses,
 // so the answer cannot return (kindnet's KIND-MASQ-AGENT MASQUERADE is what makes it work).
-bool Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f) {
-  if (!IsUplink(w, oif)) return true;
+absl::StatusOr<bool> Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif,
+                                                const Flight& f) {
+  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(w, oif));
+  if (!uplink) return true;
   const Packet& p = f.pkt;
   InfoOnce(v, absl::StrCat("cluster_exit:", oif.name), "cluster_exit",
            absl::StrCat(Tuple(p), " leaves the cluster through ", w.node_name, "'s uplink ",

@@ -80,20 +80,21 @@ bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_vie
   return false;
 }
 
-void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> branches,
-                          const std::vector<uint32_t>& weights) {
+absl::Status Walker::WalkBranches(Vertex parent,
+                                  std::vector<std::function<absl::Status()>> branches,
+                                  const std::vector<uint32_t>& weights) {
   if (branches.size() <= 1) {
-    for (auto& b : branches) b();
-    return;
+    for (auto& b : branches) SARENA_RETURN_IF_ERROR(b());
+    return absl::OkStatus();
   }
   std::vector<std::vector<Vertex>> sets(branches.size());
   const absl::flat_hash_set<std::string> seen_at_fork = branch_seen_;
   for (size_t i = 0; i < branches.size(); ++i) {
     branch_seen_ = seen_at_fork;  // each branch makes its own once-per-branch checks
     collectors_.push_back(&sets[i]);
-    branches[i]();
+    absl::Status st = branches[i]();
     collectors_.pop_back();
-    if (!error_.ok()) return;
+    SARENA_RETURN_IF_ERROR(st);
   }
   // DESIGN: FATAL means the path is broken. When only some backends fail, some connections
   // succeed: report those FATALs as CRITICAL (the branch still shows where it fails).
@@ -105,7 +106,7 @@ void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> bran
     }
     nfatal += fatal[i];
   }
-  if (nfatal == 0 || nfatal == sets.size()) return;
+  if (nfatal == 0 || nfatal == sets.size()) return absl::OkStatus();
   std::string note;
   if (weights.size() == sets.size()) {
     uint64_t total = 0, failing = 0;
@@ -132,6 +133,7 @@ void Walker::WalkBranches(Vertex parent, std::vector<std::function<void()>> bran
     }
   }
   (void)parent;
+  return absl::OkStatus();
 }
 
 }  // namespace sarena::diag::internal

@@ -17,8 +17,8 @@ std::string NexthopText(const model::Nexthop& nh) {
 
 }  // namespace
 
-bool Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
-                          const RoutedFn& cont) {
+absl::StatusOr<bool> Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
+                                          const RoutedFn& cont) {
   if (route.nexthops.size() <= 1) return false;
   const model::SysctlValue policy = w.ns->netstack.sysctls().FibMultipathHashPolicy();
   uint64_t total = 0;
@@ -56,7 +56,7 @@ bool Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
                        policy.known ? "" : " (net.ipv4.fib_multipath_hash_policy not in the "
                                            "snapshot: the kernel default assumed)",
                        limit.empty() ? "; every next hop is walked" : limit));
-  std::vector<std::function<void()>> branches;
+  std::vector<std::function<absl::Status()>> branches;
   std::vector<uint32_t> weights;
   for (const model::Nexthop* nh : walked) {
     weights.push_back(nh->weight);
@@ -70,13 +70,14 @@ bool Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
       bh.suspicions.clear();
       Vertex b = AddHop(bh, Prev{v, absl::StrFormat("multipath: %s (weight %d of %d)",
                                                     NexthopText(*nh), nh->weight, total)});
-      cont(b, one);
+      return cont(b, one);
     });
   }
   const size_t width = walk_width_;
   walk_width_ = width * branches.size();
-  WalkBranches(v, std::move(branches), weights);
+  absl::Status st = WalkBranches(v, std::move(branches), weights);
   walk_width_ = width;
+  SARENA_RETURN_IF_ERROR(st);
   return true;
 }
 

@@ -33,7 +33,7 @@ absl::Status Walker::Run() {
     case EndpointSpec::Kind::kIp:
       return StartFromIp(q.src.ip, std::move(f), std::move(br));
   }
-  return error_;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<net::Ipv4> Walker::ResolveDestination() {
@@ -117,8 +117,7 @@ absl::Status Walker::StartFromNode(absl::string_view name, Flight f, Branch br) 
   }
   SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
   client_where_ = w;
-  Originate(w, std::move(f), std::move(br), Prev{});
-  return error_;
+  return Originate(w, std::move(f), std::move(br), Prev{});
 }
 
 // A pod source: its podIP from its netns (a hostNetwork pod sends from its node).
@@ -150,8 +149,7 @@ absl::Status Walker::StartFromPod(Flight f, Branch br) {
   client_packet_ = f.pkt;
   SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
   client_where_ = w;
-  Originate(w, std::move(f), std::move(br), Prev{});
-  return error_;
+  return Originate(w, std::move(f), std::move(br), Prev{});
 }
 
 // An address source: a pod's, a node's (or another namespace of the snapshot that owns it),
@@ -166,11 +164,10 @@ absl::Status Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
     client_packet_ = f.pkt;
     SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
     client_where_ = w;
-    Originate(w, std::move(f), std::move(br), Prev{});
-    return error_;
+    return Originate(w, std::move(f), std::move(br), Prev{});
   }
-  if (auto o = OwnerOf(ip)) {
-    SARENA_RETURN_IF_ERROR(error_);
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(ip));
+  if (o) {
     if (!o->where.ns) {
       return absl::NotFoundError(absl::StrCat("source ", ip.to_string(), " is node ",
                                               o->where.node_name,
@@ -179,10 +176,8 @@ absl::Status Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
     f.pkt.src = ip;
     client_packet_ = f.pkt;
     client_where_ = o->where;
-    Originate(o->where, std::move(f), std::move(br), Prev{});
-    return error_;
+    return Originate(o->where, std::move(f), std::move(br), Prev{});
   }
-  SARENA_RETURN_IF_ERROR(error_);
   return EnterFromOutside(ip, std::move(f), std::move(br));
 }
 
@@ -192,8 +187,7 @@ absl::Status Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br) 
   f.pkt.src = ip;
   client_packet_ = f.pkt;
   client_external_ = true;
-  std::optional<Owner> entry = OwnerOf(dst);
-  SARENA_RETURN_IF_ERROR(error_);
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> entry, OwnerOf(dst));
   std::string note;
   if (!entry) {
     SARENA_ASSIGN_OR_RETURN(entry, AssumedEntry(dst, f.pkt.dport, &note));
@@ -211,8 +205,7 @@ absl::Status Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br) 
   h.packet = f.pkt;
   Vertex v = AddHop(std::move(h), Prev{});
   if (!note.empty()) Suspect(v, Level::kInfo, "external_source", note);
-  Receive(entry->where, entry->ifname, f, br, Prev{v, "underlay"});
-  return error_;
+  return Receive(entry->where, entry->ifname, f, br, Prev{v, "underlay"});
 }
 
 // Where traffic from outside for `dst` (no namespace of the snapshot owns it) is assumed to

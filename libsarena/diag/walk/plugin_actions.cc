@@ -5,8 +5,8 @@
 namespace sarena::diag::internal {
 
 // Returns false when the action ended this branch (stop or delivered elsewhere).
-bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f,
-                                Branch& br, std::string* iif) {
+absl::StatusOr<bool> Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
+                                                Flight& f, Branch& br, std::string* iif) {
   if (a.record_host_flow) br.host_flows.push_back(*a.record_host_flow);
   // A forwarding action (decrement_ttl) drops the packet when its TTL would reach 0.
   auto ttl_expires = [&]() {
@@ -34,59 +34,49 @@ bool Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
       if (ttl_expires()) return false;
       graph_.hop(v).packet = f.pkt;
       if (a.kind == PluginAction::Kind::kEncapsulate) {
-        EncapsulateWithKey(w, v, a, std::move(f), std::move(br));
+        SARENA_RETURN_IF_ERROR(EncapsulateWithKey(w, v, a, std::move(f), std::move(br)));
       } else {
-        Redirect(w, v, a, std::move(f), std::move(br));
+        SARENA_RETURN_IF_ERROR(Redirect(w, v, a, std::move(f), std::move(br)));
       }
       return false;
     }
     case PluginAction::Kind::kDeliverToPod: {
       if (a.pod == nullptr) {
         // A plugin bug, not a finding about the network: the trace fails (sarena-diag exits 2).
-        error_ = absl::InternalError(
+        return absl::InternalError(
             absl::StrCat("plugin ", plugin_.name(), ": action kDeliverToPod",
                          a.label.empty() ? "" : absl::StrCat(" (", a.label, ")"), " at ",
                          w.in_pod() ? absl::StrCat("pod ", w.pod->Key()) : w.node_name,
                          " names no pod to deliver ", Tuple(f.pkt), " to"));
-        return false;
       }
       if (ttl_expires()) return false;
       graph_.hop(v).packet = f.pkt;
-      auto pw = PodWhere(*a.pod);
-      if (!pw.ok()) {
-        error_ = pw.status();
-        return false;
-      }
+      SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*a.pod));
       const Interface* host = nullptr;
-      if (pw->ns) {
+      if (pw.ns) {
         // The host-side device for the hop's oif: the veth whose peer is the pod's ifname.
-        const Interface* pi = pw->ns->netstack.FindInterface(a.pod_ifname);
+        const Interface* pi = pw.ns->netstack.FindInterface(a.pod_ifname);
         if (pi && pi->link_index && w.ns)
           host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
       }
       if (host) graph_.hop(v).oif = host->name;
-      DeliverToPod(*a.pod, a.pod_ifname, f, br, Prev{v, a.label}, a);
+      SARENA_RETURN_IF_ERROR(DeliverToPod(*a.pod, a.pod_ifname, f, br, Prev{v, a.label}, a));
       return false;
     }
   }
   return true;
 }
 
-void Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
-                          const Prev& prev, const PluginAction& action) {
-  auto pw = PodWhere(pod);
-  if (!pw.ok()) {
-    error_ = pw.status();
-    return;
-  }
+absl::Status Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f,
+                                  Branch br, const Prev& prev, const PluginAction& action) {
+  SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(pod));
   if (action.at_target.empty() && !action.drop_at_target) {
-    Receive(*pw, ifname, std::move(f), std::move(br), prev);
-    return;
+    return Receive(pw, ifname, std::move(f), std::move(br), prev);
   }
   Hop h;
   h.kind = HopKind::kPod;
-  h.id = HopId(*pw, f.reply);
-  h.node = pw->node_name;
+  h.id = HopId(pw, f.reply);
+  h.node = pw.node_name;
   h.iif = ifname;
   h.action = HopAction::kForward;
   h.packet = f.pkt;
@@ -95,17 +85,14 @@ void Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flig
   for (const Suspicion& s : action.at_target) Suspect(v, s.level, s.code, s.message);
   if (action.drop_at_target) {
     graph_.hop(v).action = HopAction::kDrop;
-    return;
+    return absl::OkStatus();
   }
-  if (pw->ns == nullptr) {
-    Serve(*pw, v, std::move(f), std::move(br));
-    return;
-  }
-  Ingress(*pw, v, ifname, std::move(f), std::move(br));
+  if (pw.ns == nullptr) return Serve(pw, v, std::move(f), std::move(br));
+  return Ingress(pw, v, ifname, std::move(f), std::move(br));
 }
 
-void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                Branch br) {
+absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                        Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
@@ -113,16 +100,16 @@ void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
     Drop(v, "link_missing",
          absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
                       w.node_name));
-    return;
+    return absl::OkStatus();
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
     Drop(v, "link_down", absl::StrCat("tunnel device ", tun->name, " is down on ", w.node_name,
                                       ": ", a.label, " cannot send"));
-    return;
+    return absl::OkStatus();
   }
   if (a.check_device_mtu && !CheckSize(v, f, tun->mtu, tun->mtu,
                                        [&] { return DeviceMtuFlag(v, *tun); })) {
-    return;
+    return absl::OkStatus();
   }
   const PluginAction::TunnelKey& key = *a.tunnel_key;
   Packet outer;
@@ -134,31 +121,34 @@ void Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
   f.vni = key.vni;
   f.peer_expectation = a.peer_expectation;
   std::string label = absl::StrCat(a.label, ": vxlan ", tun->name, " vni ", key.vni);
-  SendOuter(w, v, *tun, "vxlan", kVxlanOverhead, outer,
-            tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment, std::move(f),
-            std::move(br), std::move(label));
+  return SendOuter(w, v, *tun, "vxlan", kVxlanOverhead, outer,
+                   tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment, std::move(f),
+                   std::move(br), std::move(label));
 }
 
-void Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br) {
+absl::Status Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                              Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;
   if (oif == nullptr) {
     Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
-    return;
+    return absl::OkStatus();
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
     Drop(v, "link_down", absl::StrCat(a.label, ": ", oif->name, " is down"));
-    return;
+    return absl::OkStatus();
   }
   // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
   // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
-  if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(v, *oif); })) return;
+  if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(v, *oif); })) {
+    return absl::OkStatus();
+  }
   f.peer_expectation = a.peer_expectation;
   net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
   CheckNeighbor(w, v, *oif, a.nexthop);
-  Underlay(w, v, *oif, nh, std::move(f), std::move(br),
-           absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string()));
+  return Underlay(w, v, *oif, nh, std::move(f), std::move(br),
+                  absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string()));
 }
 
 }  // namespace sarena::diag::internal

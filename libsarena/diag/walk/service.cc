@@ -28,8 +28,8 @@ std::optional<Walker::ServiceMatch> Walker::MatchService(const Where& w, const P
   return m;
 }
 
-bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
-                          bool originated) {
+absl::StatusOr<bool> Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif,
+                                          Flight f, Branch br, bool originated) {
   const Packet& pkt = f.pkt;
   std::optional<ServiceMatch> m = MatchService(w, pkt);
   if (!m) return false;
@@ -70,7 +70,8 @@ bool Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif, Flig
   std::optional<std::vector<ServiceTarget>> targets =
       ServiceTargets(w, s, iif, *m, pkt, *eligible, ready.size(), originated);
   if (!targets) return true;
-  WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f), std::move(br), originated);
+  SARENA_RETURN_IF_ERROR(WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f),
+                                            std::move(br), originated));
   return true;
 }
 
@@ -169,7 +170,7 @@ std::optional<std::vector<Walker::ServiceTarget>> Walker::ServiceTargets(
   if (w.ns && w.ns->netfilter) {
     NfPass nf = RunHook(w, s, originated ? NfHook::kOutput : NfHook::kPrerouting, pkt, iif, "",
                         std::nullopt);
-    if (nf.dropped || !error_.ok()) return std::nullopt;
+    if (nf.dropped) return std::nullopt;
     for (const NfOutcome& o : nf.accepted) {
       if (!o.dnat) continue;
       bool dup = false;
@@ -245,16 +246,16 @@ bool Walker::NoTranslation(const Where& w, Vertex s, const model::Service& svc, 
 }
 
 // One branch per backend (at most opts_.max_backends), each DNAT'ed and walked on.
-void Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
-                                std::vector<ServiceTarget> targets, Flight f, Branch br,
-                                bool originated) {
+absl::Status Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h,
+                                        const std::string& iif, std::vector<ServiceTarget> targets,
+                                        Flight f, Branch br, bool originated) {
   const Packet pkt = f.pkt;
   if (targets.size() > opts_.max_backends) {
     Suspect(s, Level::kInfo, "service_backends",
             absl::StrCat(targets.size(), " backends; walking the first ", opts_.max_backends));
     targets.resize(opts_.max_backends);
   }
-  std::vector<std::function<void()>> branches;
+  std::vector<std::function<absl::Status()>> branches;
   bool many = targets.size() > 1;
   for (const ServiceTarget& t : targets) {
     branches.push_back([&, t]() {
@@ -276,14 +277,11 @@ void Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const st
       cb.nat.push_back(NatRecord{w.ns ? w.ns->id : "", pkt, after, true, false});
       Flight cf = f;
       cf.pkt = after;
-      if (originated) {
-        OriginateRouted(w, b, std::move(cf), std::move(cb), true);
-      } else {
-        ContinueInput(w, b, iif, std::move(cf), std::move(cb));
-      }
+      if (originated) return OriginateRouted(w, b, std::move(cf), std::move(cb), true);
+      return ContinueInput(w, b, iif, std::move(cf), std::move(cb));
     });
   }
-  WalkBranches(s, std::move(branches));
+  return WalkBranches(s, std::move(branches));
 }
 
 void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,

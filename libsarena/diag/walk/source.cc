@@ -7,8 +7,7 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Entry points of a netns.
 
-void Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
-  if (!error_.ok()) return;
+absl::Status Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
   Hop h;
   h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
   h.id = HopId(w, f.reply);
@@ -30,45 +29,41 @@ void Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
               absl::StrCat("node ", w.node_name,
                            " has no directory in the snapshot: the path "
                            "from it cannot be checked"));
-      return;
+      return absl::OkStatus();
     }
     // A pod without its netns files: assume the usual default route to the node.
     Suspect(v, Level::kInfo, "file_missing",
             absl::StrCat("cannot check the pod's own routes: directory nodes/", w.node_name,
                          "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
-    auto node = NodeWhere(w.node_name);
-    if (!node.ok()) {
-      error_ = node.status();
-      return;
-    }
+    SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(w.node_name));
     std::string iif;
-    if (node->ns) {
+    if (node.ns) {
       model::Flow fl;
       fl.dst = *w.pod->pod_ip;
-      RouteResult r = node->ns->netstack.Lookup(fl);
+      RouteResult r = node.ns->netstack.Lookup(fl);
       if (r.ok()) iif = r.oif;
-      if (const Interface* i = node->ns->netstack.FindInterface(iif); i && !i->master.empty()) {
+      if (const Interface* i = node.ns->netstack.FindInterface(iif); i && !i->master.empty()) {
         iif = i->master;
       }
     }
     graph_.hop(v).oif = "eth0";
     br.request_netns.insert(absl::StrCat("pod:", w.pod->Key()));
-    Receive(*node, iif, std::move(f), std::move(br), Prev{v, "veth (assumed)"});
-    return;
+    return Receive(node, iif, std::move(f), std::move(br), Prev{v, "veth (assumed)"});
   }
   if (!f.reply) br.request_netns.insert(w.ns->id);
   SetCtState(w, &f.pkt, f, br);
-  OriginateRouted(w, v, std::move(f), std::move(br), /*service_done=*/false);
+  return OriginateRouted(w, v, std::move(f), std::move(br), /*service_done=*/false);
 }
 
-void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done) {
+absl::Status Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
+                                     bool service_done) {
   const Netstack& ns = w.ns->netstack;
   if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
     if (!w.in_pod()) {
       Suspect(v, Level::kWarning, "snapshot_incomplete",
               absl::StrCat("cannot route ", Tuple(f.pkt), " from ", w.node_name,
                            ": no routes in the snapshot"));
-      return;
+      return absl::OkStatus();
     }
   }
   model::Flow fl;
@@ -84,17 +79,17 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
       Drop(v, "route_mismatch",
            absl::StrCat("source ", fl.src->to_string(), " is not an address of ", w.ns->id,
                         ": the kernel refuses to send from it"));
-      return;
+      return absl::OkStatus();
     }
     ReportRouteError(v, r, f.pkt, "output route to", &w);
-    return;
+    return absl::OkStatus();
   }
   NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
       Drop(v, "no_route",
            absl::StrCat("no source address for ", f.pkt.dst.to_string(), " via ", r.oif));
-      return;
+      return absl::OkStatus();
     }
     f.pkt.src = *r.prefsrc;
     graph_.hop(v).packet = f.pkt;
@@ -104,16 +99,15 @@ void Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool
   }
   // A multipath route: the socket's MSS, OUTPUT, the MSS clamp and the plugin see each next
   // hop's device.
-  if (ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
-        OriginateVia(w, b, one, f, br, service_done);
-      })) {
-    return;
-  }
-  OriginateVia(w, v, r, std::move(f), std::move(br), service_done);
+  SARENA_ASSIGN_OR_RETURN(bool forked, ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
+                            return OriginateVia(w, b, one, f, br, service_done);
+                          }));
+  if (forked) return absl::OkStatus();
+  return OriginateVia(w, v, r, std::move(f), std::move(br), service_done);
 }
 
-void Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
-                          bool service_done) {
+absl::Status Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
+                                  Branch br, bool service_done) {
   const Netstack& ns = w.ns->netstack;
   // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
   // them; a Service's DNAT re-routes the packet, not the socket).
@@ -135,18 +129,20 @@ void Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight
     f.size = f.tcp.self.pmtu;
   }
   // kube-proxy's nat OUTPUT runs for locally generated packets of the node netns.
-  if (!w.in_pod() && !f.reply && !service_done && ServiceStage(w, v, "", f, br, true)) return;
+  if (!w.in_pod() && !f.reply && !service_done) {
+    SARENA_ASSIGN_OR_RETURN(bool to_service, ServiceStage(w, v, "", f, br, true));
+    if (to_service) return absl::OkStatus();
+  }
   if (!w.in_pod()) {
     NfPass nf = RunHook(w, v, NfHook::kOutput, f.pkt, "", r.oif, r.gateway);
-    if (nf.dropped || !error_.ok()) return;
+    if (nf.dropped) return absl::OkStatus();
     ClampMss(w, NfHook::kOutput, f.pkt, "", r.oif, f);
     Packet out = nf.accepted.front().packet;
     if (nf.accepted.front().dnat && !(out.dst == f.pkt.dst && out.dport == f.pkt.dport)) {
       br.nat.push_back(NatRecord{w.ns->id, f.pkt, out, true, false});
       f.pkt = out;
       graph_.hop(v).packet = f.pkt;
-      OriginateRouted(w, v, std::move(f), std::move(br), true);
-      return;
+      return OriginateRouted(w, v, std::move(f), std::move(br), true);
     }
     f.pkt = out;
   }
@@ -154,8 +150,7 @@ void Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight
     // Addressed to this netns itself.
     graph_.hop(v).oif = "lo";
     if (f.reply) UnDnat(w, &f.pkt, br);
-    Serve(w, v, std::move(f), std::move(br));
-    return;
+    return Serve(w, v, std::move(f), std::move(br));
   }
   const Interface* out = ns.FindInterface(r.oif);
   if (f.tcp.active) {
@@ -174,9 +169,10 @@ void Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, r);
     std::string dummy;
-    if (!HandlePluginAction(w, v, a, f, br, &dummy)) return;
+    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &dummy));
+    if (!go_on) return absl::OkStatus();
   }
-  Transmit(w, v, r, std::move(f), std::move(br));
+  return Transmit(w, v, r, std::move(f), std::move(br));
 }
 
 }  // namespace sarena::diag::internal

@@ -30,41 +30,21 @@ const Interface* Walker::PrimaryInterface(const Where& node) {
   return nullptr;
 }
 
-std::optional<Walker::Owner> Walker::OwnerOf(const net::Ipv4& ip) {
+absl::StatusOr<std::optional<Walker::Owner>> Walker::OwnerOf(const net::Ipv4& ip) {
   const model::Node* k = cluster_.FindNodeByIp(ip);
-  auto check = [&](absl::string_view name) -> std::optional<Owner> {
-    auto w = NodeWhere(name);
-    if (!w.ok()) {
-      error_.Update(w.status());
-      return std::nullopt;
-    }
-    if (w->ns == nullptr) return Owner{*w, ""};
-    if (const Interface* i = w->ns->netstack.InterfaceWithAddress(ip)) return Owner{*w, i->name};
-    return std::nullopt;
-  };
   if (k) {
-    if (auto o = check(k->name)) return o;
+    SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(k->name));
+    if (w.ns == nullptr) return Owner{w, ""};
+    if (const Interface* i = w.ns->netstack.InterfaceWithAddress(ip)) return Owner{w, i->name};
     // Known node, address not configured on it (e.g. a Calico annotation): its primary device.
-    auto w = NodeWhere(k->name);
-    if (!w.ok()) {
-      error_.Update(w.status());
-      return std::nullopt;
-    }
-    if (w->ns == nullptr) return Owner{*w, ""};
-    const Interface* p = PrimaryInterface(*w);
-    return Owner{*w, p ? p->name : ""};
+    const Interface* p = PrimaryInterface(w);
+    return Owner{w, p ? p->name : ""};
   }
   if (snap_.node_names().size() <= 64) {
     for (const std::string& n : snap_.node_names()) {
-      auto w = NodeWhere(n);
-      if (!w.ok()) {
-        error_.Update(w.status());
-        return std::nullopt;
-      }
-      if (w->ns == nullptr) continue;
-      if (const Interface* i = w->ns->netstack.InterfaceWithAddress(ip)) {
-        return Owner{*w, i->name};
-      }
+      SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(n));
+      if (w.ns == nullptr) continue;
+      if (const Interface* i = w.ns->netstack.InterfaceWithAddress(ip)) return Owner{w, i->name};
     }
   }
   return std::nullopt;
@@ -123,13 +103,13 @@ const model::Pod* Walker::FindPodAnywhere(const std::string& ns, const std::stri
   return nullptr;
 }
 
-std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex,
-                                                  int peer_ifindex) {
+absl::StatusOr<std::optional<Walker::Owner>> Walker::PodByIfindex(const Where& node, int ifindex,
+                                                                  int peer_ifindex) {
   for (const model::Pod* pod : PodsOn(node.node_name)) {
     if (pod->host_network) continue;
     auto st = snap_.PodNetns(pod->namespace_, pod->name, pod->node_name);
     if (!st.ok()) {
-      if (!absl::IsNotFound(st.status())) error_.Update(st.status());
+      if (!absl::IsNotFound(st.status())) return st.status();
       continue;
     }
     const Interface* i = (*st)->netstack.FindInterfaceByIndex(ifindex);
@@ -145,32 +125,32 @@ std::optional<Walker::Owner> Walker::PodByIfindex(const Where& node, int ifindex
   return std::nullopt;
 }
 
-std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interface& oif,
-                                                  const net::Ipv4& nexthop) {
+absl::StatusOr<std::optional<Walker::Owner>> Walker::NodeVethPeer(const Where& w,
+                                                                  const Interface& oif,
+                                                                  const net::Ipv4& nexthop) {
   if (!oif.link_index || !oif.link_netnsid || snap_.node_names().size() > 64) return std::nullopt;
   // Our own end: a link-netnsid shared with a pod's veth names that pod's netns, not a node.
-  if (w.ns && !w.in_pod() && VethPeerIsPod(w, oif)) return std::nullopt;
+  if (w.ns && !w.in_pod()) {
+    SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(w, oif));
+    if (to_pod) return std::nullopt;
+  }
   // ifindexes are per netns: the candidates are the other nodes' veths with ifindex ==
   // link_index whose own peer is ours; several are told apart by the next hop's address, then
   // by a shared subnet.
   std::vector<Owner> cands;
   for (const std::string& n : snap_.node_names()) {
     if (n == w.node_name) continue;
-    auto nw = NodeWhere(n);
-    if (!nw.ok()) {
-      error_.Update(nw.status());
-      return std::nullopt;
-    }
-    if (nw->ns == nullptr) continue;
-    const Interface* i = nw->ns->netstack.FindInterfaceByIndex(*oif.link_index);
+    SARENA_ASSIGN_OR_RETURN(Where nw, NodeWhere(n));
+    if (nw.ns == nullptr) continue;
+    const Interface* i = nw.ns->netstack.FindInterfaceByIndex(*oif.link_index);
     if (!i || i->kind != "veth" || !i->link_netnsid) continue;
     if (i->link_index && *i->link_index != oif.ifindex) continue;
     // The pair can still collide: the candidate may be a pod's veth whose peer has our
     // ifindex in the pod's netns (kind: node eth0 ifindex 2 <-> Docker's 4, and another
     // node's 4th device is a pod veth whose peer is that pod's eth0, ifindex 2).
-    if (VethPeerIsPod(*nw, *i)) continue;
-    if (!error_.ok()) return std::nullopt;
-    cands.push_back(Owner{*nw, i->name});
+    SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(nw, *i));
+    if (to_pod) continue;
+    cands.push_back(Owner{nw, i->name});
   }
   if (cands.size() == 1) return cands.front();
   for (const Owner& c : cands) {
@@ -187,25 +167,30 @@ std::optional<Walker::Owner> Walker::NodeVethPeer(const Where& w, const Interfac
   return std::nullopt;
 }
 
-bool Walker::VethPeerIsPod(const Where& node, const Interface& veth) {
+absl::StatusOr<bool> Walker::VethPeerIsPod(const Where& node, const Interface& veth) {
   if (node.ns == nullptr || veth.kind != "veth") return false;
-  auto leads_to_pod = [&](const Interface& i) {
-    return i.link_index && PodByIfindex(node, *i.link_index, i.ifindex).has_value();
+  auto leads_to_pod = [&](const Interface& i) -> absl::StatusOr<bool> {
+    if (!i.link_index) return false;
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, PodByIfindex(node, *i.link_index, i.ifindex));
+    return o.has_value();
   };
-  if (leads_to_pod(veth)) return true;
+  SARENA_ASSIGN_OR_RETURN(bool own, leads_to_pod(veth));
+  if (own) return true;
   if (!veth.link_netnsid) return false;
   for (const Interface& i : node.ns->netstack.interfaces()) {
     if (i.ifindex == veth.ifindex || i.kind != "veth" || i.link_netnsid != veth.link_netnsid) {
       continue;
     }
-    if (leads_to_pod(i)) return true;
+    SARENA_ASSIGN_OR_RETURN(bool other, leads_to_pod(i));
+    if (other) return true;
   }
   return false;
 }
 
-bool Walker::IsUplink(const Where& w, const Interface& oif) {
+absl::StatusOr<bool> Walker::IsUplink(const Where& w, const Interface& oif) {
   if (w.ns == nullptr || w.in_pod() || w.node == nullptr || oif.kind != "veth") return false;
-  if (VethPeerIsPod(w, oif)) return false;
+  SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(w, oif));
+  if (to_pod) return false;
   if (const Interface* p = PrimaryInterface(w); p && p->name == oif.name) return true;
   model::Flow fl;
   fl.dst = net::Ipv4(0x08080808);

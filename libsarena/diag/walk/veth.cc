@@ -65,64 +65,60 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   return true;
 }
 
-void Walker::VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                      Flight f, Branch br) {
+absl::Status Walker::VethPeer(const Where& w, Vertex v, const Interface& oif,
+                              const net::Ipv4& nexthop, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
   if (!oif.link.empty() && !oif.link_netnsid) {
     if (const Interface* peer = ns.FindInterface(oif.link)) {
-      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return;
-      Receive(w, oif.link, std::move(f), std::move(br),
-              Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)});
-      return;
+      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return absl::OkStatus();
+      return Receive(w, oif.link, std::move(f), std::move(br),
+                     Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)});
     }
   }
-  if (w.in_pod()) {
-    VethToNode(w, v, oif, nexthop, std::move(f), std::move(br));
-    return;
-  }
+  if (w.in_pod()) return VethToNode(w, v, oif, nexthop, std::move(f), std::move(br));
   // Node -> pod.
-  if (oif.link_index && VethPeerByIfindex(w, v, oif, nexthop, f, br)) return;
-  VethPeerByAddress(w, v, oif, nexthop, std::move(f), std::move(br));
+  if (oif.link_index) {
+    SARENA_ASSIGN_OR_RETURN(bool done, VethPeerByIfindex(w, v, oif, nexthop, f, br));
+    if (done) return absl::OkStatus();
+  }
+  return VethPeerByAddress(w, v, oif, nexthop, std::move(f), std::move(br));
 }
 
-void Walker::VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                        Flight f, Branch br) {
+absl::Status Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
+                                const net::Ipv4& nexthop, Flight f, Branch br) {
   // Pod -> node: the node-side device is the one with ifindex == our link_index.
-  auto node = NodeWhere(w.node_name);
-  if (!node.ok()) {
-    error_ = node.status();
-    return;
-  }
+  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(w.node_name));
   std::string iif;
-  if (node->ns && oif.link_index) {
-    if (const Interface* hi = node->ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
+  if (node.ns && oif.link_index) {
+    if (const Interface* hi = node.ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
       iif = hi->name;
-      if (hi->master.empty() && !CrossVeth(w, v, oif, *node, *hi, nexthop, f)) return;
+      if (hi->master.empty() && !CrossVeth(w, v, oif, node, *hi, nexthop, f)) {
+        return absl::OkStatus();
+      }
       if (!hi->master.empty()) {
-        const Interface* br_dev = node->ns->netstack.FindInterface(hi->master);
+        const Interface* br_dev = node.ns->netstack.FindInterface(hi->master);
         if (br_dev && br_dev->kind == "bridge") {
           // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
           // pod -> switched at L2.
-          if (!node->ns->netstack.IsLocalAddress(nexthop)) {
-            BridgeForward(*node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
-                          Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
-            return;
+          if (!node.ns->netstack.IsLocalAddress(nexthop)) {
+            return BridgeForward(node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
+                                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
           }
         }
         iif = hi->master;
         if (br_dev && br_dev->kind == "bridge") {
-          f.bridge_in = absl::StrCat(node->ns->id, "|", br_dev->name, "|", hi->name);
+          f.bridge_in = absl::StrCat(node.ns->id, "|", br_dev->name, "|", hi->name);
           f.bridge_in_dst = f.pkt.dst;
         }
       }
     }
   }
-  if (iif.empty() && node->ns) {
+  if (iif.empty() && node.ns) {
     // No link data: the device the node routes the pod's address through.
     model::Flow fl;
     fl.dst = *w.pod->pod_ip;
-    RouteResult r = node->ns->netstack.Lookup(fl);
+    RouteResult r = node.ns->netstack.Lookup(fl);
     if (r.ok()) iif = r.oif;
     Suspect(v, Level::kInfo, "file_missing",
             absl::StrCat("cannot match ", oif.name,
@@ -130,12 +126,12 @@ void Walker::VethToNode(const Where& w, Vertex v, const Interface& oif, const ne
                          "assuming ",
                          iif.empty() ? "?" : iif));
   }
-  Receive(*node, iif, std::move(f), std::move(br),
-          Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
+  return Receive(node, iif, std::move(f), std::move(br),
+                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
 }
 
-bool Walker::VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
-                               const net::Ipv4& nexthop, Flight& f, Branch& br) {
+absl::StatusOr<bool> Walker::VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
+                                               const net::Ipv4& nexthop, Flight& f, Branch& br) {
   // Fast path: the pod owning the address, when its eth0 is this veth's peer.
   for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
     const model::Pod* p = cluster_.FindPodByIp(ip);
@@ -146,77 +142,67 @@ bool Walker::VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
     if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
       continue;
     }
-    auto pw = PodWhere(*p);
-    if (!pw.ok()) {
-      error_ = pw.status();
-      return true;
-    }
-    if (!CrossVeth(w, v, oif, *pw, *pi, nexthop, f)) return true;
-    Receive(*pw, pi->name, std::move(f), std::move(br),
-            Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)});
+    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*p));
+    if (!CrossVeth(w, v, oif, pw, *pi, nexthop, f)) return true;
+    SARENA_RETURN_IF_ERROR(Receive(pw, pi->name, std::move(f), std::move(br),
+                                   Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)}));
     return true;
   }
-  if (auto o = PodByIfindex(w, *oif.link_index, oif.ifindex)) {
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, PodByIfindex(w, *oif.link_index, oif.ifindex));
+  if (o) {
     if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
       if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return true;
     }
-    Receive(o->where, o->ifname, std::move(f), std::move(br),
-            Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)});
+    SARENA_RETURN_IF_ERROR(Receive(o->where, o->ifname, std::move(f), std::move(br),
+                                   Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)}));
     return true;
   }
-  if (!error_.ok()) return true;
   // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
   // hop must resolve there (CrossVeth).
-  if (auto peer = NodeVethPeer(w, oif, nexthop)) {
-    const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-    if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
-    Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-            Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
-                                 peer->where.node_name, ")")});
-    return true;
-  }
-  return !error_.ok();
+  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
+  if (!peer) return false;
+  const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
+  if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
+  SARENA_RETURN_IF_ERROR(Receive(peer->where, peer->ifname, std::move(f), std::move(br),
+                                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
+                                                      peer->where.node_name, ")")}));
+  return true;
 }
 
-void Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
-                               const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::Status Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
+                                       const net::Ipv4& nexthop, Flight f, Branch br) {
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {
-    auto pw = PodWhere(*pod);
-    if (!pw.ok()) {
-      error_ = pw.status();
-      return;
-    }
-    Receive(*pw, "eth0", std::move(f), std::move(br),
-            Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
-    return;
+    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
+    return Receive(pw, "eth0", std::move(f), std::move(br),
+                   Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
   }
   // The peer netns is not in the snapshot, but the next hop (or, for a tunnel's outer packet,
   // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
   // snapshot does not hold (e.g. an underlay bridge namespace); follow the address.
   {
-    bool known = OwnerOf(nexthop).has_value();
-    if (!error_.ok()) return;
-    if (!known && f.outer) known = OwnerOf(f.outer->dst).has_value();
-    if (!error_.ok()) return;
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_nexthop, OwnerOf(nexthop));
+    bool known = by_nexthop.has_value();
+    if (!known && f.outer) {
+      SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_outer, OwnerOf(f.outer->dst));
+      known = by_outer.has_value();
+    }
     if (known) {
       std::string label = absl::StrCat(oif.name, " (underlay segment not in the snapshot)");
-      Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
-      return;
+      return Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
     }
   }
   // A kind / k3d node's uplink: eth0 is a veth into the Docker host's bridge network, which is
   // outside the cluster. Leaving through it is leaving the cluster (Underlay -> External).
-  if (IsUplink(w, oif)) {
-    if (!error_.ok()) return;
-    Underlay(w, v, oif, nexthop, std::move(f), std::move(br),
-             absl::StrCat(oif.name, " (uplink veth)",
-                          nexthop != f.pkt.dst ? absl::StrCat(" via ", nexthop.to_string())
-                                               : std::string()));
-    return;
+  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(w, oif));
+  if (uplink) {
+    // Bound before f is moved into the call (argument evaluation order is unspecified).
+    std::string label = absl::StrCat(
+        oif.name, " (uplink veth)",
+        nexthop != f.pkt.dst ? absl::StrCat(" via ", nexthop.to_string()) : std::string());
+    return Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
   }
-  if (!error_.ok()) return;
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
   Suspect(v, Level::kWarning, "snapshot_incomplete",
@@ -226,6 +212,7 @@ void Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
                        oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"), "), and ",
                        f.pkt.dst.to_string(), " is not a known pod on ", w.node_name,
                        ": the path beyond cannot be checked"));
+  return absl::OkStatus();
 }
 
 }  // namespace sarena::diag::internal

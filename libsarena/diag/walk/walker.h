@@ -1,6 +1,6 @@
-// The path walk's private parts (not installed): the walk's types and the Walker class that
-// Trace (libsarena/diag/walk.h) runs. The member functions live in this folder, one file per
-// concern (docs/architecture.md, "Where each concern lives").
+// The path walk's private parts (not installed): the Walker class that Trace
+// (libsarena/diag/walk.h) runs; the walk's types are in flight.h. The member functions live in
+// this folder, one file per concern (docs/architecture.md, "Where each concern lives").
 #ifndef LIBSARENA_DIAG_WALK_WALKER_H_
 #define LIBSARENA_DIAG_WALK_WALKER_H_
 
@@ -23,146 +23,12 @@
 #include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/walk.h"
+#include "libsarena/diag/walk/flight.h"
 #include "libsarena/model/arp.h"
 #include "libsarena/model/neigh.h"
 #include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::internal {
-
-using model::CtState;
-using model::InputDecision;
-using model::InputDrop;
-using model::Interface;
-using model::Netstack;
-using model::NetstackSource;
-using model::NfHook;
-using model::NfOutcome;
-using model::NfVerdict;
-using model::RouteResult;
-using model::RouteType;
-using Vertex = PathGraph::Vertex;
-
-// Tunnel overheads: model/tunnel.h's table.
-constexpr uint32_t kIpipOverhead = *model::TunnelOverheadOf("ipip");
-constexpr uint32_t kVxlanOverhead = *model::TunnelOverheadOf("vxlan");
-constexpr uint32_t kWireguardOverhead = *model::TunnelOverheadOf("wireguard");
-
-// Defined in hops.cc.
-std::string Ep(const net::Ipv4& ip, uint16_t port);
-std::string Tuple(const Packet& p);
-
-// A NAT conntrack made at one netns for the request: the reply is translated back there.
-struct NatRecord {
-  std::string netns;
-  Packet before;
-  Packet after;
-  bool dnat = false;
-  bool snat = false;
-};
-
-// Per-branch state; copied when a Service fans out.
-struct Branch {
-  std::vector<NatRecord> nat;
-  absl::flat_hash_set<std::string> visited;
-  absl::flat_hash_set<std::string> request_netns;
-  std::vector<Packet> host_flows;
-  int hops = 0;
-  // Where the request left the cluster (for the reply of an external destination).
-  std::string egress_node;
-  std::string egress_iface;
-};
-
-// One end of a TCP connection as its SYN describes it. The MSS option a Linux socket announces
-// (RFC 9293 3.7.1; tcp_advertise_mss / ipv4_default_advmss) is the route's advmss metric, else
-// its path MTU - 40 (IPv4 + TCP headers); the path MTU is the route's mtu metric, else the MTU
-// of the route's device. No segment this end sends is larger than its path MTU.
-struct TcpEnd {
-  std::string who;           // "node node-a", "pod default/web"
-  std::string dev;           // the route's output device
-  uint32_t pmtu = 0;         // bytes; 0 = unknown
-  bool pmtu_metric = false;  // pmtu is the route's mtu metric (else the device MTU)
-  uint32_t mss = 0;          // the MSS option of its SYN (bytes); 0 = unknown
-  bool advmss = false;       // mss is the route's advmss metric
-};
-
-// An MTU check of the packet in flight (Walker::CheckSize): a packet of more than `limit` bytes
-// (inner IP size) does not pass; `flag(size, forced, tcp)` adds the suspicion (`tcp`: how the
-// TCP segment size was negotiated, or empty) and returns whether the packet is dropped there
-// (only ever for a --size packet, `forced`); after a mismatch the packet is `settle` bytes (0 =
-// unchanged), the size PMTU discovery settles on.
-using SizeFlag = std::function<bool(uint32_t size, bool forced, const std::string& tcp)>;
-struct SizeCheck {
-  uint32_t limit = 0;
-  uint32_t settle = 0;
-  SizeFlag flag;  // null: a silent limit (PMTU discovery against a tunnel MTU)
-};
-
-// A request's MTU checks whose packet size is not known yet: a TCP client's segments are
-// min(its path MTU, the server's MSS + 40), and the server's MSS is known only when the
-// SYN-ACK reaches the client. A persistent list (each node points to the check before it), so a
-// fan-out shares its prefix; Walker::ResolveChecks decides a chain once the size is known.
-struct SizeCheckNode {
-  SizeCheck check;
-  std::shared_ptr<SizeCheckNode> prev;
-  std::shared_ptr<const TcpEnd> client;
-  bool resolved = false;  // decided at least once
-  bool flagged = false;   // its suspicion was added (once, however many servers)
-};
-
-// TCP segment sizes of a TCP query without --size (a real connection never sends a segment
-// larger than the peer's MSS + 40, nor than its own path MTU: tcp_sync_mss).
-struct TcpFlight {
-  bool active = false;
-  TcpEnd self;          // the sender of this direction: the client, then (reply) the server
-  bool self_known = false;
-  uint32_t syn = 0;     // self's MSS option as its SYN (SYN-ACK) carries it here
-  std::string clamps;   // the TCPMSS rules that lowered `syn`: ", clamped to 1360 at ..."
-  std::shared_ptr<SizeCheckNode> pending;  // request: the checks so far (leaf of the chain)
-  // Reply only: the client's SYN as the server received it, and the server's segment size.
-  TcpEnd peer;
-  uint32_t peer_syn = 0;
-  std::string peer_clamps;
-  std::shared_ptr<SizeCheckNode> request;  // the request's checks, decided when the reply arrives
-  uint32_t segment = 0;  // the reply's negotiated segment size (bytes), for its messages
-};
-
-// The packet in flight.
-struct Flight {
-  Packet pkt;                   // the inner (or only) packet
-  std::optional<Packet> outer;  // encapsulation header while crossing the underlay
-  std::string encap_kind;       // "ipip", "vxlan", "wireguard"
-  std::optional<uint32_t> vni;  // VXLAN network identifier of `outer`
-  // A plugin's description of what the far end of a tunnel / redirect must do, reported when
-  // that far end is not a node of the snapshot (PluginAction::peer_expectation).
-  std::string peer_expectation;
-  uint32_t size = 0;            // bytes of the (inner) IP packet
-  bool reply = false;
-  TcpFlight tcp;                // a TCP query without --size: the segment sizes (MSS)
-  // The bridge port the packet entered the current node by, "<netns id>|<bridge>|<port>", and
-  // its destination address then (a DNAT on the node changes it: br_netfilter's bridged DNAT).
-  // Set when a pod's frame enters a bridge port; cleared when the node routes it (Dispatch).
-  std::string bridge_in;
-  net::Ipv4 bridge_in_dst;
-};
-
-struct Prev {
-  std::optional<Vertex> v;
-  std::string label;
-};
-
-constexpr uint32_t kTcpIpHeaders = 40;  // IPv4 + TCP headers without options (RFC 9293 3.7.1)
-
-// Defined in mtu.cc.
-TcpEnd MakeTcpEnd(std::string who, const RouteResult& r, const Interface* out);
-std::string PathMtuText(const TcpEnd& e);
-std::string SegmentWhy(const TcpEnd& sender, const TcpEnd* receiver, uint32_t rcvd,
-                       const std::string& clamps, uint32_t size);
-std::string SizeText(uint32_t size, const std::string& tcp);
-
-struct NfPass {
-  bool dropped = false;
-  std::vector<NfOutcome> accepted;  // most probable first
-};
 
 class Walker {
  public:
@@ -216,16 +82,20 @@ class Walker {
                                                     std::string* note);
 
   // ---- the walk ----
-  void Originate(const Where& w, Flight f, Branch br, const Prev& prev);
-  void OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
+  // A stage returns a non-OK status only when the trace itself fails (a node's or pod's files
+  // cannot be loaded, a plugin bug); the caller returns it at once. What the walk finds about
+  // the network is a suspicion on a hop, never an error.
+  absl::Status Originate(const Where& w, Flight f, Branch br, const Prev& prev);
+  absl::Status OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
   // OriginateRouted after the route lookup, with one next hop (`r`).
-  void OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
-                    bool service_done);
-  void Receive(const Where& w, const std::string& iif, Flight f, Branch br, const Prev& prev);
-  void Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
-  void ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::Status OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
+                            bool service_done);
+  absl::Status Receive(const Where& w, const std::string& iif, Flight f, Branch br,
+                       const Prev& prev);
+  absl::Status Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
+  absl::Status ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   // Input routing after PREROUTING: local delivery or forwarding.
-  void ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::Status ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   // True when input routing drops `pkt` (the FATAL is added to `v`); a forwarding drop whose
   // sysctls are unknown (`sysctls` false) is walked on.
   bool InputRoutingDrops(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
@@ -234,25 +104,25 @@ class Walker {
   void DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
                         const model::InputResult& in);
   // Local delivery: INPUT, then decapsulation of a tunnel packet or the local socket (Serve).
-  void LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::Status LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
   // Forwarding: the TTL decrement and, per next hop of `route`, ForwardRouted.
-  void Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
-               Flight f, Branch br);
-  void Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
+  absl::Status Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
+                       Flight f, Branch br);
+  absl::Status Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
   // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
   // plugin's AfterRoute, Transmit.
-  void ForwardRouted(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
-                     Packet pkt, Flight f, Branch br);
+  absl::Status ForwardRouted(const Where& w, Vertex v, const std::string& iif,
+                             const RouteResult& route, Packet pkt, Flight f, Branch br);
   // Egress of a routed packet (egress.cc): the egress device, POSTROUTING, the plugin's
   // OnEgress, the device MTU, Dispatch.
-  void Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  absl::Status Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
   // The route's output device, or null when it is missing or down (the suspicion is added).
   const Interface* EgressDevice(const Where& w, Vertex v, const RouteResult& route,
                                 const Flight& f);
   // POSTROUTING out of `oif` (SNAT / MASQUERADE), the reply's un-DNAT and the plugin's
   // AfterPostrouting; false when the packet stops there.
-  bool Postrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
-                   Flight& f, Branch& br);
+  absl::StatusOr<bool> Postrouting(const Where& w, Vertex v, const Interface& oif,
+                                   const RouteResult& route, Flight& f, Branch& br);
   // POSTROUTING of a forwarded tunnel packet (a router between nodes): netfilter sees, and may
   // SNAT, its outer header.
   bool OuterPostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
@@ -260,19 +130,19 @@ class Walker {
   // POSTROUTING of the node's own or forwarded packet: the MSS clamp and SNAT (`snat_done`).
   bool NodePostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
                        Flight& f, Branch& br, bool* snat_done);
-  void Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route, Flight f,
-                Branch br);
-  void Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
-                   Flight f, Branch br);
+  absl::Status Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
+                        Flight f, Branch br);
+  absl::Status Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
+                           Flight f, Branch br);
   // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
   // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
   // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
   // `via`: the outer route already chosen (one next hop of a multipath route), or null to look
   // it up.
-  void SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
-                 uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
-                 bool outer_fragments, Flight f, Branch br, std::string label,
-                 const RouteResult* via = nullptr);
+  absl::Status SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
+                         uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
+                         bool outer_fragments, Flight f, Branch br, std::string label,
+                         const RouteResult* via = nullptr);
   // What an encapsulation puts around the packet: the outer header so far (destination,
   // protocol, port), its source if the device fixes it, the overhead in bytes, and the hop
   // label. Built by VxlanPlan / WireguardPlan / IpipPlan, nullopt when the packet stops there
@@ -296,46 +166,48 @@ class Walker {
   SizeFlag UnderlayMtuFlag(Vertex v, const std::string& kind, uint32_t overhead,
                            bool outer_fragments, const Interface& tun, const Interface& under);
   // PluginAction::kEncapsulate / kRedirect.
-  void EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
-  void Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  absl::Status EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                  Branch br);
+  absl::Status Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
   // Netfilter dropped an encapsulated packet's outer header at `hook`: name the tunnel port.
   void TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
                          absl::string_view hook);
-  void Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
-                Branch br, const std::string& label);
+  absl::Status Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                        Flight f, Branch br, const std::string& label);
   // The underlay to a node of the snapshot: over a veth cable, to the next hop, or through a
   // router to the destination. False (nothing done) when no node is there.
-  bool UnderlayToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                      Flight& f, Branch& br, const std::string& label);
+  absl::StatusOr<bool> UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
+                                      const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                      const std::string& label);
   // A pod or Service address that leaves toward a next hop that is not a node (the WARNING /
   // FATAL route_mismatch). False (nothing done) for any other destination.
-  bool UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
-                              const net::Ipv4& nexthop, Flight& f, Branch& br,
-                              const std::string& label);
-  void VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop, Flight f,
-                Branch br);
+  absl::StatusOr<bool> UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
+                                              const net::Ipv4& nexthop, Flight& f, Branch& br,
+                                              const std::string& label);
+  absl::Status VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                        Flight f, Branch br);
   // Pod -> node: the node-side device with the veth's peer ifindex (a bridge port: the bridge).
-  void VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                  Flight f, Branch br);
+  absl::Status VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
+                          Flight f, Branch br);
   // Node -> the pod or node that holds the veth's peer by the ifindex pair; false (nothing
   // done) when none does.
-  bool VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                         Flight& f, Branch& br);
+  absl::StatusOr<bool> VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
+                                         const net::Ipv4& nexthop, Flight& f, Branch& br);
   // Node -> a peer not found by ifindex: the pod owning the address, an underlay segment or
   // uplink outside the snapshot, else snapshot_incomplete.
-  void VethPeerByAddress(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                         Flight f, Branch br);
-  void BridgePort(const Where& w, Vertex v, const Interface& bridge, const net::Ipv4& nexthop,
-                  Flight f, Branch br, const std::string& label);
-  void BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
-                     const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev);
+  absl::Status VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
+                                 const net::Ipv4& nexthop, Flight f, Branch br);
+  absl::Status BridgePort(const Where& w, Vertex v, const Interface& bridge,
+                          const net::Ipv4& nexthop, Flight f, Branch br, const std::string& label);
+  absl::Status BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
+                             const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev);
   struct PortTarget {
     const Interface* port = nullptr;
     std::optional<Where> where;  // the pod behind the port
     std::string ifname;
   };
-  std::optional<PortTarget> FindBridgePort(const Where& w, const Interface& bridge,
-                                           const net::Ipv4& nexthop);
+  absl::StatusOr<std::optional<PortTarget>> FindBridgePort(const Where& w, const Interface& bridge,
+                                                           const net::Ipv4& nexthop);
   // Whether bridged IPv4 on `bridge` passes iptables: net.bridge.bridge-nf-call-iptables OR the
   // bridge's nf_call_iptables option (br_nf_pre_routing); notes an assumed sysctl on `v`.
   bool BridgeNfOn(const Where& node, Vertex v, const Interface& bridge);
@@ -346,14 +218,14 @@ class Walker {
   // bridge_flood) and returns false when the kernel would not deliver the frame.
   bool BridgePortFlagsPass(const Where& node, Vertex v, const Interface& bridge,
                            const Interface* in_port, const PortTarget& t, const Flight& f);
-  void DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
-                    const Prev& prev, const PluginAction& action);
-  void Serve(const Where& w, Vertex v, Flight f, Branch br);
-  void External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
+  absl::Status DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
+                            const Prev& prev, const PluginAction& action);
+  absl::Status Serve(const Where& w, Vertex v, Flight f, Branch br);
+  absl::Status External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
   void ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
-  void StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
-  bool HandlePluginAction(const Where& w, Vertex v, const PluginAction& a, Flight& f, Branch& br,
-                          std::string* iif);
+  absl::Status StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
+  absl::StatusOr<bool> HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
+                                          Flight& f, Branch& br, std::string* iif);
 
   // ---- services (service.cc) ----
   enum class ServiceVia { kClusterIp, kExternal, kNodePort };
@@ -373,8 +245,8 @@ class Walker {
   // on an address of `w`.
   std::optional<ServiceMatch> MatchService(const Where& w, const Packet& pkt) const;
   // Returns true when the packet matched a Service (the branches were walked from here).
-  bool ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br,
-                    bool originated);
+  absl::StatusOr<bool> ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f,
+                                    Branch br, bool originated);
   // No ready endpoint: the FATAL with the selector's matches, and how the client fails.
   void NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m,
                         const Packet& pkt, size_t not_ready, bool originated);
@@ -393,9 +265,9 @@ class Walker {
                         const std::vector<model::Backend>& eligible);
   bool NoTranslation(const Where& w, Vertex s, const model::Service& svc, const Packet& pkt,
                      size_t ready);
-  void WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
-                          std::vector<ServiceTarget> targets, Flight f, Branch br,
-                          bool originated);
+  absl::Status WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
+                                  std::vector<ServiceTarget> targets, Flight f, Branch br,
+                                  bool originated);
 
   void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
                           bool originated);
@@ -455,26 +327,29 @@ class Walker {
     Where where;
     std::string ifname;
   };
-  std::optional<Owner> OwnerOf(const net::Ipv4& ip);
-  std::optional<Owner> PodByIfindex(const Where& node, int ifindex, int peer_ifindex);
+  absl::StatusOr<std::optional<Owner>> OwnerOf(const net::Ipv4& ip);
+  absl::StatusOr<std::optional<Owner>> PodByIfindex(const Where& node, int ifindex,
+                                                    int peer_ifindex);
   // The other end of a veth "cable" from node `w` to another node's netns. ifindexes are per
   // netns, so a candidate is matched by the (ifindex, peer ifindex) pair and must not lead into
   // one of its own node's pods (VethPeerIsPod); nullopt when no node holds the other end.
-  std::optional<Owner> NodeVethPeer(const Where& w, const Interface& oif, const net::Ipv4& nexthop);
+  absl::StatusOr<std::optional<Owner>> NodeVethPeer(const Where& w, const Interface& oif,
+                                                    const net::Ipv4& nexthop);
   // True when the veth `veth` of node `node` leads into one of that node's pods: its peer is a
   // pod's eth0 by the ifindex pair, or another veth with the same link-netnsid does (one peer
   // netns id names one namespace).
-  bool VethPeerIsPod(const Where& node, const Interface& veth);
+  absl::StatusOr<bool> VethPeerIsPod(const Where& node, const Interface& veth);
   // True when `oif` is node `w`'s uplink and a veth whose other end no namespace of the snapshot
   // holds (a kind / k3d node: eth0's peer is in the Docker host's bridge network): the way out
   // of the cluster, not an unknown namespace. The uplink is the device with the node's address
   // (PrimaryInterface) or of its default route.
-  bool IsUplink(const Where& w, const Interface& oif);
+  absl::StatusOr<bool> IsUplink(const Where& w, const Interface& oif);
   // INFO router on a hop in a snapshot namespace that nodes.json does not list.
   void NoteRouter(const Where& w, Vertex v);
   // Leaving the cluster through a veth uplink: INFO cluster_exit, and a FATAL
   // nat_outgoing_missing when a pod address leaves without SNAT (false: the walk ends there).
-  bool NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif, const Flight& f);
+  absl::StatusOr<bool> NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif,
+                                          const Flight& f);
   // Crossing the veth `oif` -> `pif` (peer in `peer`): the next hop must resolve there (unless
   // cached), and the packet must fit the receiving device (is_skb_forwardable). False when the
   // packet died here (the FATAL is added to `v`).
@@ -487,11 +362,12 @@ class Walker {
   const Interface* PrimaryInterface(const Where& node);
 
   // ---- fan-out ----
-  // Walks each branch; when some but not all of them reach a FATAL, those FATALs become
-  // CRITICAL with a note naming the share that fails. `weights` (one per branch, empty = a
-  // count): a multipath route's next-hop weights, so the note gives the share of flows.
-  void WalkBranches(Vertex parent, std::vector<std::function<void()>> branches,
-                    const std::vector<uint32_t>& weights = {});
+  // Walks each branch (an error stops the walk); when some but not all of them reach a FATAL,
+  // those FATALs become CRITICAL with a note naming the share that fails. `weights` (one per
+  // branch, empty = a count): a multipath route's next-hop weights, so the note gives the share
+  // of flows.
+  absl::Status WalkBranches(Vertex parent, std::vector<std::function<absl::Status()>> branches,
+                            const std::vector<uint32_t>& weights = {});
   // A multipath route (more than one live next hop) forks the walk right after its lookup, so
   // that everything that depends on the egress device (FORWARD/OUTPUT `-o` rules, the MSS
   // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: `cont` runs once
@@ -501,8 +377,9 @@ class Walker {
   // walked and the INFO says so. Returns false, doing nothing, for a route with one next hop.
   static constexpr size_t kMaxNexthopBranches = 16;
   static constexpr size_t kMaxWalkWidth = 64;
-  using RoutedFn = std::function<void(Vertex, const RouteResult&)>;
-  bool ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const RoutedFn& cont);
+  using RoutedFn = std::function<absl::Status(Vertex, const RouteResult&)>;
+  absl::StatusOr<bool> ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
+                                    const RoutedFn& cont);
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
@@ -511,7 +388,6 @@ class Walker {
   TraceOptions opts_;
   PathGraph graph_;
   PluginContext pctx_;
-  absl::Status error_;
   // Checks made once per branch (PluginContext::FirstInBranch): WalkBranches gives each branch
   // the set as it was at the fork, so a finding at a place every branch crosses (a node's
   // sysctls, a pod's gateway) is in every branch, not only the first one walked.
