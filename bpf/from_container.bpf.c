@@ -131,8 +131,10 @@ static __always_inline int sarena_from_container_ipv4(struct __sk_buff *skb) {
   const struct sarena_endpoint *dst = sarena_lookup_ipv4(ip.daddr_be);
   if (dst) {
     /* Host-flow records are keyed by the pod that opened them: for a pod pair that never did,
-     * there is nothing to forget and no reply to recognise (one array read each). */
-    if (sarena_may_have_host_flows(src)) sarena_forget_reused_port(skb, &ip);
+     * there is nothing to forget and no reply to recognise (one array read each). Only a TCP
+     * SYN forgets a record, so other protocols skip the sender's mark. */
+    if (ip.proto == IPPROTO_TCP && sarena_may_have_host_flows(src))
+      sarena_forget_reused_port(skb, &ip);
     if (sarena_may_have_host_flows(dst) && sarena_is_host_flow_reply(&ip)) return TC_ACT_OK;
     const struct sarena_config *cfg = sarena_config_get();
     return sarena_local_delivery(skb, dst, cfg ? cfg->flags : 0, /*allow_peer=*/1);

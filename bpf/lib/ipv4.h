@@ -49,10 +49,17 @@ static __always_inline int sarena_ensure_linear(struct __sk_buff *skb, __u32 len
  */
 static __always_inline __u16 sarena_eth_proto(struct __sk_buff *skb) {
   if (skb->vlan_present) return bpf_htons(ETH_P_8021Q);
-  if (sarena_ensure_linear(skb, ETH_HLEN) < 0) return 0;
-  struct ethhdr *eth = (void *)(long)skb->data;
-  if ((void *)(eth + 1) > (void *)(long)skb->data_end) return 0;
-  return eth->h_proto;
+  void *data = (void *)(long)skb->data;
+  void *data_end = (void *)(long)skb->data_end;
+  if (data + ETH_HLEN > data_end) {
+    /* Slow path: a non-linear head (or a runt frame). */
+    if (sarena_ensure_linear(skb, ETH_HLEN) < 0) return 0;
+    data = (void *)(long)skb->data;
+    data_end = (void *)(long)skb->data_end;
+    if (data + ETH_HLEN > data_end) return 0;
+  }
+  /* One 16-bit load (struct ethhdr is packed: its h_proto would be read byte by byte). */
+  return *(__u16 *)(data + 12);
 }
 
 /*
@@ -69,12 +76,18 @@ static __always_inline enum sarena_drop_reason sarena_ipv4_parse(struct __sk_buf
                                                                   struct sarena_ipv4_info *info) {
   __u32 frame_len = skb->len;
   if (frame_len < ETH_HLEN + SARENA_IPV4_MIN_HLEN) return SARENA_DROP_TRUNCATED;
-  if (sarena_ensure_linear(skb, ETH_HLEN + SARENA_IPV4_MIN_HLEN) < 0) return SARENA_DROP_TRUNCATED;
-
   void *data = (void *)(long)skb->data;
   void *data_end = (void *)(long)skb->data_end;
   struct iphdr *iph = data + ETH_HLEN;
-  if ((void *)(iph + 1) > data_end) return SARENA_DROP_TRUNCATED;
+  if ((void *)(iph + 1) > data_end) {
+    /* Slow path: pull the headers into the linear area, then re-derive the pointers. */
+    if (sarena_ensure_linear(skb, ETH_HLEN + SARENA_IPV4_MIN_HLEN) < 0)
+      return SARENA_DROP_TRUNCATED;
+    data = (void *)(long)skb->data;
+    data_end = (void *)(long)skb->data_end;
+    iph = data + ETH_HLEN;
+    if ((void *)(iph + 1) > data_end) return SARENA_DROP_TRUNCATED;
+  }
 
   if (iph->version != 4 || iph->ihl < 5) return SARENA_DROP_BAD_IP_HEADER;
   __u32 hlen = iph->ihl * 4;

@@ -50,8 +50,7 @@ static __always_inline int sarena_local_delivery(struct __sk_buff *skb,
   if (iph->ttl <= 1) return sarena_drop(skb, SARENA_DROP_TTL_EXCEEDED);
   sarena_ipv4_dec_ttl(iph);
 
-  sarena_mac_copy(eth->h_dest, ep->pod_mac);
-  sarena_mac_copy(eth->h_source, ep->host_mac);
+  sarena_mac_store2(eth->h_dest, ep->pod_mac, ep->host_mac);
 
   __u32 ifindex = ep->ifindex;
   __u32 len = skb->len;

@@ -703,6 +703,60 @@ TEST_P(DatapathTest, RecordsOfAnUnmarkedPodAreNotConsultedBetweenLocalPods) {
   EXPECT_FALSE(HasFlow(key));
 }
 
+// ---- The word-wide stores and parse fast path of issue 9 item 1 (2026-12-06). ----
+
+// The two MACs are written as 32 + 16-bit stores from the endpoint entry (at offset 4 of a slot
+// copy, so unaligned on the slot path): every one of the 12 bytes lands in its place, in order,
+// and the EtherType after them is untouched (ExpectDelivered compares every other byte), from
+// both programs.
+TEST_P(DatapathTest, EveryMacByteReachesItsPlace) {
+  const TestEndpoint d{"10.244.1.13", 1013, {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc},
+                       {0xde, 0xf0, 0x13, 0x57, 0x9b, 0xdf}, 13};
+  const auto value = MakeEndpoint(d.ifindex, d.pod_mac, d.host_mac, d.id);
+  if (GetParam() == EndpointWrite::kPut) {
+    ASSERT_TRUE(maps().endpoints.Put(Ip(d.ip), value).ok());
+  } else {
+    ASSERT_TRUE(maps().endpoints.Update(MakeEndpointKey(Ip(d.ip)), value).ok());
+  }
+  auto to_d = BuildIpv4({.saddr = kA.ip, .daddr = d.ip});
+  ExpectDelivered(to_d, FromContainer(to_d, kA), d);
+  ExpectDelivered(to_d, FromHost(to_d), d);
+  // And from d: its address is accepted on its own veth only, and the reply reaches A.
+  auto from_d = BuildIpv4({.saddr = d.ip, .daddr = kA.ip});
+  ExpectDelivered(from_d, FromContainer(from_d, d), kA);
+  EXPECT_EQ(FromContainer(from_d, kB).retval, static_cast<uint32_t>(TC_ACT_SHOT));
+  EXPECT_EQ(Drops(SARENA_DROP_SPOOFED_SOURCE), 1u);
+  EXPECT_EQ(Counters(d).rx_packets, 2u);
+  EXPECT_EQ(Counters(d).tx_packets, 1u);
+}
+
+// Only a TCP SYN forgets a host-flow record, so from_container reads the sender's opener mark
+// for TCP only: a marked pod's UDP to a local pod is delivered and keeps the pod's UDP record
+// (a DNS reply through the host still goes back through the host), and its TCP SYN still
+// forgets the TCP record of the same port.
+TEST_P(DatapathTest, OnlyTcpFromAMarkedPodConsultsItsRecordsBetweenLocalPods) {
+  auto dns = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .proto = testing::kIpprotoUdp,
+                        .sport = 40000, .dport = 53});
+  ExpectToHost(dns, FromContainer(dns, kA));
+  ASSERT_TRUE(IsFlowOpener(kA));
+  auto udp_direct = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .proto = testing::kIpprotoUdp,
+                               .sport = 40000, .dport = 8080});
+  ExpectDelivered(udp_direct, FromContainer(udp_direct, kA), kC);
+  EXPECT_TRUE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoUdp)));
+  auto dns_reply = BuildIpv4({.saddr = kC.ip, .daddr = kA.ip, .proto = testing::kIpprotoUdp,
+                              .sport = 53, .dport = 40000});
+  ExpectToHost(dns_reply, FromContainer(dns_reply, kC));
+  auto svc_syn = BuildIpv4({.saddr = kA.ip, .daddr = "10.96.0.10", .sport = 40000, .dport = 80,
+                            .tcp_flags = 0x02});
+  ExpectToHost(svc_syn, FromContainer(svc_syn, kA));
+  ASSERT_TRUE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+  auto direct_syn = BuildIpv4({.saddr = kA.ip, .daddr = kC.ip, .sport = 40000, .dport = 8080,
+                               .tcp_flags = 0x02});
+  ExpectDelivered(direct_syn, FromContainer(direct_syn, kA), kC);
+  EXPECT_FALSE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoTcp)));
+  EXPECT_TRUE(HasFlow(Flow(kA.ip, 40000, testing::kIpprotoUdp)));
+}
+
 INSTANTIATE_TEST_SUITE_P(EndpointLookup, DatapathTest,
                          ::testing::Values(EndpointWrite::kHashOnly, EndpointWrite::kPut),
                          [](const ::testing::TestParamInfo<EndpointWrite>& info) {
