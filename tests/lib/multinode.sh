@@ -47,6 +47,7 @@ MN_PEER_GRACE=${MN_PEER_GRACE:-30s}
 MN_PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 # shellcheck source=tests/lib/kube-proxy.sh
 . "$MN_ROOT/tests/lib/kube-proxy.sh"
+. "$MN_ROOT/tests/lib/deadline.sh"
 
 mn_log() { [ "$MN_QUIET" = 1 ] || printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mn_die() { echo "multinode: $*" >&2; exit 1; }
@@ -70,6 +71,7 @@ mn_init() {
   trap mn_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  deadline_arm
 }
 
 mn_ns() { echo "$MN_ID-$1"; }              # netns of a node, a pod, ul, rt or ext
@@ -645,6 +647,7 @@ mn_summary() {
 mn_cleanup() {
   local rc=$? f pid ns d
   trap - EXIT INT TERM
+  deadline_disarm
   [ -n "${MN_DIR:-}" ] && [ -d "$MN_DIR" ] || exit "$rc"
   # sarenad first (SIGTERM, then SIGKILL after 2 s), then etcd.
   for f in "$MN_DIR"/nodes/*/pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done

@@ -6,6 +6,7 @@
 # Used by tests/privileged/*_test.sh and examples/demo.sh. Everything it creates carries a
 # unique per-run prefix and is removed by sn_cleanup (installed as an EXIT trap by sn_init).
 
+. "$(dirname "${BASH_SOURCE[0]}")/deadline.sh"
 SN_BUILD=${SARENA_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
 SN_BIN=$SN_BUILD/tools
 SN_FAILED=0
@@ -21,6 +22,7 @@ sn_init() {
   SN_BPFFS_DIRS=()
   trap sn_cleanup EXIT
   trap 'exit 130' INT TERM
+  deadline_arm
 }
 
 sn_log() { [ "$SN_QUIET" = 1 ] || printf '%s\n' "$*"; }
@@ -147,6 +149,7 @@ EOR
 sn_cleanup() {
   local rc=$?
   local pid ns d
+  deadline_disarm
   for pid in "${SN_DAEMONS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${SN_DAEMONS[@]}"; do wait "$pid" 2>/dev/null; done
   # Every netns of this run: the recorded ones, and any named with this run's unique prefix that a
