@@ -94,8 +94,7 @@ static __always_inline int sarena_arp_answer_gateway(struct __sk_buff *skb,
   __builtin_memcpy(body->tpa, &sender_be, 4);
   sarena_mac_copy(body->sha, ep->host_mac);
   __builtin_memcpy(body->spa, &node_ip_be, 4);
-  sarena_mac_copy(eth->h_dest, body->tha);
-  sarena_mac_copy(eth->h_source, ep->host_mac);
+  sarena_mac_store2((__u8 *)eth, body->tha, ep->host_mac);
 
   return sarena_redirect_verdict(skb, bpf_redirect(skb->ifindex, 0));
 }

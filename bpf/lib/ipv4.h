@@ -43,21 +43,33 @@ static __always_inline int sarena_ensure_linear(struct __sk_buff *skb, __u32 len
 }
 
 /*
+ * Direct packet access to the first `len` bytes: sets `*data` / `*data_end` to the linear head
+ * and proves `*data + len <= *data_end` to the verifier. The common case costs one bounds check;
+ * a non-linear head (or a runt frame) goes through sarena_ensure_linear, and the pointers are
+ * re-derived (the pull invalidated them) and checked again. Returns 0, or -1 when the packet is
+ * shorter than `len`.
+ */
+static __always_inline int sarena_linear_head(struct __sk_buff *skb, __u32 len, void **data,
+                                              void **data_end) {
+  *data = (void *)(long)skb->data;
+  *data_end = (void *)(long)skb->data_end;
+  if (*data + len <= *data_end) return 0;
+  if (sarena_ensure_linear(skb, len) < 0) return -1;
+  *data = (void *)(long)skb->data;
+  *data_end = (void *)(long)skb->data_end;
+  if (*data + len > *data_end) return -1;
+  return 0;
+}
+
+/*
  * The EtherType of the frame (network byte order), or 0 when the frame is shorter than an
  * Ethernet header. Frames with an offloaded VLAN tag (skb->vlan_present) report ETH_P_8021Q so
  * that they are never treated as untagged IPv4/ARP. Ensures ETH_HLEN linear bytes.
  */
 static __always_inline __u16 sarena_eth_proto(struct __sk_buff *skb) {
   if (skb->vlan_present) return bpf_htons(ETH_P_8021Q);
-  void *data = (void *)(long)skb->data;
-  void *data_end = (void *)(long)skb->data_end;
-  if (data + ETH_HLEN > data_end) {
-    /* Slow path: a non-linear head (or a runt frame). */
-    if (sarena_ensure_linear(skb, ETH_HLEN) < 0) return 0;
-    data = (void *)(long)skb->data;
-    data_end = (void *)(long)skb->data_end;
-    if (data + ETH_HLEN > data_end) return 0;
-  }
+  void *data, *data_end;
+  if (sarena_linear_head(skb, ETH_HLEN, &data, &data_end) < 0) return 0;
   /* One 16-bit load (struct ethhdr is packed: its h_proto would be read byte by byte). */
   return *(__u16 *)(data + 12);
 }
@@ -76,18 +88,10 @@ static __always_inline enum sarena_drop_reason sarena_ipv4_parse(struct __sk_buf
                                                                   struct sarena_ipv4_info *info) {
   __u32 frame_len = skb->len;
   if (frame_len < ETH_HLEN + SARENA_IPV4_MIN_HLEN) return SARENA_DROP_TRUNCATED;
-  void *data = (void *)(long)skb->data;
-  void *data_end = (void *)(long)skb->data_end;
+  void *data, *data_end;
+  if (sarena_linear_head(skb, ETH_HLEN + SARENA_IPV4_MIN_HLEN, &data, &data_end) < 0)
+    return SARENA_DROP_TRUNCATED;
   struct iphdr *iph = data + ETH_HLEN;
-  if ((void *)(iph + 1) > data_end) {
-    /* Slow path: pull the headers into the linear area, then re-derive the pointers. */
-    if (sarena_ensure_linear(skb, ETH_HLEN + SARENA_IPV4_MIN_HLEN) < 0)
-      return SARENA_DROP_TRUNCATED;
-    data = (void *)(long)skb->data;
-    data_end = (void *)(long)skb->data_end;
-    iph = data + ETH_HLEN;
-    if ((void *)(iph + 1) > data_end) return SARENA_DROP_TRUNCATED;
-  }
 
   if (iph->version != 4 || iph->ihl < 5) return SARENA_DROP_BAD_IP_HEADER;
   __u32 hlen = iph->ihl * 4;
