@@ -1192,6 +1192,49 @@ collect() {  # collect SNAPDIR NODE
 
 hop_base() { local h=${1%%@*}; h=${h%%#*}; echo "${h%%/svc:*}"; }
 
+# diag_trace SNAP TRACE-ARGS...: collects the flow's nodes (F_NODES) into SNAP and traces it;
+# sets VERDICT (error when a collect or the trace failed) and SUS, the non-INFO suspicions as
+# "LEVEL CODE HOP" lines.
+diag_trace() {
+  local snap=$1 n cok=1; shift
+  VERDICT=error SUS=""
+  for n in $F_NODES; do collect "$snap" "$n" || cok=0; done
+  if [ $cok = 1 ] && "$DIAG" trace --snapshot "$snap" "$@" -o json >"$snap/trace.json" \
+      2>"$snap/trace.err"; then
+    VERDICT=$(jq -r .verdict "$snap/trace.json")
+    SUS=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
+  fi
+}
+
+# probe_reasons FILE: the drops in FILE (drop_trace's JSON lines) as REASONS, "REASON@place:dev"
+# (unique, in order), and RS, the bare reasons.
+probe_reasons() {
+  REASONS=() RS=()
+  local r ns dev w
+  while read -r r ns dev; do
+    [ -n "$r" ] || continue
+    r=${r#SKB_DROP_REASON_}
+    w="$r@${NS_PLACE[$ns]:-${ns:-?}}${dev:+:$dev}"
+    [[ " ${REASONS[*]} " == *" $w "* ]] || REASONS+=("$w")
+    [[ " ${RS[*]} " == *" $r "* ]] || RS+=("$r")
+  done < <(jq -r '"\(.kernel_reason) \(.netns) \(.device)"' "$1")
+}
+
+# count_result FAMILY AGREE DROPPED EXPLAINED VERDICT: one scenario in the totals and the family's
+# counters (docs/diagnoser.md's table).
+count_result() {
+  local fam=$1
+  TOTAL=$((TOTAL + 1))
+  BY_FAULT_N[$fam]=$((${BY_FAULT_N[$fam]:-0} + 1))
+  BY_FAULT_DROPPED[$fam]=$((${BY_FAULT_DROPPED[$fam]:-0} + $3))
+  BY_FAULT_EXPLAINED[$fam]=$((${BY_FAULT_EXPLAINED[$fam]:-0} + $4))
+  [ "$5" = degraded ] && DEGRADED=$((DEGRADED + 1))
+  if [ "$2" = 1 ]; then
+    AGREED=$((AGREED + 1)); BY_FAULT_OK[$fam]=$((${BY_FAULT_OK[$fam]:-0} + 1))
+  fi
+  return 0
+}
+
 # run_multipath ID FLOW multipath NODE BLOCK PEER (see the header): one scenario of the multipath
 # family, checked flow by flow against the next hop the kernel hashes each probe onto.
 run_multipath() {
@@ -1205,19 +1248,15 @@ run_multipath() {
     nexthop via "${P_ALT[$peer]}" dev eth1
   cn_sysctl "$ns" fib_multipath_hash_policy 0
   cn_sysctl "$pns" conf/eth1/forwarding 0
-  local n cok=1 verdict=error sus="" named="" lvl code hop
-  for n in $F_NODES; do collect "$snap" "$n" || cok=0; done
-  if [ $cok = 1 ] && "$DIAG" trace --snapshot "$snap" --src "$F_SRC" --dst "$F_DST" -o json \
-      >"$snap/trace.json" 2>"$snap/trace.err"; then
-    verdict=$(jq -r .verdict "$snap/trace.json")
-    sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
-  fi
+  local named="" lvl code hop n
+  diag_trace "$snap" --src "$F_SRC" --dst "$F_DST"
+  local verdict=$VERDICT sus=$SUS
   while read -r lvl code hop; do
     [ "$lvl" = CRITICAL ] && [ "$code" = iface_forwarding_disabled ] &&
       [ "$(hop_base "$hop")" = "${P_HOP[$peer]}" ] && named="$code@$hop"
   done <<<"$sus"
   # The kernel, flow by flow.
-  local sp nh r want flows="" mism="" died=0 reasons=() rs=() explained=0 dropped=0
+  local sp nh r want flows="" mism="" died=0 explained=0 dropped=0
   drops_start "$snap/drops.jsonl"
   for ((sp = 30000 + id * 8; sp < 30003 + id * 8; sp++)); do
     nh=$(ip -n "$ns" route get "$F_IP" from "${P_IP[$F_SRCPLACE]}" iif "$iif" ipproto tcp \
@@ -1235,14 +1274,10 @@ run_multipath() {
   ip -n "$ns" route replace "$block" via "${P_IP[$peer]}" dev eth0 proto bird
   cn_sysctl "$ns" fib_multipath_hash_policy "$policy"
   cn_sysctl "$pns" conf/eth1/forwarding 1
-  local ep; ep=$(jq -c 'select(.packet.dport == 8080 or .packet.sport == 8080)' "$snap/drops.jsonl" 2>/dev/null)
-  while read -r r n d; do
-    [ -n "$r" ] || continue
-    r=${r#SKB_DROP_REASON_}
-    local w="$r@${NS_PLACE[$n]:-${n:-?}}${d:+:$d}"
-    [[ " ${reasons[*]} " == *" $w "* ]] || reasons+=("$w")
-    [[ " ${rs[*]} " == *" $r "* ]] || rs+=("$r")
-  done < <(jq -r '"\(.kernel_reason) \(.netns) \(.device)"' <<<"$ep")
+  jq -c 'select(.packet.dport == 8080 or .packet.sport == 8080)' "$snap/drops.jsonl" \
+    >"$snap/flow-drops.jsonl" 2>/dev/null
+  probe_reasons "$snap/flow-drops.jsonl"
+  local reasons=("${REASONS[@]}") rs=("${RS[@]}")
   if ((died > 0)) && [ ${#rs[@]} -gt 0 ]; then
     dropped=1
     explained_by iface_forwarding_disabled
@@ -1257,17 +1292,9 @@ run_multipath() {
   if ((died > 0)) && [ $dropped = 1 ] && [ $explained = 0 ]; then
     agree=0 why+="${why:+; }kernel reason(s) ${rs[*]} not explained by iface_forwarding_disabled"
   fi
-  TOTAL=$((TOTAL + 1))
-  BY_FAULT_N[multipath]=$((${BY_FAULT_N[multipath]:-0} + 1))
-  BY_FAULT_DROPPED[multipath]=$((${BY_FAULT_DROPPED[multipath]:-0} + dropped))
-  BY_FAULT_EXPLAINED[multipath]=$((${BY_FAULT_EXPLAINED[multipath]:-0} + explained))
-  [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
+  count_result multipath $agree $dropped $explained "$verdict"
   local mark=agree rtext="${reasons[*]}"
-  if [ $agree = 1 ]; then
-    AGREED=$((AGREED + 1)); BY_FAULT_OK[multipath]=$((${BY_FAULT_OK[multipath]:-0} + 1))
-  else
-    mark=DISAGREE; FAILED_IDS+=("$id")
-  fi
+  [ $agree = 1 ] || { mark=DISAGREE; FAILED_IDS+=("$id"); }
   printf '%4d %-6s %-16s %-52s diag=%-11s kernel=%-4s %s%s  [flows port:nexthop:outcome:%s] reasons=%s\n' \
     "$id" "$F_TOPO" "$F_LABEL" "multipath $node $block $peer" "$verdict" "$((3 - died))/3" "$mark" \
     "${named:+ ($named)}" "$flows" "${rtext// /,}"
@@ -1307,14 +1334,8 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   ln -s "$cluster" "$snap/cluster"
 
   inject "${fault[@]}" >"$snap/inject.log" 2>&1 || { echo "FAIL: inject ${fault[*]}: $(cat "$snap/inject.log")"; exit 1; }
-  local n cok=1
-  for n in $F_NODES; do collect "$snap" "$n" || cok=0; done
-  local verdict=error sus=""
-  if [ $cok = 1 ] && "$DIAG" trace --snapshot "$snap" --src "$F_SRC" --dst "$trdst" "${size[@]}" \
-      -o json >"$snap/trace.json" 2>"$snap/trace.err"; then
-    verdict=$(jq -r .verdict "$snap/trace.json")
-    sus=$(jq -r '.suspicions[] | select(.level != "INFO") | "\(.level) \(.code) \(.hop)"' "$snap/trace.json")
-  fi
+  diag_trace "$snap" --src "$F_SRC" --dst "$trdst" "${size[@]}"
+  local verdict=$VERDICT sus=$SUS
   local sport=$((20000 + id)) kernel i
   [ -n "${RETRYING:-}" ] && sport=$((25000 + id))  # not the first run's 4-tuple (TIME_WAIT)
   local ld0 ld1
@@ -1334,14 +1355,8 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   revert "${fault[@]}" >"$snap/revert.log" 2>&1 || { echo "FAIL: revert ${fault[*]}: $(cat "$snap/revert.log")"; exit 1; }
 
   # The probe's drops: "REASON@place:dev" (unique, in order), and the bare reasons.
-  local reasons=() rs=() r ns dev
-  while read -r r ns dev; do
-    [ -n "$r" ] || continue
-    r=${r#SKB_DROP_REASON_}
-    local w="$r@${NS_PLACE[$ns]:-${ns:-?}}${dev:+:$dev}"
-    [[ " ${reasons[*]} " == *" $w "* ]] || reasons+=("$w")
-    [[ " ${rs[*]} " == *" $r "* ]] || rs+=("$r")
-  done < <(jq -r '"\(.kernel_reason) \(.netns) \(.device)"' "$snap/flow-drops.jsonl")
+  probe_reasons "$snap/flow-drops.jsonl"
+  local reasons=("${REASONS[@]}") rs=("${RS[@]}") r
 
   # Agreement.
   local agree=0 named="" codes=() why=""
@@ -1388,16 +1403,9 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   fi
   local retry=0
   [ $agree = 0 ] && [ "${DIFF_RETRY:-1}" = 1 ] && [ -z "${RETRYING:-}" ] && retry=1
-  if [ $retry = 0 ]; then
-    [ "$verdict" = degraded ] && DEGRADED=$((DEGRADED + 1))
-    TOTAL=$((TOTAL + 1))
-    BY_FAULT_N[$type]=$((${BY_FAULT_N[$type]:-0} + 1))
-    BY_FAULT_DROPPED[$type]=$((${BY_FAULT_DROPPED[$type]:-0} + dropped))
-    BY_FAULT_EXPLAINED[$type]=$((${BY_FAULT_EXPLAINED[$type]:-0} + explained))
-  fi
+  [ $retry = 0 ] && count_result "$type" $agree $dropped $explained "$verdict"
   local mark=agree
   if [ $agree = 1 ]; then
-    AGREED=$((AGREED + 1)); BY_FAULT_OK[$type]=$((${BY_FAULT_OK[$type]:-0} + 1))
     [ -n "${RETRYING:-}" ] && { mark="agree on the second run (flaky)"; FLAKY_IDS+=("$id"); }
   elif [ $retry = 1 ]; then
     mark="disagree on the first run (running it again)"
