@@ -236,6 +236,20 @@ calico_pod() {  # calico_pod TOPO NODE NAME IP MTU
   P_DEVS[$2]+=" $(cn_cali diff "$3"):$3"
 }
 
+# calico_serve TOPO POOL SERVICE CLUSTER-IP BACKEND "NODES" "PODS": a Calico topology's
+# Service (kube-proxy's rules for it on every node, Felix's for POOL) and its listeners: 9090
+# on the nodes, 8080 on the pods (BACKEND: the pod the Service translates to).
+calico_serve() {
+  local t=$1 pool=$2 svc=$3 cip=$4 backend=$5 n p
+  T_SVC[$t]="$svc $cip $backend"
+  cn_felix_rules "$pool"
+  for n in $6; do
+    kp_restore "${P_NS[$n]}" "$pool" "$svc:http $cip 80 ${P_IP[$backend]}:8080"
+    serve "${P_NS[$n]}" "node-$n" 9090
+  done
+  for p in $7; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+}
+
 setup_bgp() {
   cn_node bgp1; cn_node bgp2
   place bgp1 node B "$(cn_ns bgp1)" bgp1 192.168.91.1 node:bgp1
@@ -256,14 +270,7 @@ setup_bgp() {
   cn_blackhole bgp2 10.91.2.0/26
   cn_bgp_route bgp1 10.91.2.0/26 192.168.91.2 eth0
   cn_bgp_route bgp2 10.91.1.0/26 192.168.91.1 eth0
-  T_SVC[B]="diff/web-b 10.96.91.10 bc"
-  cn_felix_rules 10.91.0.0/16
-  local n p
-  for n in bgp1 bgp2; do
-    kp_restore "${P_NS[$n]}" 10.91.0.0/16 "diff/web-b:http 10.96.91.10 80 10.91.2.2:8080"
-    serve "${P_NS[$n]}" "node-$n" 9090
-  done
-  for p in ba bb bc bd; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  calico_serve B 10.91.0.0/16 diff/web-b 10.96.91.10 bc "bgp1 bgp2" "ba bb bc bd"
   T_FLOWS[B]="ba>bb bc>bd ba>bc bd>ba bb>bd bc>bb ba>svc bd>svc bgp1>bc bgp2>ba bgp1>ba ba>bgp2 bc>bgp1 bgp1~eth1>bc bgp2~eth1>ba"
 }
 
@@ -284,14 +291,7 @@ setup_vxlan() {
   cn_blackhole vx1 10.93.1.0/26
   cn_blackhole vx2 10.93.2.0/26
   vxlan_peers
-  T_SVC[V]="diff/web-v 10.96.93.10 vc"
-  cn_felix_rules 10.93.0.0/16
-  local n p
-  for n in vx1 vx2; do
-    kp_restore "${P_NS[$n]}" 10.93.0.0/16 "diff/web-v:http 10.96.93.10 80 10.93.2.2:8080"
-    serve "${P_NS[$n]}" "node-$n" 9090
-  done
-  for p in va vb vc vd; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  calico_serve V 10.93.0.0/16 diff/web-v 10.96.93.10 vc "vx1 vx2" "va vb vc vd"
   T_FLOWS[V]="va>vb vc>vd va>vc vd>va vb>vd vc>vb va>svc vd>svc vx1>vc vx2>va vx1>va va>vx2 vc>vx1"
 }
 
@@ -381,14 +381,7 @@ setup_router() {
   cn_bgp_route rt2 10.98.1.0/26 192.168.96.254 eth0
   cn_bgp_route rtr 10.98.1.0/26 192.168.95.1 ra
   cn_bgp_route rtr 10.98.2.0/26 192.168.96.2 rb
-  T_SVC[R]="diff/web-r 10.96.98.10 rb1"
-  cn_felix_rules 10.98.0.0/16
-  local n p
-  for n in rt1 rt2; do
-    kp_restore "${P_NS[$n]}" 10.98.0.0/16 "diff/web-r:http 10.96.98.10 80 10.98.2.2:8080"
-    serve "${P_NS[$n]}" "node-$n" 9090
-  done
-  for p in ra1 rb1; do serve "${P_NS[$p]}" "pod-$p" 8080; done
+  calico_serve R 10.98.0.0/16 diff/web-r 10.96.98.10 rb1 "rt1 rt2" "ra1 rb1"
   T_FLOWS[R]="ra1>rb1 rb1>ra1"
 }
 # The router families (DIFF_ROUTER_COUNT scenarios after the mechanism families, the i-th of
