@@ -159,7 +159,12 @@ absl::StatusOr<uint16_t> GetPort(const JsonValue& obj, absl::string_view key,
 absl::StatusOr<std::vector<std::pair<const JsonValue*, std::string>>> Items(const JsonDoc& doc) {
   std::vector<std::pair<const JsonValue*, std::string>> out;
   const JsonValue& root = doc.root();
-  if (root.is_object() && root.Find("items", false) == nullptr && root.Find("metadata") != nullptr) {
+  const JsonValue* kind = root.Find("kind");
+  bool status = kind != nullptr && kind->is_string() && kind->str() == "Status";
+  // A kubectl Status (an API error answer, which has "metadata" too) is not an object of the
+  // list: JsonListItems names it.
+  if (root.is_object() && root.Find("items", false) == nullptr && root.Find("metadata") != nullptr &&
+      !status) {
     out.emplace_back(&root, std::string());
     return out;
   }

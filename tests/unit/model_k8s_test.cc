@@ -225,6 +225,28 @@ TEST(K8sParse, MalformedNamesFileAndField) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("items[0].spec.type: unknown Service type 'Weird'"));
 }
 
+TEST(K8sParse, KubectlStatusIsAnErrorNotAnEmptyList) {
+  // What `kubectl get pods -A -o json > pods.json` leaves when the API refuses (it has a
+  // "metadata" like a single object, and no "items").
+  Cluster c;
+  absl::Status st = c.ParsePods(
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+          "message":"pods is forbidden: User \"dev\" cannot list resource \"pods\"",
+          "reason":"Forbidden","details":{"kind":"pods"},"code":403})",
+      "cluster/pods.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(st.message()),
+            "parse cluster/pods.json: (root): a kubectl Status object, not a list: status "
+            "'Failure', message 'pods is forbidden: User \"dev\" cannot list resource \"pods\"'");
+  st = c.ParseNodes(R"({"a":1})", "cluster/nodes.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("parse cluster/nodes.json: (root): expected a JSON array or a list object "
+                        "with \"items\", got an object with keys \"a\""));
+  EXPECT_TRUE(c.ParseServices(R"({"kind":"List","items":null})", "s.json").ok());
+}
+
 TEST(K8sParse, BareArrayAndSingleObject) {
   Cluster c;
   ASSERT_TRUE(c.ParsePods(R"([{"metadata":{"name":"a"},"status":{"podIP":"10.1.1.1"}}])").ok());
