@@ -773,6 +773,23 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
   EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.rp_filter").has_value());  // no <dev>
 }
 
+TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {
+  // An inconsistent snapshot: ip-route.json names ghost0, ip-link.json has no such device. The
+  // lookup must not fall through to the default route.
+  std::string routes = Fixture("ip-route.json");
+  ASSERT_EQ(routes.substr(0, 1), "[");
+  routes.insert(1, R"({"dst":"10.99.0.0/16","dev":"ghost0","scope":"link","flags":[]},)");
+  Netstack ns;
+  ASSERT_TRUE(ns.ParseLinks(Fixture("ip-link.json")).ok());
+  ASSERT_TRUE(ns.ParseAddrs(Fixture("ip-addr.json")).ok());
+  ASSERT_TRUE(ns.ParseRoutes(routes).ok());
+  ns.Finalize();
+  RouteResult r = ns.Lookup(Out("10.99.1.1"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.oif, "ghost0");
+  EXPECT_EQ(ns.FindInterface(r.oif), nullptr);
+}
+
 TEST(NetstackParse, MalformedNamesFileAndField) {
   Netstack ns;
   absl::Status st = ns.ParseRoutes(R"([{"dst":"10.0.0.0/8","dev":"eth0"},{"dst":"10.1.2.300"}])",
