@@ -82,6 +82,7 @@ absl::Status Walker::DeliverToPod(const model::Pod& pod, const std::string& ifna
   h.packet = f.pkt;
   h.reply = f.reply;
   Vertex v = AddHop(std::move(h), prev);
+  NoteSharedPodIp(pw, v, f);
   for (const Suspicion& s : action.at_target) Suspect(v, s.level, s.code, s.message);
   if (action.drop_at_target) {
     graph_.hop(v).action = HopAction::kDrop;
