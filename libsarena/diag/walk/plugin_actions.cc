@@ -97,6 +97,13 @@ absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAc
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
+  if (tun == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+    // No link data: the device's absence is unknown, not proven.
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(a.label, ": cannot check tunnel device ", a.tunnel_dev, " on ",
+                         w.node_name, " (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (tun == nullptr) {
     Drop(v, "link_missing",
          absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
@@ -132,6 +139,12 @@ absl::Status Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, F
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;
+  if (oif == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(a.label, ": cannot check device ", a.oif,
+                         " (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (oif == nullptr) {
     Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
     return absl::OkStatus();
