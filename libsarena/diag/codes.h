@@ -112,6 +112,9 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "fragmented on the underlay")                                                                \
   X("overlay_source_mismatch", kLevelFatal,                                                      \
     "sarena: from_overlay drops an inner source that is not of the sending peer's pod CIDRs")    \
+  X("pod_ip_duplicate", kLevelFatal | kLevelWarning,                                             \
+    "two or more live pods have the packet's destination address (IPAM handed it out twice): "   \
+    "FATAL when the walk reaches another pod than the one the query named")                     \
   X("policy_route_unexpected", kLevelWarning | kLevelInfo,                                       \
     "a policy rule, not the main table, chose the route (WARNING where the CNI expects its "     \
     "main-table routes)")                                                                        \

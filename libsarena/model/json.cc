@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 
 namespace sarena::model {
@@ -590,7 +592,36 @@ absl::StatusOr<const JsonValue*> JsonListItems(const JsonDoc& doc, std::string* 
   if (root.is_object()) {
     *path_prefix = "items";
     const JsonValue* items = root.Find("items", /*null_is_absent=*/false);
-    if (items == nullptr || items->is_null()) return &kEmpty;  // an empty list
+    if (items != nullptr && items->is_null()) return &kEmpty;  // kubectl's empty list
+    if (items == nullptr) {
+      // An object that is not a list: never read as "no items". A kubectl error answer
+      // ({"kind":"Status","status":"Failure","message":...}) is quoted.
+      const JsonValue* kind = root.Find("kind");
+      if (kind != nullptr && kind->is_string() && kind->str() == "Status") {
+        const JsonValue* message = root.Find("message");
+        const JsonValue* status = root.Find("status");
+        return JsonFieldError(
+            doc.file_name(), "",
+            absl::StrCat("a kubectl Status object, not a list: status '",
+                         status != nullptr && status->is_string() ? status->str() : "",
+                         "', message '",
+                         message != nullptr && message->is_string() ? message->str() : "", "'"));
+      }
+      std::vector<std::string> keys;
+      for (size_t i = 0; i < root.size(); ++i) {
+        if (keys.size() == 5) {
+          keys.push_back("...");
+          break;
+        }
+        keys.push_back(absl::StrCat("\"", root.key(i).str(), "\""));
+      }
+      return JsonFieldError(
+          doc.file_name(), "",
+          absl::StrCat("expected a JSON array or a list object with \"items\", got an object ",
+                       keys.empty() ? "with no keys"
+                                    : absl::StrCat("with keys ", absl::StrJoin(keys, ", ")),
+                       " and no \"items\""));
+    }
     if (!items->is_array()) {
       return JsonFieldError(doc.file_name(), "items",
                             absl::StrCat("expected an array, got ", ToString(items->type())));

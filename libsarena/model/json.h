@@ -126,8 +126,12 @@ class JsonDoc {
 absl::Status JsonFieldError(absl::string_view file, absl::string_view path, absl::string_view cause);
 
 /// The list items of a kubectl/iproute2 document: root array, or root object's "items" array
-/// (null/absent items = empty). Sets `*path_prefix` to "" (bare array) or "items".
-/// kInvalidArgument otherwise.
+/// (`"items": null`, kubectl's empty list, = empty). Sets `*path_prefix` to "" (bare array) or
+/// "items". Errors, all kInvalidArgument "parse <file>: ...": a root that is neither an array nor
+/// an object; "items" not an array or null; an object without "items" (never read as an empty
+/// list) — the message lists its first keys, or for a kubectl Status object
+/// ({"kind":"Status","status":"Failure","message":...}, what kubectl writes on an API error)
+/// quotes its status and message.
 absl::StatusOr<const JsonValue*> JsonListItems(const JsonDoc& doc, std::string* path_prefix);
 
 /// "prefix[i]" / "[i]".

@@ -159,7 +159,12 @@ absl::StatusOr<uint16_t> GetPort(const JsonValue& obj, absl::string_view key,
 absl::StatusOr<std::vector<std::pair<const JsonValue*, std::string>>> Items(const JsonDoc& doc) {
   std::vector<std::pair<const JsonValue*, std::string>> out;
   const JsonValue& root = doc.root();
-  if (root.is_object() && root.Find("items", false) == nullptr && root.Find("metadata") != nullptr) {
+  const JsonValue* kind = root.Find("kind");
+  bool status = kind != nullptr && kind->is_string() && kind->str() == "Status";
+  // A kubectl Status (an API error answer, which has "metadata" too) is not an object of the
+  // list: JsonListItems names it.
+  if (root.is_object() && root.Find("items", false) == nullptr && root.Find("metadata") != nullptr &&
+      !status) {
     out.emplace_back(&root, std::string());
     return out;
   }
@@ -231,6 +236,8 @@ absl::StatusOr<std::optional<net::Ipv4>> AnnotationIpv4(const Labels& ann, absl:
 struct Cluster::Index {
   absl::flat_hash_map<PairKey, uint32_t> pod_by_key;
   absl::flat_hash_map<uint32_t, uint32_t> pod_by_ip;
+  // Addresses more than one live (Running / Pending / no phase) non-hostNetwork pod claims.
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> live_pods_by_shared_ip;
   absl::flat_hash_map<absl::string_view, std::vector<uint32_t>> pods_by_node;
   absl::flat_hash_map<absl::string_view, uint32_t> node_by_name;
   absl::flat_hash_map<uint32_t, uint32_t> node_by_ip;
@@ -925,18 +932,30 @@ void Cluster::Finalize() {
   auto ix = std::make_unique<Index>();
   ix->pod_by_key.reserve(pods_.size());
   ix->pod_by_ip.reserve(pods_.size());
+  absl::flat_hash_map<uint32_t, uint32_t> first_live_by_ip;
+  auto live = [](const Pod& p) {
+    return p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
+  };
   for (uint32_t i = 0; i < pods_.size(); ++i) {
     const Pod& p = pods_[i];
     ix->pod_by_key.emplace(PairKey(p.namespace_, p.name), i);
     if (!p.node_name.empty()) ix->pods_by_node[p.node_name].push_back(i);
     if (p.host_network) continue;
     for (const net::Ipv4& ip : p.pod_ips) {
+      if (live(p)) {
+        auto [first, fresh] = first_live_by_ip.emplace(ip.to_uint(), i);
+        if (!fresh && first->second != i) {
+          std::vector<uint32_t>& shared = ix->live_pods_by_shared_ip[ip.to_uint()];
+          if (shared.empty()) shared.push_back(first->second);
+          if (shared.back() != i) shared.push_back(i);
+        }
+      }
       auto [it, inserted] = ix->pod_by_ip.emplace(ip.to_uint(), i);
       if (!inserted) {
         // Prefer a running pod over finished ones that kept their IP in status.
         const Pod& old = pods_[it->second];
-        bool old_live = old.phase == "Running" || old.phase == "Pending" || old.phase.empty();
-        bool new_live = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
+        bool old_live = live(old);
+        bool new_live = live(p);
         if (new_live && !old_live) it->second = i;
       }
     }
@@ -983,6 +1002,15 @@ const Pod* Cluster::FindPod(absl::string_view namespace_, absl::string_view name
 const Pod* Cluster::FindPodByIp(const net::Ipv4& ip) const {
   auto it = index_->pod_by_ip.find(ip.to_uint());
   return it == index_->pod_by_ip.end() ? nullptr : &pods_[it->second];
+}
+
+std::vector<const Pod*> Cluster::LivePodsSharingIp(const net::Ipv4& ip) const {
+  std::vector<const Pod*> out;
+  auto it = index_->live_pods_by_shared_ip.find(ip.to_uint());
+  if (it == index_->live_pods_by_shared_ip.end()) return out;
+  out.reserve(it->second.size());
+  for (uint32_t i : it->second) out.push_back(&pods_[i]);
+  return out;
 }
 
 std::vector<const Pod*> Cluster::PodsOnNode(absl::string_view node) const {

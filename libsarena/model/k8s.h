@@ -216,6 +216,10 @@ class Cluster {
   /// Pod whose podIP/podIPs include `ip`, preferring a running non-hostNetwork pod (hostNetwork
   /// pods share the node IP and are never returned for it).
   const Pod* FindPodByIp(const net::Ipv4& ip) const;
+  /// The live pods (phase Running, Pending or none; not hostNetwork) whose podIP/podIPs include
+  /// `ip`, in input order, when there are two or more — Kubernetes never gives two live pods one
+  /// address unless IPAM is broken; empty otherwise (one or no owner). Built by Finalize().
+  std::vector<const Pod*> LivePodsSharingIp(const net::Ipv4& ip) const;
   /// All pods scheduled on `node` (hostNetwork included), in input order.
   std::vector<const Pod*> PodsOnNode(absl::string_view node) const;
 

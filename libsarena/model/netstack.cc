@@ -1125,11 +1125,16 @@ RouteResult Netstack::LookupTable(uint32_t table, const Flow& flow) const {
         if (nh.dead) continue;
         if (!nh.dev.empty() && Has(NetstackSource::kLinks)) {
           const Interface* ifc = FindInterface(nh.dev);
-          // The kernel flushes the routes of a device that goes down — except the local routes
-          // of its addresses, which stay and keep delivering (the weak host model).
-          if (ifc == nullptr || (!ifc->admin_up && r.type != RouteType::kLocal)) continue;
-          bool linkdown = nh.linkdown || (!ifc->CanTransmit());
-          if (linkdown && sysctls_.IgnoreRoutesWithLinkdown(nh.dev).value != 0) continue;
+          // A device the links lack: the snapshot is inconsistent (the kernel deletes a device's
+          // routes with it). The next hop is kept, so the caller meets the missing device
+          // (FindInterface(res.oif) == nullptr) instead of a less specific route taking over.
+          if (ifc != nullptr) {
+            // The kernel flushes the routes of a device that goes down — except the local
+            // routes of its addresses, which stay and keep delivering (the weak host model).
+            if (!ifc->admin_up && r.type != RouteType::kLocal) continue;
+            bool linkdown = nh.linkdown || (!ifc->CanTransmit());
+            if (linkdown && sysctls_.IgnoreRoutesWithLinkdown(nh.dev).value != 0) continue;
+          }
         }
         if (!flow.oif.empty() && nh.dev != flow.oif) continue;
         alive.push_back(nh);

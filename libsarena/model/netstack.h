@@ -418,7 +418,10 @@ class Netstack {
   /// suppress_prefixlength, "throw" routes and empty tables continue with the next rule. Within a
   /// table: longest prefix; among equal prefixes the lowest metric whose TOS matches (0 matches
   /// any), whose scope is not narrower than flow.scope, and whose next hops are alive (device
-  /// present and up; linkdown skipped only if ignore_routes_with_linkdown). The source is then
+  /// up; linkdown skipped only if ignore_routes_with_linkdown). A next hop on a device that the
+  /// snapshot's links do not hold (an inconsistent snapshot: the kernel deletes a device's routes
+  /// with it) is kept, never skipped: the result's oif then names a device FindInterface does not
+  /// find, and the caller reports it (the walk: FATAL link_missing). The source is then
   /// selected as the kernel does (RouteResult::prefsrc). Never fails: errors are in the result.
   RouteResult Lookup(const Flow& flow) const;
 

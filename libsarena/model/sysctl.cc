@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -12,6 +13,43 @@
 #include "absl/strings/str_split.h"
 
 namespace sarena::model {
+
+namespace {
+
+struct IntRange {
+  int64_t min;
+  int64_t max;
+};
+
+// The net.ipv4.conf.<dev>.<name> keys the model interprets, with the values
+// Documentation/networking/ip-sysctl.rst defines for them.
+std::optional<IntRange> ConfKeyRange(absl::string_view name) {
+  if (name == "rp_filter") return IntRange{0, 2};  // off, strict, loose
+  if (name == "arp_ignore") return IntRange{0, 8};  // 0-3 and 8 defined, 4-7 reserved
+  if (name == "forwarding" || name == "accept_local" || name == "route_localnet" ||
+      name == "src_valid_mark" || name == "send_redirects" ||
+      name == "ignore_routes_with_linkdown" || name == "proxy_arp") {
+    return IntRange{0, 1};  // BOOLEAN
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> Sysctls::InterpretedRange(absl::string_view key) {
+  if (key == "net.ipv4.ip_forward" || key == "net.bridge.bridge-nf-call-iptables") {
+    return std::make_pair(int64_t{0}, int64_t{1});
+  }
+  if (key == "net.ipv4.fib_multipath_hash_policy") return std::make_pair(int64_t{0}, int64_t{3});
+  constexpr absl::string_view kConf = "net.ipv4.conf.";
+  if (!absl::StartsWith(key, kConf)) return std::nullopt;
+  absl::string_view rest = key.substr(kConf.size());
+  size_t dot = rest.rfind('.');
+  if (dot == absl::string_view::npos || dot == 0) return std::nullopt;  // no <dev>
+  std::optional<IntRange> r = ConfKeyRange(rest.substr(dot + 1));
+  if (!r) return std::nullopt;
+  return std::make_pair(r->min, r->max);
+}
 
 absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view file_name) {
   Sysctls out;
@@ -37,6 +75,21 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
     // only when there is no dot at all (then every '/' is a separator).
     std::string k(key);
     if (k.find('.') == std::string::npos) std::replace(k.begin(), k.end(), '/', '.');
+    // A key the model interprets must hold one integer in the kernel's range: a corrupt value
+    // is an error here, never read later as "unset".
+    if (auto range = InterpretedRange(k); range.has_value()) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parse ", file_name, ": line ", line_no, ": key '", k, "': value '", value,
+            "' is not an integer (expected ", range->first, "-", range->second, ")"));
+      }
+      if (n < range->first || n > range->second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parse ", file_name, ": line ", line_no, ": key '", k, "': value ", n,
+            " out of range [", range->first, ", ", range->second, "]"));
+      }
+    }
     out.values_.insert_or_assign(std::move(k), std::string(value));
   }
   return out;

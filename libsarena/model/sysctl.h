@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -31,10 +32,26 @@ class Sysctls {
   /// Parses `sysctl -a` text. Blank lines and lines starting with '#' or ';' are skipped; lines
   /// "sysctl: permission denied on key ..." (what sysctl prints on stderr when merged) are skipped.
   /// Values keep their text (multi-value keys like ip_local_port_range keep the tab/space
-  /// separated text). Errors: kInvalidArgument "parse <file_name>: line N: expected 'key = value'".
+  /// separated text). The keys the model interprets (InterpretedRange) are validated: their value
+  /// must be one decimal integer inside the range, so a corrupt value is never read as "unset".
+  /// Errors, all kInvalidArgument naming file and line:
+  ///   "parse <file_name>: line N: expected 'key = value', got '<line>'";
+  ///   "parse <file_name>: line N: invalid key '<key>'";
+  ///   "parse <file_name>: line N: key '<key>': value '<value>' is not an integer (expected A-B)";
+  ///   "parse <file_name>: line N: key '<key>': value V out of range [A, B]".
   static absl::StatusOr<Sysctls> Parse(absl::string_view text, absl::string_view file_name = "sysctl.txt");
 
-  /// Sets or overrides one key (tests, synthetic snapshots).
+  /// The [min, max] range of a key the model interprets (Parse rejects any other value), or
+  /// nullopt for a free-form key. Ranges from Documentation/networking/ip-sysctl.rst:
+  /// net.ipv4.conf.<dev>.rp_filter 0-2; .arp_ignore 0-8 (0-3 and 8 defined, 4-7 reserved);
+  /// .forwarding, .accept_local, .route_localnet, .src_valid_mark, .send_redirects,
+  /// .ignore_routes_with_linkdown, .proxy_arp 0-1; net.ipv4.ip_forward 0-1;
+  /// net.ipv4.fib_multipath_hash_policy 0-3; net.bridge.bridge-nf-call-iptables 0-1.
+  /// `key` uses dots as in sysctl -a (<dev> is any non-empty text, including "all"/"default").
+  static std::optional<std::pair<int64_t, int64_t>> InterpretedRange(absl::string_view key);
+
+  /// Sets or overrides one key (tests, synthetic snapshots). Not validated: an interpreted key set
+  /// to a non-integer reads as absent.
   void Set(absl::string_view key, absl::string_view value);
 
   /// Raw text of `key` (exact key, dots as in sysctl -a), or nullopt.

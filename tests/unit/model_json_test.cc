@@ -116,6 +116,28 @@ TEST(Json, TypedGettersNameThePath) {
   EXPECT_EQ(prefix, "");
   auto wrong = JsonDoc::Parse("\"str\"", "w.json");
   EXPECT_FALSE(JsonListItems(*wrong, &prefix).ok());
+  auto noitems = JsonDoc::Parse(R"({"a":1,"b":[2]})", "nodes/n1/ip-link.json");
+  auto na = JsonListItems(*noitems, &prefix);
+  ASSERT_FALSE(na.ok());  // not read as an empty list
+  EXPECT_EQ(na.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Msg(na.status()),
+            "parse nodes/n1/ip-link.json: (root): expected a JSON array or a list object with "
+            "\"items\", got an object with keys \"a\", \"b\" and no \"items\"");
+  auto empty_object = JsonDoc::Parse("{}", "e.json");
+  EXPECT_THAT(Msg(JsonListItems(*empty_object, &prefix).status()),
+              HasSubstr("got an object with no keys and no \"items\""));
+  auto status = JsonDoc::Parse(
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+          "message":"Unauthorized","reason":"Unauthorized","code":401})",
+      "cluster/pods.json");
+  auto st = JsonListItems(*status, &prefix);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Msg(st.status()),
+            "parse cluster/pods.json: (root): a kubectl Status object, not a list: status "
+            "'Failure', message 'Unauthorized'");
+  auto emptyitems = JsonDoc::Parse(R"({"items":[]})", "e.json");
+  EXPECT_EQ((*JsonListItems(*emptyitems, &prefix))->size(), 0u);
   auto nullitems = JsonDoc::Parse(R"({"items":null})", "n.json");
   auto ni = JsonListItems(*nullitems, &prefix);
   ASSERT_TRUE(ni.ok());

@@ -225,6 +225,52 @@ TEST(K8sParse, MalformedNamesFileAndField) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("items[0].spec.type: unknown Service type 'Weird'"));
 }
 
+TEST(K8sParse, KubectlStatusIsAnErrorNotAnEmptyList) {
+  // What `kubectl get pods -A -o json > pods.json` leaves when the API refuses (it has a
+  // "metadata" like a single object, and no "items").
+  Cluster c;
+  absl::Status st = c.ParsePods(
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+          "message":"pods is forbidden: User \"dev\" cannot list resource \"pods\"",
+          "reason":"Forbidden","details":{"kind":"pods"},"code":403})",
+      "cluster/pods.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(st.message()),
+            "parse cluster/pods.json: (root): a kubectl Status object, not a list: status "
+            "'Failure', message 'pods is forbidden: User \"dev\" cannot list resource \"pods\"'");
+  st = c.ParseNodes(R"({"a":1})", "cluster/nodes.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("parse cluster/nodes.json: (root): expected a JSON array or a list object "
+                        "with \"items\", got an object with keys \"a\""));
+  EXPECT_TRUE(c.ParseServices(R"({"kind":"List","items":null})", "s.json").ok());
+}
+
+TEST(K8sPods, LivePodsSharingAnAddress) {
+  Cluster c;
+  ASSERT_TRUE(c.ParsePods(R"({"items":[
+      {"metadata":{"name":"a","namespace":"x"},"spec":{"nodeName":"n1"},
+       "status":{"phase":"Running","podIP":"10.0.0.1","podIPs":[{"ip":"10.0.0.1"}]}},
+      {"metadata":{"name":"old","namespace":"x"},"spec":{"nodeName":"n1"},
+       "status":{"phase":"Succeeded","podIP":"10.0.0.1","podIPs":[{"ip":"10.0.0.1"}]}},
+      {"metadata":{"name":"b","namespace":"y"},"spec":{"nodeName":"n2"},
+       "status":{"phase":"Running","podIP":"10.0.0.1","podIPs":[{"ip":"10.0.0.1"}]}},
+      {"metadata":{"name":"c","namespace":"x"},"spec":{"nodeName":"n2"},
+       "status":{"phase":"Running","podIP":"10.0.0.2","podIPs":[{"ip":"10.0.0.2"}]}},
+      {"metadata":{"name":"d","namespace":"x"},"spec":{"nodeName":"n2"},
+       "status":{"phase":"Failed","podIP":"10.0.0.2","podIPs":[{"ip":"10.0.0.2"}]}}]})",
+                          "cluster/pods.json")
+                  .ok());
+  c.Finalize();
+  std::vector<const Pod*> shared = c.LivePodsSharingIp(Ip("10.0.0.1"));
+  ASSERT_EQ(shared.size(), 2u);
+  EXPECT_EQ(shared[0]->Key(), "x/a");
+  EXPECT_EQ(shared[1]->Key(), "y/b");
+  EXPECT_TRUE(c.LivePodsSharingIp(Ip("10.0.0.2")).empty());  // one live owner
+  EXPECT_TRUE(c.LivePodsSharingIp(Ip("10.0.0.9")).empty());
+}
+
 TEST(K8sParse, BareArrayAndSingleObject) {
   Cluster c;
   ASSERT_TRUE(c.ParsePods(R"([{"metadata":{"name":"a"},"status":{"podIP":"10.1.1.1"}}])").ok());

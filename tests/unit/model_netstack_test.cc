@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/model/snapshot.h"
@@ -719,6 +720,74 @@ TEST(NetstackSysctl, ParseAndKernelNames) {
   auto bad = Sysctls::Parse("net.ipv4.ip_forward 1\n", "nodes/a/sysctl.txt");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nodes/a/sysctl.txt: line 1"));
+}
+
+TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
+  struct Case {
+    const char* line;
+    const char* want;
+  };
+  for (const Case& c : {
+           Case{"net.ipv4.conf.all.rp_filter = banana",
+                "key 'net.ipv4.conf.all.rp_filter': value 'banana' is not an integer (expected 0-2)"},
+           Case{"net.ipv4.conf.all.rp_filter = -1",
+                "key 'net.ipv4.conf.all.rp_filter': value -1 out of range [0, 2]"},
+           Case{"net.ipv4.conf.all.rp_filter = 1banana", "value '1banana' is not an integer"},
+           Case{"net.ipv4.conf.all.rp_filter =", "value '' is not an integer"},
+           Case{"net.ipv4.conf.eth0.forwarding = banana",
+                "key 'net.ipv4.conf.eth0.forwarding': value 'banana' is not an integer (expected 0-1)"},
+           Case{"net.ipv4.conf.vxlan/calico.arp_ignore = 9",
+                "key 'net.ipv4.conf.vxlan/calico.arp_ignore': value 9 out of range [0, 8]"},
+           Case{"net.ipv4.conf.default.proxy_arp = on",
+                "key 'net.ipv4.conf.default.proxy_arp': value 'on' is not an integer"},
+           Case{"net.ipv4.ip_forward = 2", "key 'net.ipv4.ip_forward': value 2 out of range [0, 1]"},
+           Case{"net.ipv4.fib_multipath_hash_policy = 4",
+                "key 'net.ipv4.fib_multipath_hash_policy': value 4 out of range [0, 3]"},
+           Case{"net.bridge.bridge-nf-call-iptables = yes",
+                "key 'net.bridge.bridge-nf-call-iptables': value 'yes' is not an integer"},
+           Case{"net/ipv4/conf/all/src_valid_mark = x",  // '/' separators, normalised
+                "key 'net.ipv4.conf.all.src_valid_mark': value 'x' is not an integer"},
+       }) {
+    auto s = Sysctls::Parse(absl::StrCat("net.ipv4.conf.all.log_martians = 0\n", c.line, "\n"),
+                            "nodes/n1/sysctl.txt");
+    ASSERT_FALSE(s.ok()) << c.line << " parsed";
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << c.line;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr("parse nodes/n1/sysctl.txt: line 2: "))
+        << c.line;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.want)) << c.line;
+  }
+  // Keys the model does not interpret stay free-form; the interpreted ones at their bounds load.
+  auto ok = Sysctls::Parse(
+      "net.ipv4.conf.all.log_martians = banana\n"
+      "net.ipv4.ip_local_port_range = 32768\t60999\n"
+      "net.ipv4.conf.all.arp_ignore = 8\n"
+      "net.ipv4.conf.eth0.rp_filter = 2\n"
+      "net.ipv4.conf.eth0.forwarding = 0\n"
+      "net.ipv4.fib_multipath_hash_policy = 3\n",
+      "nodes/n1/sysctl.txt");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->RpFilter("eth0").value, 2);
+  EXPECT_EQ(Sysctls::InterpretedRange("net.ipv4.conf.lxc.abc.rp_filter"),
+            std::make_pair(int64_t{0}, int64_t{2}));
+  EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.all.log_martians").has_value());
+  EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.rp_filter").has_value());  // no <dev>
+}
+
+TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {
+  // An inconsistent snapshot: ip-route.json names ghost0, ip-link.json has no such device. The
+  // lookup must not fall through to the default route.
+  std::string routes = Fixture("ip-route.json");
+  ASSERT_EQ(routes.substr(0, 1), "[");
+  routes.insert(1, R"({"dst":"10.99.0.0/16","dev":"ghost0","scope":"link","flags":[]},)");
+  Netstack ns;
+  ASSERT_TRUE(ns.ParseLinks(Fixture("ip-link.json")).ok());
+  ASSERT_TRUE(ns.ParseAddrs(Fixture("ip-addr.json")).ok());
+  ASSERT_TRUE(ns.ParseRoutes(routes).ok());
+  ns.Finalize();
+  RouteResult r = ns.Lookup(Out("10.99.1.1"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.oif, "ghost0");
+  EXPECT_EQ(ns.FindInterface(r.oif), nullptr);
 }
 
 TEST(NetstackParse, MalformedNamesFileAndField) {

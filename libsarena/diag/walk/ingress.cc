@@ -16,6 +16,7 @@ absl::Status Walker::Receive(const Where& w, const std::string& iif, Flight f, B
   h.packet = f.pkt;
   h.reply = f.reply;
   Vertex v = AddHop(std::move(h), prev);
+  NoteSharedPodIp(w, v, f);
   if (++br.hops > opts_.max_hops) {
     Drop(v, "ttl_exceeded",
          absl::StrCat("more than ", opts_.max_hops,

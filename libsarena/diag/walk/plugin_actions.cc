@@ -82,6 +82,7 @@ absl::Status Walker::DeliverToPod(const model::Pod& pod, const std::string& ifna
   h.packet = f.pkt;
   h.reply = f.reply;
   Vertex v = AddHop(std::move(h), prev);
+  NoteSharedPodIp(pw, v, f);
   for (const Suspicion& s : action.at_target) Suspect(v, s.level, s.code, s.message);
   if (action.drop_at_target) {
     graph_.hop(v).action = HopAction::kDrop;
@@ -96,6 +97,13 @@ absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAc
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
+  if (tun == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+    // No link data: the device's absence is unknown, not proven.
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(a.label, ": cannot check tunnel device ", a.tunnel_dev, " on ",
+                         w.node_name, " (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (tun == nullptr) {
     Drop(v, "link_missing",
          absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
@@ -131,6 +139,12 @@ absl::Status Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, F
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;
+  if (oif == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(a.label, ": cannot check device ", a.oif,
+                         " (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (oif == nullptr) {
     Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
     return absl::OkStatus();

@@ -103,6 +103,37 @@ const model::Pod* Walker::FindPodAnywhere(const std::string& ns, const std::stri
   return nullptr;
 }
 
+void Walker::NoteSharedPodIp(const Where& w, Vertex v, const Flight& f) {
+  if (!w.in_pod()) return;
+  std::vector<const model::Pod*> owners = cluster_.LivePodsSharingIp(f.pkt.dst);
+  if (owners.size() < 2) return;
+  if (!once_.insert(absl::StrCat("pod_ip_duplicate|", f.pkt.dst.to_string(), "|", f.reply))
+           .second) {
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const model::Pod* p : owners) {
+    keys.push_back(absl::StrCat(p->Key(), " (node ", p->node_name.empty() ? "?" : p->node_name,
+                                ", ", p->phase.empty() ? "no phase" : p->phase, ")"));
+  }
+  // The query named one of the owners and the walk reached another: the packet is not
+  // delivered where it was sent.
+  const model::Pod* wanted = nullptr;
+  const EndpointSpec& named = f.reply ? query_.src : query_.dst;
+  if (named.kind == EndpointSpec::Kind::kPod) {
+    wanted = cluster_.FindPod(named.namespace_, named.name);
+  }
+  bool wrong = wanted != nullptr && wanted != w.pod &&
+               (wanted->namespace_ != w.pod->namespace_ || wanted->name != w.pod->name);
+  Suspect(v, wrong ? Level::kFatal : Level::kWarning, "pod_ip_duplicate",
+          absl::StrCat(f.pkt.dst.to_string(), " is the address of ", owners.size(),
+                       " live pods: ", absl::StrJoin(keys, ", "),
+                       " (IPAM handed one address out twice); the walk followed the routes to ",
+                       w.pod->Key(),
+                       wrong ? absl::StrCat(", not to ", wanted->Key(), " that the query named")
+                             : std::string(", but which pod receives it depends on each node's routes")));
+}
+
 absl::StatusOr<std::optional<Walker::Owner>> Walker::PodByIfindex(const Where& node, int ifindex,
                                                                   int peer_ifindex) {
   for (const model::Pod* pod : PodsOn(node.node_name)) {

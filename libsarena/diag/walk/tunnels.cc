@@ -39,6 +39,14 @@ absl::Status Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) 
       }
     }
   }
+  if (!tun && !Need(w, v, NetstackSource::kLinks, "links")) {
+    // No link data: the device's absence is unknown, not proven.
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot check which ", f.encap_kind, " device on ", w.ns->id,
+                         " accepts ", Tuple(outer),
+                         " (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (!tun) {
     Drop(v, "tunnel_missing",
          absl::StrCat("no ", f.encap_kind, " device on ", w.ns->id, " accepts ", Tuple(outer),
@@ -230,6 +238,12 @@ absl::Status Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);
+  if (under == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot check the ", kind, " outer route's device '", r.oif,
+                         "' (no link data): the path beyond cannot be checked"));
+    return absl::OkStatus();
+  }
   if (under == nullptr) {
     Drop(v, "link_missing",
          absl::StrCat("the ", kind, " outer route uses device '", r.oif, "' which does not exist"));

@@ -359,6 +359,9 @@ class Walker {
   // (a collect without kubectl data), synthesized from their netns.
   const std::vector<const model::Pod*>& PodsOn(const std::string& node);
   const model::Pod* FindPodAnywhere(const std::string& ns, const std::string& name);
+  // pod_ip_duplicate at `v` (a hop in pod `w.pod`) when the packet's destination is the address
+  // of more than one live pod: FATAL when the query named another of them, else WARNING.
+  void NoteSharedPodIp(const Where& w, Vertex v, const Flight& f);
   const Interface* PrimaryInterface(const Where& node);
 
   // ---- fan-out ----
