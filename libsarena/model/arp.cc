@@ -21,9 +21,10 @@ bool AnswersArp(const Netstack& ns, const Interface& pif, const net::Ipv4& targe
   };
   if (ns.IsLocalAddress(target)) {
     // IN_DEV_ARP_IGNORE = max(all, dev): 0 any local address, 1 only one configured on the
-    // receiving device, 2 that and the sender inside its subnet, 3+ (scope / never) no.
+    // receiving device, 2 that and the sender inside its subnet, 3 (scope) and 8 (never) no;
+    // arp_ignore() answers for the reserved 4-7 and any other value, as for 0.
     int64_t ignore = std::max(conf("all", "arp_ignore"), conf(pif.name, "arp_ignore"));
-    if (ignore == 0) return true;
+    if (ignore <= 0 || (ignore >= 4 && ignore <= 7) || ignore > 8) return true;
     if (ignore > 2) return false;
     for (const auto& a : pif.addresses) {
       if (a.local != target) continue;

@@ -1,6 +1,7 @@
 #include "libsarena/model/sysctl.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -16,39 +17,34 @@ namespace sarena::model {
 
 namespace {
 
-struct IntRange {
-  int64_t min;
-  int64_t max;
-};
+// proc_dointvec: the kernel stores any int for these, and the model reads each value as the
+// kernel does (rp_filter 1 is strict and any other non-zero loose, __fib_validate_source; a
+// BOOLEAN is on when non-zero; arp_ignore's reserved 4-7 and unknown values answer, arp_ignore()).
+constexpr std::pair<int64_t, int64_t> kAnyInt{INT32_MIN, INT32_MAX};
 
-// The net.ipv4.conf.<dev>.<name> keys the model interprets, with the values
-// Documentation/networking/ip-sysctl.rst defines for them.
-std::optional<IntRange> ConfKeyRange(absl::string_view name) {
-  if (name == "rp_filter") return IntRange{0, 2};  // off, strict, loose
-  if (name == "arp_ignore") return IntRange{0, 8};  // 0-3 and 8 defined, 4-7 reserved
-  if (name == "forwarding" || name == "accept_local" || name == "route_localnet" ||
-      name == "src_valid_mark" || name == "send_redirects" ||
-      name == "ignore_routes_with_linkdown" || name == "proxy_arp") {
-    return IntRange{0, 1};  // BOOLEAN
-  }
-  return std::nullopt;
+// The net.ipv4.conf.<dev>.<name> keys the model interprets.
+bool InterpretedConfKey(absl::string_view name) {
+  return name == "rp_filter" || name == "arp_ignore" || name == "forwarding" ||
+         name == "accept_local" || name == "route_localnet" || name == "src_valid_mark" ||
+         name == "send_redirects" || name == "ignore_routes_with_linkdown" ||
+         name == "proxy_arp";
 }
 
 }  // namespace
 
 std::optional<std::pair<int64_t, int64_t>> Sysctls::InterpretedRange(absl::string_view key) {
-  if (key == "net.ipv4.ip_forward" || key == "net.bridge.bridge-nf-call-iptables") {
-    return std::make_pair(int64_t{0}, int64_t{1});
-  }
+  // The kernel bounds these itself: proc_dointvec_minmax (0-3), and br_netfilter stores any
+  // non-zero write as 1 (brnf_sysctl_call_tables), so a dump holds 0 or 1.
   if (key == "net.ipv4.fib_multipath_hash_policy") return std::make_pair(int64_t{0}, int64_t{3});
+  if (key == "net.bridge.bridge-nf-call-iptables") return std::make_pair(int64_t{0}, int64_t{1});
+  if (key == "net.ipv4.ip_forward") return kAnyInt;
   constexpr absl::string_view kConf = "net.ipv4.conf.";
   if (!absl::StartsWith(key, kConf)) return std::nullopt;
   absl::string_view rest = key.substr(kConf.size());
   size_t dot = rest.rfind('.');
   if (dot == absl::string_view::npos || dot == 0) return std::nullopt;  // no <dev>
-  std::optional<IntRange> r = ConfKeyRange(rest.substr(dot + 1));
-  if (!r) return std::nullopt;
-  return std::make_pair(r->min, r->max);
+  if (!InterpretedConfKey(rest.substr(dot + 1))) return std::nullopt;
+  return kAnyInt;
 }
 
 absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view file_name) {
@@ -82,7 +78,9 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
       if (!absl::SimpleAtoi(value, &n)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "parse ", file_name, ": line ", line_no, ": key '", k, "': value '", value,
-            "' is not an integer (expected ", range->first, "-", range->second, ")"));
+            "' is not an integer",
+            *range == kAnyInt ? std::string()
+                              : absl::StrCat(" (expected ", range->first, "-", range->second, ")")));
       }
       if (n < range->first || n > range->second) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -37,17 +37,21 @@ class Sysctls {
   /// Errors, all kInvalidArgument naming file and line:
   ///   "parse <file_name>: line N: expected 'key = value', got '<line>'";
   ///   "parse <file_name>: line N: invalid key '<key>'";
-  ///   "parse <file_name>: line N: key '<key>': value '<value>' is not an integer (expected A-B)";
+  ///   "parse <file_name>: line N: key '<key>': value '<value>' is not an integer[ (expected A-B)]";
   ///   "parse <file_name>: line N: key '<key>': value V out of range [A, B]".
   static absl::StatusOr<Sysctls> Parse(absl::string_view text, absl::string_view file_name = "sysctl.txt");
 
-  /// The [min, max] range of a key the model interprets (Parse rejects any other value), or
-  /// nullopt for a free-form key. Ranges from Documentation/networking/ip-sysctl.rst:
-  /// net.ipv4.conf.<dev>.rp_filter 0-2; .arp_ignore 0-8 (0-3 and 8 defined, 4-7 reserved);
-  /// .forwarding, .accept_local, .route_localnet, .src_valid_mark, .send_redirects,
-  /// .ignore_routes_with_linkdown, .proxy_arp 0-1; net.ipv4.ip_forward 0-1;
-  /// net.ipv4.fib_multipath_hash_policy 0-3; net.bridge.bridge-nf-call-iptables 0-1.
-  /// `key` uses dots as in sysctl -a (<dev> is any non-empty text, including "all"/"default").
+  /// The [min, max] range of a key the model interprets (Parse rejects a value that is not an
+  /// integer in it), or nullopt for a free-form key. The range is the one the kernel itself
+  /// enforces, so that every value a real kernel prints is accepted and read as the kernel reads
+  /// it: net.ipv4.fib_multipath_hash_policy 0-3 (proc_dointvec_minmax);
+  /// net.bridge.bridge-nf-call-iptables 0-1 (br_netfilter stores a non-zero write as 1); any
+  /// int (proc_dointvec: [INT32_MIN, INT32_MAX]) for net.ipv4.ip_forward and
+  /// net.ipv4.conf.<dev>.rp_filter, .arp_ignore, .forwarding, .accept_local, .route_localnet,
+  /// .src_valid_mark, .send_redirects, .ignore_routes_with_linkdown, .proxy_arp
+  /// (Documentation/networking/ip-sysctl.rst documents their meaningful values; the kernel does
+  /// not refuse others). `key` uses dots as in sysctl -a (<dev> is any non-empty text, including
+  /// "all"/"default").
   static std::optional<std::pair<int64_t, int64_t>> InterpretedRange(absl::string_view key);
 
   /// Sets or overrides one key (tests, synthetic snapshots). Not validated: an interpreted key set

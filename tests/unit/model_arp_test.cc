@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 
 namespace sarena::model {
 namespace {
@@ -86,9 +87,18 @@ TEST(AnswersArp, ArpIgnoreIsTheMaximumOfAllAndTheDevice) {
   EXPECT_TRUE(AnswersArp(ns, *ns.FindInterface("eth1"), Ip("10.0.0.1"), Ip("10.9.9.9")));
 }
 
-TEST(AnswersArp, ArpIgnoreThreeAndAboveNeverAnswer) {
+TEST(AnswersArp, ArpIgnoreEightNeverAnswers) {
   Netstack ns = Router("net.ipv4.conf.all.arp_ignore = 8\n");
   EXPECT_FALSE(AnswersArp(ns, *ns.FindInterface("eth0"), Ip("10.0.0.1"), Ip("10.0.0.9")));
+}
+
+TEST(AnswersArp, ArpIgnoreReservedAndUnknownValuesAnswerAsZero) {
+  // arp_ignore()'s switch: 4-7 are reserved and answer, as does any value it does not name
+  // (the kernel stores any int: proc_dointvec).
+  for (const char* v : {"4", "7", "9", "-1"}) {
+    Netstack ns = Router(absl::StrCat("net.ipv4.conf.all.arp_ignore = ", v, "\n"));
+    EXPECT_TRUE(AnswersArp(ns, *ns.FindInterface("eth0"), Ip("10.0.1.1"), Ip("10.9.9.9"))) << v;
+  }
 }
 
 TEST(AnswersArp, OtherAddressesOnlyByProxyArp) {

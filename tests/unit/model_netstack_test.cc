@@ -729,18 +729,20 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
   };
   for (const Case& c : {
            Case{"net.ipv4.conf.all.rp_filter = banana",
-                "key 'net.ipv4.conf.all.rp_filter': value 'banana' is not an integer (expected 0-2)"},
-           Case{"net.ipv4.conf.all.rp_filter = -1",
-                "key 'net.ipv4.conf.all.rp_filter': value -1 out of range [0, 2]"},
+                "key 'net.ipv4.conf.all.rp_filter': value 'banana' is not an integer"},
+           Case{"net.ipv4.conf.all.rp_filter = 4294967296",  // not an int: no kernel prints it
+                "key 'net.ipv4.conf.all.rp_filter': value 4294967296 out of range"},
            Case{"net.ipv4.conf.all.rp_filter = 1banana", "value '1banana' is not an integer"},
            Case{"net.ipv4.conf.all.rp_filter =", "value '' is not an integer"},
            Case{"net.ipv4.conf.eth0.forwarding = banana",
-                "key 'net.ipv4.conf.eth0.forwarding': value 'banana' is not an integer (expected 0-1)"},
-           Case{"net.ipv4.conf.vxlan/calico.arp_ignore = 9",
-                "key 'net.ipv4.conf.vxlan/calico.arp_ignore': value 9 out of range [0, 8]"},
+                "key 'net.ipv4.conf.eth0.forwarding': value 'banana' is not an integer"},
+           Case{"net.ipv4.conf.vxlan/calico.arp_ignore = 1.5",
+                "key 'net.ipv4.conf.vxlan/calico.arp_ignore': value '1.5' is not an integer"},
            Case{"net.ipv4.conf.default.proxy_arp = on",
                 "key 'net.ipv4.conf.default.proxy_arp': value 'on' is not an integer"},
-           Case{"net.ipv4.ip_forward = 2", "key 'net.ipv4.ip_forward': value 2 out of range [0, 1]"},
+           Case{"net.ipv4.ip_forward = 0x1", "key 'net.ipv4.ip_forward': value '0x1' is not an integer"},
+           Case{"net.bridge.bridge-nf-call-iptables = 2",
+                "key 'net.bridge.bridge-nf-call-iptables': value 2 out of range [0, 1]"},
            Case{"net.ipv4.fib_multipath_hash_policy = 4",
                 "key 'net.ipv4.fib_multipath_hash_policy': value 4 out of range [0, 3]"},
            Case{"net.bridge.bridge-nf-call-iptables = yes",
@@ -756,19 +758,26 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
         << c.line;
     EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.want)) << c.line;
   }
-  // Keys the model does not interpret stay free-form; the interpreted ones at their bounds load.
+  // Keys the model does not interpret stay free-form. The interpreted ones load with every value
+  // the kernel stores (proc_dointvec takes any int: rp_filter 3 is loose, ip_forward 2 is on),
+  // and the bounded ones at their bounds.
   auto ok = Sysctls::Parse(
       "net.ipv4.conf.all.log_martians = banana\n"
       "net.ipv4.ip_local_port_range = 32768\t60999\n"
       "net.ipv4.conf.all.arp_ignore = 8\n"
       "net.ipv4.conf.eth0.rp_filter = 2\n"
+      "net.ipv4.conf.eth1.rp_filter = -1\n"
       "net.ipv4.conf.eth0.forwarding = 0\n"
+      "net.ipv4.ip_forward = 2\n"
       "net.ipv4.fib_multipath_hash_policy = 3\n",
       "nodes/n1/sysctl.txt");
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->RpFilter("eth0").value, 2);
+  EXPECT_EQ(ok->IpForward().value, 2);
   EXPECT_EQ(Sysctls::InterpretedRange("net.ipv4.conf.lxc.abc.rp_filter"),
-            std::make_pair(int64_t{0}, int64_t{2}));
+            std::make_pair(int64_t{INT32_MIN}, int64_t{INT32_MAX}));
+  EXPECT_EQ(Sysctls::InterpretedRange("net.ipv4.fib_multipath_hash_policy"),
+            std::make_pair(int64_t{0}, int64_t{3}));
   EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.all.log_martians").has_value());
   EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.rp_filter").has_value());  // no <dev>
 }

@@ -185,7 +185,8 @@ bool Walker::InputRoutingDrops(const Where& w, Vertex v, const std::string& iif,
       DropNotForwarded(w, v, iif, pkt, in);
       return true;
     case InputDrop::kRpFilter: {
-      std::string mode = in.rpf.mode == 1 ? "strict (1)" : "loose (2)";
+      // __fib_validate_source: 1 is strict, any other non-zero value loose.
+      std::string mode = in.rpf.mode == 1 ? "strict (1)" : absl::StrCat("loose (", in.rpf.mode, ")");
       Drop(v, "rp_filter_drop",
            absl::StrCat("reverse-path filter ", mode, " on ", iif, " (effective max(all, ", iif,
                         ")) drops ", Tuple(pkt), ": ", model::ToString(in.rpf.failure),
