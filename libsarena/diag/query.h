@@ -1,5 +1,6 @@
-// The trace query: `--src SRC --dst DST:PORT/PROTO` as DESIGN.md ("Diagnoser") defines it, where
-// SRC/DST is `pod:NS/NAME`, `node:NAME`, `svc:NS/NAME` (destination only) or an IPv4 address.
+// The trace query: `--src SRC --dst DST:PORT/PROTO` as docs/architecture.md ("The diagnoser's
+// contract") defines it, where SRC/DST is `pod:NS/NAME`, `node:NAME`, `svc:NS/NAME` (destination
+// only) or an IPv4 address.
 #ifndef LIBSARENA_DIAG_QUERY_H_
 #define LIBSARENA_DIAG_QUERY_H_
 

@@ -1,5 +1,5 @@
-// --src / --dst parsing (DESIGN.md: pod:NS/NAME | node:NAME | svc:NS/NAME (dst only) | IPv4,
-// DST:PORT/PROTO) and the Calico workload veth name.
+// --src / --dst parsing (docs/architecture.md "The diagnoser's contract": pod:NS/NAME | node:NAME |
+// svc:NS/NAME (dst only) | IPv4, DST:PORT/PROTO) and the Calico workload veth name.
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "libsarena/diag/plugin.h"
