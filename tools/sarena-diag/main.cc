@@ -65,8 +65,8 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
     {"snapshot", "string", "", "Snapshot directory to trace in (required)."},
     {"src", "string", "", "Source: pod:NS/NAME, node:NAME or an IPv4 address (required)."},
     {"dst", "string", "",
-     "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp "
-     "(required)."},
+     "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp in lower "
+     "case; icmp has no port: DST:0/icmp (required)."},
     {"cni", "string", "auto",
      "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
     {"o", "string", "text", "Output: text | json (sarena.diag report) | dot (Graphviz)."},
