@@ -1,5 +1,6 @@
 // Writes a generated Calico cluster snapshot directory in the format sarena-diag reads
-// (DESIGN.md "Diagnoser", docs/diag-snapshot.md) for the issue 3 scale benchmark:
+// (docs/diag-snapshot.md; docs/architecture.md "The diagnoser's contract") for the issue 3 scale
+// benchmark:
 //
 //   gen_cluster_snapshot_tool --out DIR [--nodes 5000] [--pods_per_node 30] [--services 10000]
 //                             [--seed 1] [--nodes_per_rack 250] [--pod_netns] [--hardlink]

@@ -12,6 +12,7 @@ endif()
 if(SARENA_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-# OpenSSL's libcrypto (Debian libssl-dev) for SHA-256 of host-side veth names (DESIGN.md:
-# "lxc" + first 11 hex of sha256(containerID + ifname)); a well-kept hash beats our own.
+# OpenSSL's libcrypto (Debian libssl-dev) for SHA-256 of host-side veth names (docs/architecture.md
+# "The node datapath": "lxc" + first 11 hex of sha256(containerID + ifname)); a well-kept hash
+# beats our own.
 find_package(OpenSSL REQUIRED)

@@ -45,7 +45,7 @@ sn_check "client -> $WEB:8080 answers: $(sn_connect "$(sn_pod_ns client)" "$WEB"
 
 bold "4. node -> pod (the kubelet readiness probe) with net.ipv4.conf.all.rp_filter=1 set now"
 ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.rp_filter=1
-echo "   all.rp_filter=$(ip netns exec "$NS" sysctl -n net.ipv4.conf.all.rp_filter): the reply enters on sarena_host, where the pod CIDR is routed"
+echo "   all.rp_filter=$(ip netns exec "$NS" sysctl -n net.ipv4.conf.all.rp_filter): the reply enters on the pod's lxc veth (from_container passes it to the host stack), and the pod's endpoint route (its IP/32 dev that lxc veth) makes strict rp_filter accept it"
 sn_check "node -> $WEB:8080 answers" sn_answers "$NS" "$WEB" 8080 "hello-from-web-$WEB"
 
 bold "5. pod client -> ClusterIP $VIP:80, kube-proxy's iptables chains DNAT to backend $BACKEND:8080"

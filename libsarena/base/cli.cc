@@ -295,6 +295,105 @@ absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std
   return positional;
 }
 
+absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& args,
+                                               const std::vector<FlagDoc>& flags) {
+  ParsedFlagTable out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      out.positional.insert(out.positional.end(), args.begin() + static_cast<long>(i) + 1,
+                            args.end());
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    std::string value;
+    const size_t eq = body.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = body.substr(eq + 1);
+      body = body.substr(0, eq);
+    }
+    const std::string name = DashedFlagName(body);
+    const std::string typed = absl::StrCat(name.size() == 1 ? "-" : "--", name);
+    auto it =
+        std::find_if(flags.begin(), flags.end(), [&](const FlagDoc& f) { return f.name == name; });
+    if (it == flags.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", typed));
+    }
+    if (!has_value) {
+      if (it->type.empty() || it->type == "bool") {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("flag ", typed, " needs a value"));
+      }
+    }
+    out.values[name].push_back(std::move(value));
+  }
+  return out;
+}
+
+bool AsksForJsonOutput(const std::vector<std::string>& args) {
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    for (absl::string_view flag : {"-o", "--o", "-output", "--output"}) {
+      if (a == flag && i + 1 < args.size()) {
+        json = args[i + 1] == "json";
+      } else if (absl::StartsWith(a, absl::StrCat(flag, "="))) {
+        json = a.substr(flag.size() + 1) == "json";
+      }
+    }
+  }
+  return json;
+}
+
+absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
+                                    const std::vector<CommandSpec>& commands,
+                                    absl::string_view program) {
+  std::vector<std::string> usage;
+  for (const CommandSpec& c : commands) {
+    usage.push_back(c.arg.empty() ? c.words : absl::StrCat(c.words, " ", c.arg));
+  }
+  const std::string tail =
+      absl::StrCat(": ", absl::StrJoin(usage, " | "), " (see ", program, " --help)");
+  if (positional.empty()) return absl::InvalidArgumentError(absl::StrCat("missing command", tail));
+  bool is_prefix = false;  // the arguments are the first words of some command
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const CommandSpec& c = commands[i];
+    const std::vector<std::string> words = absl::StrSplit(c.words, ' ', absl::SkipEmpty());
+    const size_t n = std::min(words.size(), positional.size());
+    if (!std::equal(words.begin(), words.begin() + static_cast<long>(n), positional.begin())) {
+      continue;
+    }
+    if (positional.size() < words.size()) {
+      is_prefix = true;
+      continue;
+    }
+    const size_t want = words.size() + (c.arg.empty() ? 0 : 1);
+    if (positional.size() == want) return i;
+    if (positional.size() < want) {
+      return absl::InvalidArgumentError(absl::StrCat(c.words, ": missing the ", c.arg,
+                                                     " argument (usage: ", program, " ", c.words,
+                                                     " ", c.arg, ")", tail));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(c.words, ": unexpected argument '", positional[want], "'", tail));
+  }
+  if (is_prefix) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", absl::StrJoin(positional, " "), "' needs a subcommand", tail));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown command '", absl::StrJoin(positional, " "), "'", tail));
+}
+
 std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
   if (PrintHelpIfAsked(args, doc)) std::exit(0);

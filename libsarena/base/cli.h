@@ -10,6 +10,7 @@
 #define LIBSARENA_BASE_CLI_H_
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,51 @@ bool PrintHelpIfAsked(const std::vector<std::string>& args, const ProgramDoc& do
 /// not the program's, a missing value, a value its type does not parse.
 absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
                                                            const ProgramDoc& doc);
+
+/// The flags of a program that parses against its own table (ProgramDoc::extra_flags, e.g.
+/// sarena-diag), as ParseFlagTable returns them.
+struct ParsedFlagTable {
+  /// Each flag given, by its FlagDoc::name ("probe-timeout", "o"), with every value in
+  /// command-line order (a repeated flag has several); a switch (type "" or "bool") given
+  /// without "=V" has the value "true".
+  std::map<std::string, std::vector<std::string>> values;
+  /// The arguments that are not flags, in order (everything after a bare "--" included).
+  std::vector<std::string> positional;
+};
+
+/// Parses `args` (argv without argv[0], or a subcommand's arguments) against `flags`, the same
+/// spellings as ParseProgramFlags: "--name=V", "--name V", "-o V" (one or two dashes), a switch
+/// (FlagDoc::type "" or "bool") as "--name" or "--name=V"; '-' and '_' are the same in names;
+/// everything after "--" is positional. A flag is looked up before its value is taken, so an
+/// unknown flag is "unknown flag --bogus" wherever it stands (also last).
+/// Errors (kInvalidArgument, naming the flag as typed): "unknown flag --NAME" for a name not in
+/// `flags`; "flag --NAME needs a value" when a valued flag is the last argument. Values are not
+/// checked here (the caller knows their ranges).
+absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& args,
+                                               const std::vector<FlagDoc>& flags);
+
+/// Whether `args` ask for JSON output: "-o json", "--o json", "-o=json", "--output json" or
+/// "--output=json" before any bare "--" (the last such flag wins). For reporting a flag error
+/// in the requested shape before (or although) the flags parsed.
+bool AsksForJsonOutput(const std::vector<std::string>& args);
+
+/// One command of a program that takes command words and at most one argument: words
+/// "endpoint get", arg "ID" (arg "" = takes no argument).
+struct CommandSpec {
+  std::string words;
+  std::string arg;
+};
+
+/// Which of `commands` the positional arguments (ParseProgramFlags's result) name: its index.
+/// Errors (kInvalidArgument; each ends with the commands' usage "status | endpoint get ID | ...
+/// (see <program> --help)"): "missing command" (none given); "<words>: missing the <ARG>
+/// argument (usage: <program> <words> <ARG>)" when a command's argument is absent (e.g.
+/// `endpoint get`); "<words>: unexpected argument '<x>'" after a complete command; "'<words>'
+/// needs a subcommand" for the first word(s) of commands only (e.g. `endpoint`); "unknown
+/// command '<args>'" otherwise.
+absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
+                                    const std::vector<CommandSpec>& commands,
+                                    absl::string_view program);
 
 /// The executables' entry: --help / --version print HelpText / VersionText on stdout and exit 0;
 /// a flag error prints "<name>: <message> (see --help)" on stderr and exits 2; otherwise returns

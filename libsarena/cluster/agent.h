@@ -1,6 +1,6 @@
 // The node agent: registers this node in etcd (pod CIDR claim, node id claim, lease-bound node
 // record) and maintains the desired peer table from a list-then-watch of /sarena/v1/nodes/
-// (DESIGN.md "Multi-node"). The daemon reconciles that table into its maps and routes through
+// (docs/cluster.md). The daemon reconciles that table into its maps and routes through
 // the `apply` callback. Plus the admin functions behind `sarena node list|delete`.
 //
 // Guarantees:

@@ -1,4 +1,4 @@
-// The node registry's keys and records in etcd (proto/cluster.proto; DESIGN.md "Multi-node"),
+// The node registry's keys and records in etcd (proto/cluster.proto; docs/cluster.md),
 // and the validated, typed view of a node record the agent hands to the daemon.
 //   /sarena/v1/config            ClusterConfig
 //   /sarena/v1/podcidrs/<cidr>   PodCidrClaim, '/' replaced by '-' ("10.244.1.0-24")

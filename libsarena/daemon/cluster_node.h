@@ -9,8 +9,9 @@
 //      pod MTU = pod_mtu()).
 //   3. StartDatapath(): Overlay::Setup on that datapath, then the agent's list-then-watch loop,
 //      whose every change of the desired peer table is applied with Overlay::Sync.
-// Readiness (CNI STATUS, DESIGN.md): ready only once registered and the first full peer list is
-// applied. With etcd down afterwards nothing is withdrawn: the pinned maps keep forwarding.
+// Readiness (CNI STATUS, docs/cluster.md "Bring-up and readiness"): ready only once registered and
+// the first full peer list is applied. With etcd down afterwards nothing is withdrawn: the pinned
+// maps keep forwarding.
 #ifndef LIBSARENA_DAEMON_CLUSTER_NODE_H_
 #define LIBSARENA_DAEMON_CLUSTER_NODE_H_
 

@@ -20,7 +20,8 @@ namespace sarena::daemon {
 /// The protocol's messages (libsarena/rpc/proto/sarenad.proto).
 namespace v1 = ::sarena::rpc::v1;
 
-/// sarenad's configuration (its command-line contract, DESIGN.md).
+/// sarenad's configuration (its command-line contract: docs/architecture.md "sarenad's command-line
+/// contract").
 struct DaemonOptions {
   net::Ipv4Prefix pod_cidr;                    // --pod-cidr (required)
   net::Ipv4 node_ip;                           // --node-ip (required)

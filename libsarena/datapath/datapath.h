@@ -1,6 +1,6 @@
 // The loaded eBPF datapath of one node: BPF objects with their maps pinned under the bpffs
 // directory (--bpffs), the node config map, and program attachments pinned as links so they
-// survive a daemon restart (DESIGN.md "Datapath").
+// survive a daemon restart (docs/architecture.md "The node datapath").
 // Pin layout under <bpffs>:
 //   <bpffs>/<SARENA_MAP_*>                 maps (pinned by name by libbpf, reused on restart)
 //   <bpffs>/links/<ifname>_<ingress|egress> TCX links (tc fallback attachments need no pin)

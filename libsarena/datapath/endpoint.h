@@ -1,8 +1,9 @@
 // Pod endpoints: the veth pair joining a pod's network namespace to the node, the pod-side
 // addressing and routes, the endpoint-map entry and the from_container attachment.
-// DESIGN.md "Pod side": veth CNI_IFNAME in the pod netns with the pod IP /32, an on-link route
-// to the gateway (--node-ip) and a default route via it; host side "lxc" + 11 hex of
-// sha256(containerID + ifname), no address; the gateway's ARP is answered by from_container.
+// docs/architecture.md "The node datapath", pod side: veth CNI_IFNAME in the pod netns with the pod
+// IP /32, an on-link route to the gateway (--node-ip) and a default route via it; host side "lxc" +
+// 11 hex of sha256(containerID + ifname), no address; the gateway's ARP is answered by
+// from_container.
 #ifndef LIBSARENA_DATAPATH_ENDPOINT_H_
 #define LIBSARENA_DATAPATH_ENDPOINT_H_
 

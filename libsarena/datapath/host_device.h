@@ -1,5 +1,5 @@
 // The node side of the datapath: the sarena_host <-> sarena_net veth pair that gives the pods a
-// gateway and the host stack a route to the pod CIDR (DESIGN.md "Host device").
+// gateway and the host stack a route to the pod CIDR (docs/architecture.md "The node datapath").
 #ifndef LIBSARENA_DATAPATH_HOST_DEVICE_H_
 #define LIBSARENA_DATAPATH_HOST_DEVICE_H_
 

@@ -1,6 +1,7 @@
-// The cluster half of a node's datapath (DESIGN.md "Multi-node" -> "Datapath across nodes"):
-// the sarena_vxlan device, the programs on it and on the uplink, the overlay config, and the
-// sync of a desired peer list into the tunnel map, the peer map and the node's routes.
+// The cluster half of a node's datapath (docs/cluster.md; docs/architecture.md "The datapath's
+// verdicts", cluster datapath): the sarena_vxlan device, the programs on it and on the uplink, the
+// overlay config, and the sync of a desired peer list into the tunnel map, the peer map and the
+// node's routes.
 //
 // Devices and hooks (tunnel and hybrid modes create sarena_vxlan; native does not):
 //   sarena_vxlan  collect-metadata ("external") VXLAN, UDP port --tunnel-port, outer UDP

@@ -1,8 +1,9 @@
-// The suspicion codes of the diagnoser: the one list. Each code is stable (DESIGN.md: add more,
-// never rename), carries the levels it may be reported with and one line of meaning. The walk
-// and the plugins report them (PathGraph::AddSuspicion), `sarena-diag codes` prints them, the
-// table in docs/diag-snapshot.md lists them, and tests/unit/diag_codes_test.cc checks that the
-// three agree and that every code a diagnoser source reports is here.
+// The suspicion codes of the diagnoser: the one list. Each code is stable (docs/architecture.md
+// "The diagnoser's contract": add more, never rename), carries the levels it may be reported with
+// and one line of meaning. The walk and the plugins report them (PathGraph::AddSuspicion),
+// `sarena-diag codes` prints them, the table in docs/diag-snapshot.md lists them, and
+// tests/unit/diag_codes_test.cc checks that the three agree and that every code a diagnoser source
+// reports is here.
 #ifndef LIBSARENA_DIAG_CODES_H_
 #define LIBSARENA_DIAG_CODES_H_
 

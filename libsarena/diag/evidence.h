@@ -28,7 +28,7 @@
 
 namespace sarena::diag {
 
-/// Whether the model's suspicion `code` (DESIGN.md vocabulary, e.g. "rp_filter_drop") explains
+/// Whether the model's suspicion `code` (codes.h vocabulary, e.g. "rp_filter_drop") explains
 /// a kernel drop with reason `kernel_reason` (full enum name, "SKB_DROP_REASON_IP_RPFILTER", or
 /// without the "SKB_DROP_REASON_" prefix). Unknown codes explain nothing.
 bool CodeExplainsDrop(absl::string_view code, absl::string_view kernel_reason);

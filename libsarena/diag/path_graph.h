@@ -39,7 +39,7 @@ absl::string_view ToString(Level level);
 /// The packet type of the path model (5-tuple, mark, conntrack state, TTL, length).
 using Packet = model::Packet;
 
-/// One finding. `code` is from DESIGN.md's vocabulary (no_route, rp_filter_drop, ...); `hop` is
+/// One finding. `code` is from the vocabulary of codes.h (no_route, rp_filter_drop, ...); `hop` is
 /// the id of the hop it belongs to ("" for the query as a whole).
 struct Suspicion {
   Level level = Level::kInfo;
@@ -109,8 +109,9 @@ enum class Verdict { kReachable, kUnreachable, kDegraded };
 /// "reachable" | "unreachable" | "degraded".
 absl::string_view ToString(Verdict verdict);
 
-/// DESIGN.md: unreachable iff some suspicion is FATAL; degraded iff some is CRITICAL or WARNING
-/// and none is FATAL; reachable otherwise (INFO only, or nothing).
+/// docs/architecture.md "The diagnoser's contract": unreachable iff some suspicion is FATAL;
+/// degraded iff some is CRITICAL or WARNING and none is FATAL; reachable otherwise (INFO only, or
+/// nothing).
 Verdict ComputeVerdict(const std::vector<Suspicion>& suspicions);
 
 }  // namespace sarena::diag

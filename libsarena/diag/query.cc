@@ -91,21 +91,43 @@ absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
   }
   absl::string_view port_text = rest.substr(colon + 1);
   absl::string_view target = rest.substr(0, colon);
-  auto proto = model::ParseProto(proto_text, "--dst protocol");
-  if (!proto.ok() || *proto == 0) {
-    return Bad("--dst", dst, absl::StrCat("unknown protocol '", proto_text, "'"));
+  // Exactly the spellings --help names: no other protocol (sctp), no other case (TCP).
+  if (proto_text == "tcp") {
+    q.proto = model::kProtoTcp;
+  } else if (proto_text == "udp") {
+    q.proto = model::kProtoUdp;
+  } else if (proto_text == "icmp") {
+    q.proto = model::kProtoIcmp;
+  } else {
+    return Bad(
+        "--dst", dst,
+        absl::StrCat("unknown protocol '", proto_text, "': want tcp, udp or icmp (lower case)"));
   }
-  q.proto = *proto;
   uint32_t port = 0;
   if (!absl::SimpleAtoi(port_text, &port) || port > 65535) {
     return Bad("--dst", dst, absl::StrCat("invalid port '", port_text, "'"));
   }
-  bool has_ports =
-      q.proto == model::kProtoTcp || q.proto == model::kProtoUdp || q.proto == model::kProtoSctp;
-  if (has_ports && port == 0) return Bad("--dst", dst, "port 0 is not a destination port");
-  q.dport = has_ports ? static_cast<uint16_t>(port) : 0;
+  if (q.proto == model::kProtoIcmp) {
+    if (port != 0) {
+      return Bad("--dst", dst,
+                 absl::StrCat("icmp has no ports: port ", port_text, " given (write ",
+                              target.empty() ? "DST" : target, ":0/icmp)"));
+    }
+  } else if (port == 0) {
+    return Bad("--dst", dst, "port 0 is not a destination port");
+  }
+  q.dport = static_cast<uint16_t>(port);
   SARENA_ASSIGN_OR_RETURN(q.dst, ParseEndpointSpec(target, "--dst", /*allow_service=*/true));
   return q;
+}
+
+absl::StatusOr<uint32_t> ParsePacketSize(absl::string_view text) {
+  uint32_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || (v != kPacketSizeMtu && (v < 28 || v > 65535))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid --size '", text, "': want 0 (the source device's MTU) or 28..65535"));
+  }
+  return v;
 }
 
 }  // namespace sarena::diag

@@ -1,5 +1,6 @@
-// The trace query: `--src SRC --dst DST:PORT/PROTO` as DESIGN.md ("Diagnoser") defines it, where
-// SRC/DST is `pod:NS/NAME`, `node:NAME`, `svc:NS/NAME` (destination only) or an IPv4 address.
+// The trace query: `--src SRC --dst DST:PORT/PROTO` as docs/architecture.md ("The diagnoser's
+// contract") defines it, where SRC/DST is `pod:NS/NAME`, `node:NAME`, `svc:NS/NAME` (destination
+// only) or an IPv4 address.
 #ifndef LIBSARENA_DIAG_QUERY_H_
 #define LIBSARENA_DIAG_QUERY_H_
 
@@ -38,11 +39,27 @@ struct Query {
   uint8_t proto = 6;   // IP protocol number
   uint16_t sport = 0;  // 0 = an ephemeral port, unknown
   uint8_t ttl = 64;    // initial IP TTL
-  uint32_t size = 0;   // packet size in bytes (0 = full-size: the source device MTU)
+  uint32_t size = 0;   // packet size in bytes (kPacketSizeMtu: full size, see ParsePacketSize)
 };
 
-/// Parses `--src` and `--dst` ("DST:PORT/PROTO"; "/PROTO" optional, default tcp; PORT may be 0
-/// for icmp). Errors: kInvalidArgument naming --src/--dst and the bad part.
+/// --size 0: a full-size packet, as large as the MTU of the device it leaves the source by.
+inline constexpr uint32_t kPacketSizeMtu = 0;
+
+/// The one definition of `sarena-diag trace --size` (offline and --live): the packet's IP total
+/// length in bytes, 28..65535, or 0 (kPacketSizeMtu, the default) = full size, the MTU of the
+/// source's outgoing device (the offline walk reads it from the snapshot, and for TCP uses the
+/// segment sizes the connection negotiates by MSS; --live's UDP probe takes the MTU of its
+/// route, IP_MTU, which is that device's unless the route sets one).
+/// Errors: kInvalidArgument "invalid --size '<text>': want 0 (the source device's MTU) or
+/// 28..65535" for anything else (not a number, 1..27, over 65535).
+absl::StatusOr<uint32_t> ParsePacketSize(absl::string_view text);
+
+/// Parses `--src` and `--dst` ("DST:PORT/PROTO"; "/PROTO" optional, default tcp). PROTO is
+/// exactly tcp, udp or icmp (lower case, as --help writes them); tcp and udp need a PORT
+/// 1..65535, icmp has none: its PORT must be 0 ("10.0.0.2:0/icmp"). Errors: kInvalidArgument
+/// naming --src/--dst, the value and the bad part: "unknown protocol 'sctp': want tcp, udp or
+/// icmp (lower case)" (also for "TCP"), "icmp has no ports: port 8080 given ...", an invalid
+/// or zero port, a bad SRC/DST (ParseEndpointSpec).
 absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst);
 
 }  // namespace sarena::diag

@@ -1,5 +1,5 @@
-// Reports of a traced path: the stable JSON contract (DESIGN.md "Diagnoser"), a human-readable
-// text form, Graphviz DOT, and SVG rendered by graphviz's `dot`.
+// Reports of a traced path: the stable JSON contract (docs/architecture.md "The diagnoser's
+// contract"), a human-readable text form, Graphviz DOT, and SVG rendered by graphviz's `dot`.
 #ifndef LIBSARENA_DIAG_REPORT_H_
 #define LIBSARENA_DIAG_REPORT_H_
 

@@ -123,6 +123,16 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   }
   const net::Ipv4 src = query.src.ip;
   const net::Ipv4 dst = query.dst.ip;
+  // Every namespace has its own 127.0.0.0/8, so a loopback source names no namespace: the scan
+  // leaves loopback out on purpose (NetnsInfo::addrs), and says so here rather than "no
+  // namespace has it".
+  if (src.is_loopback()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--src ", src.to_string(),
+        " is a loopback address: every network namespace has its own 127.0.0.0/8, so it names "
+        "none; --live needs the pod's or the node's own address (e.g. the pod IP, or the node's "
+        "InternalIP) as --src"));
+  }
 
   // The kfree_skb tracer loads (BTF, verifier) while the snapshot is collected.
   auto tracer_future = std::async(std::launch::async, [&] {
@@ -287,7 +297,9 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   }
   query.sport = ev.probe.sport;
   query.ttl = opt.ttl;
-  if (query.proto == 17) query.size = ev.probe.size;
+  // UDP: the size the probe sent (0 resolved to the route's MTU); TCP: --size as given (0 =
+  // the walk's own full size, the source device's MTU).
+  query.size = query.proto == 17 ? ev.probe.size : opt.size;
   SARENA_ASSIGN_OR_RETURN(auto plugin,
                           diag::SelectPlugin(opt.cni, *res.snapshot, {copt.node}));
   diag::TraceOptions topt;

@@ -29,7 +29,10 @@ namespace sarena::live {
 struct LiveOptions {
   std::string src;  // IPv4 address (required)
   std::string dst;  // "IPv4:PORT/PROTO", PROTO tcp|udp (required)
-  uint32_t size = 0;         // UDP datagram size (IP total length), 0 = 64; also the walk's size
+  /// The packet's size (IP total length) as diag::ParsePacketSize defines it: 28..65535, or 0
+  /// = full size, the MTU of the source's outgoing device. The UDP probe's datagrams and the
+  /// walk's packet (TCP: the walk's only; the probe is one SYN).
+  uint32_t size = 0;
   uint32_t count = 3;        // UDP datagrams, 1..16
   uint32_t timeout_ms = 800; // probe bound, 1..5000 ms
   uint8_t ttl = 64;          // the walk's initial TTL (the probe uses the kernel's default)
@@ -58,10 +61,12 @@ struct LiveResult {
 };
 
 /// Runs the live trace (see the file comment). Errors: kInvalidArgument for a --src/--dst that
-/// is not an address ("--live takes addresses: ..."), a protocol other than tcp/udp or a bad
-/// option; kNotFound when no namespace of this machine has --src; kFailedPrecondition when
-/// several do (named, so the operator can pick by running inside one); kPermissionDenied
-/// without root (namespaces, BPF); collect's and the walk's errors otherwise.
+/// is not an address ("--live takes addresses: ..."), a loopback --src (127.0.0.0/8: "--src
+/// 127.0.0.1 is a loopback address: ..."; every namespace has its own, so it names none), a
+/// protocol other than tcp/udp or a bad option; kNotFound when no namespace of this machine has
+/// --src; kFailedPrecondition when several do (named, so the operator can pick by running inside
+/// one); kPermissionDenied without root (namespaces, BPF); collect's and the walk's errors
+/// otherwise.
 absl::StatusOr<LiveResult> TraceLive(const LiveOptions& options);
 
 /// The text report: "cni plugin: ...", diag::ToText, diag::EvidenceText, and when the kernel

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/unique_fd.h"
+#include "libsarena/diag/query.h"
 #include "libsarena/netlink/netns.h"
 
 namespace sarena::live {
@@ -101,16 +103,27 @@ absl::Status Udp(const ProbeOptions& opt, ProbeResult* r) {
   setsockopt(fd.get(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
   SARENA_RETURN_IF_ERROR(BindSource(fd.get(), opt, &o));
   sockaddr_in dst = Sockaddr(opt.dst, opt.dport);
-  uint32_t size = opt.size ? opt.size : 64;
-  o.size = size;
-  std::vector<char> payload(size - 28, 'S');
+  uint32_t size = opt.size;
   uint64_t start = MonotonicNs();
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) < 0) {
     int err = errno;
     o.result = "error";
     o.error_number = err;
     o.error = std::strerror(err);
+  } else if (size == diag::kPacketSizeMtu) {
+    // A full-size datagram: the MTU of the route the connected socket took (ip(7) IP_MTU), the
+    // outgoing device's unless the route sets its own, as the walk's size 0 is the source
+    // device's MTU.
+    int mtu = 0;
+    socklen_t len = sizeof(mtu);
+    if (getsockopt(fd.get(), IPPROTO_IP, IP_MTU, &mtu, &len) < 0) {
+      return ErrnoStatus(errno, "probe getsockopt(IP_MTU)");
+    }
+    size = static_cast<uint32_t>(std::clamp(mtu, 28, 65535));
   }
+  if (size == 0) size = 28;  // connect failed: nothing is sent
+  o.size = size;
+  std::vector<char> payload(size - 28, 'S');
   for (uint32_t i = 0; o.result.empty() && i < opt.count; ++i) {
     if (send(fd.get(), payload.data(), payload.size(), 0) < 0) {
       int err = errno;

@@ -21,8 +21,10 @@ struct ProbeOptions {
   net::Ipv4 dst;
   uint16_t dport = 0;  // host order, 1..65535
   uint8_t proto = 6;   // 6 TCP (one SYN) or 17 UDP
-  /// UDP: IP total length of each datagram, 28..65535 (0 = 64). DF is set, so a datagram over
-  /// the route's MTU fails locally (EMSGSIZE) instead of being fragmented.
+  /// UDP: IP total length of each datagram, 28..65535, or diag::kPacketSizeMtu (0) = full
+  /// size: the MTU of the route to `dst` (IP_MTU of the connected socket; the outgoing
+  /// device's MTU unless the route sets one). DF is set, so a datagram over the route's MTU
+  /// fails locally (EMSGSIZE) instead of being fragmented. outcome.size is the size sent.
   uint32_t size = 0;
   uint32_t count = 3;        // UDP datagrams, 1..16 (TCP: always one connect)
   uint32_t timeout_ms = 800; // how long to wait for the handshake / an error, 1..5000

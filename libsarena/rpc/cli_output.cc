@@ -1,6 +1,7 @@
 #include "libsarena/rpc/cli_output.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -94,6 +95,17 @@ v1::CliError CliErrorOf(const absl::Status& status) {
   e.set_code(absl::StatusCodeToString(status.code()));
   e.set_message(std::string(status.message()));
   return e;
+}
+
+int ReportCliError(absl::string_view program, const absl::Status& status, bool json,
+                   int exit_code) {
+  if (json) {
+    std::fputs(MessageToJson(CliErrorOf(status)).c_str(), stdout);
+  } else {
+    std::fprintf(stderr, "%s: %s\n", std::string(program).c_str(),
+                 std::string(status.message()).c_str());
+  }
+  return exit_code;
 }
 
 absl::Status WithHint(const absl::Status& status, absl::string_view what_to_do) {

@@ -1,6 +1,7 @@
 // What the `sarena` CLI prints from sarenad's answers: the -o json rendering of its messages
-// (protobuf's JSON mapping), the one JSON error object of -o json mode, and the lookup of one
-// endpoint for `sarena endpoint get ID`.
+// (protobuf's JSON mapping), the one JSON error object of -o json mode (sarena and sarena-diag
+// report failures through ReportCliError), and the lookup of one endpoint for `sarena endpoint
+// get ID`.
 #ifndef LIBSARENA_RPC_CLI_OUTPUT_H_
 #define LIBSARENA_RPC_CLI_OUTPUT_H_
 
@@ -28,6 +29,14 @@ std::string MessageToText(const google::protobuf::Message& message);
 /// The -o json error object of a failed command: {"code": "<absl::StatusCode name, e.g.
 /// NOT_FOUND>", "message": "<status message>"} (v1::CliError).
 v1::CliError CliErrorOf(const absl::Status& status);
+
+/// How sarena and sarena-diag report a failed command (the one error shape of -o json): with
+/// `json` (the command line asked for -o json), MessageToJson(CliErrorOf(status)) on stdout,
+/// i.e. {"code": "<absl::StatusCode name>", "message": "<status message>"}, and nothing on
+/// stderr (so `... -o json | jq` always reads JSON); otherwise "<program>: <status message>"
+/// on stderr and nothing on stdout. Returns `exit_code` (the caller's exit status: 1 failure,
+/// 2 bad usage), so a caller writes `return ReportCliError(...)`.
+int ReportCliError(absl::string_view program, const absl::Status& status, bool json, int exit_code);
 
 /// `status` with " — <what_to_do>" appended to its message; same code. OK stays OK.
 absl::Status WithHint(const absl::Status& status, absl::string_view what_to_do);

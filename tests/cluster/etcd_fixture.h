@@ -1,6 +1,7 @@
 // A private etcd for one test: etcd 3.4 (Debian etcd-server) listening on a unix socket in a fresh
-// temp dir (DESIGN.md "Test topology"), started as a child process that dies with the test binary
-// (PR_SET_PDEATHSIG) and is killed and its dir removed on destruction, also when the test fails.
+// temp dir (docs/architecture.md "The privileged test topology"), started as a child process that
+// dies with the test binary (PR_SET_PDEATHSIG) and is killed and its dir removed on destruction,
+// also when the test fails.
 #ifndef SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
 #define SARENA_TESTS_CLUSTER_ETCD_FIXTURE_H_
 

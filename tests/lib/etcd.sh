@@ -3,7 +3,7 @@
 # in a temp dir (unix sockets cross network namespaces, so every node netns can reach it) and is
 # killed and its dir removed by etcd_stop. etcd 3.4 wants its unix URLs in host:port form and
 # creates the socket in its working directory, so the socket file is literally "etcd.sock:2379"
-# (DESIGN.md "Test topology").
+# (docs/architecture.md "The privileged test topology").
 #
 #   . tests/lib/etcd.sh
 #   etcd_start            # sets ETCD_DIR, ETCD_PID, ETCD_SOCK, ETCD_ENDPOINT; waits until it answers

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Kubernetes / Calico API objects as `kubectl get ... -o json` and `calicoctl get ippools -o json`
-# print them (the shapes the diagnoser's snapshot reader takes, DESIGN.md "Diagnoser"), for
+# print them (the shapes the diagnoser's snapshot reader takes, docs/diag-snapshot.md), for
 # snapshots of simulated nodes. Each function prints one object; k8s_list wraps objects read from
 # stdin (one JSON value per object) into a List.
 #

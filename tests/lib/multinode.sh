@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# A simulated multi-node cluster in network namespaces (issue 8, DESIGN.md "Multi-node" -> "Test
+# A simulated multi-node cluster in network namespaces (issue 8, docs/architecture.md "The privileged test
 # topology"), for tests/privileged/multinode_test.sh and bench/multinode_bench.sh.
 #
 #   <id>-ul    the underlay: two bridges br-a (192.168.A.0/24) and br-b (192.168.B.0/24); never the
@@ -151,7 +151,7 @@ mn_node_add() {
 
 # --- etcd -----------------------------------------------------------------------------------------
 
-# mn_etcd_start [NAME]: a private one-member etcd (DESIGN.md's command) in $MN_DIR/etcd/NAME,
+# mn_etcd_start [NAME]: a private one-member etcd (the command in docs/architecture.md "The privileged test topology") in $MN_DIR/etcd/NAME,
 # inside the underlay netns, listening only on unix sockets; waits until /health answers.
 # Restarting it with the same NAME keeps its data. Sets nothing; see mn_etcd_sock / mn_etcd_ep.
 mn_etcd_start() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-node end-to-end test (issue 8 item 4; privileged tier), on the topology of DESIGN.md
+# Multi-node end-to-end test (issue 8 item 4; privileged tier), on the topology of docs/architecture.md
 # "Multi-node" -> "Test topology" built by tests/lib/multinode.sh: an underlay bridge namespace
 # with two subnets joined by a router namespace, an external-client namespace, one etcd on a unix
 # socket, real sarenad (nsenter --net) + sarena-cni on every node, kube-proxy's real iptables chains

@@ -3,8 +3,8 @@
 // never modified. Results are cross-checked with iproute2's JSON output (`ip -j`).
 #include <sys/stat.h>
 
-// Options structs are filled with designated initializers (DESIGN.md); omitted members keep
-// their defaults on purpose.
+// Options structs are filled with designated initializers (docs/architecture.md "Conventions");
+// omitted members keep their defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include <string>

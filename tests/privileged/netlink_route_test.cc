@@ -5,8 +5,8 @@
 // Topology per test: namespace A with veth `va` (10.234.0.1/24, up) whose peer `vb` lives in
 // namespace B (10.234.0.2/24, up).
 
-// Options structs are filled with designated initializers (DESIGN.md); omitted members keep
-// their defaults on purpose.
+// Options structs are filled with designated initializers (docs/architecture.md "Conventions");
+// omitted members keep their defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include <arpa/inet.h>

@@ -1,8 +1,8 @@
 // Privileged tests of sarena::nl sysctl access inside network namespaces the test creates. The
 // root namespace's values are only read, and each test checks they did not change.
 
-// Options structs are filled with designated initializers (DESIGN.md); omitted members keep
-// their defaults on purpose.
+// Options structs are filled with designated initializers (docs/architecture.md "Conventions");
+// omitted members keep their defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include <string>

@@ -12,6 +12,7 @@
 #include "libsarena/base/cli.h"
 #include "libsarena/model/json.h"
 #include "libsarena/rpc/cli_output.h"
+#include "tests/lib/test_util.h"
 
 ABSL_FLAG(std::string, test_pod_cidr, "", "This node's pod CIDR, e.g. 10.244.1.0/24");
 ABSL_FLAG(std::string, test_socket, "/run/x.sock", "The socket");
@@ -164,6 +165,109 @@ TEST_F(CliParse, ErrorsNameTheFlagAsTyped) {
   // A --no- prefix only negates booleans.
   r = ParseProgramFlags({"--no-test-mtu"}, TestDoc());
   EXPECT_EQ(r.status().message(), "unknown flag --no-test-mtu");
+}
+
+// An unknown flag is "unknown flag --NAME" wherever it stands: also last, where a valued
+// flag would say "needs a value" (sarena, sarenad).
+TEST_F(CliParse, UnknownFlagLastIsUnknownNotMissingValue) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"status", "--bogus"},
+                                             {"--bogus"},
+                                             {"endpoint", "get", "x", "--bogus"},
+                                             {"--bogus", "status"},
+                                             {"status", "-x"}}) {
+    auto r = ParseProgramFlags(args, TestDoc());
+    ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << args.back();
+    EXPECT_THAT(r.status().message(), HasSubstr("unknown flag -"));
+    EXPECT_THAT(r.status().message(), Not(HasSubstr("needs a value")));
+  }
+}
+
+// The table parser of programs with their own flag tables (sarena-diag).
+TEST(CliFlagTable, ParsesTheSpellingsAndRepeats) {
+  const std::vector<FlagDoc> table = {{"src", "string", "", ""},
+                                      {"pod", "string", "", ""},
+                                      {"no-reply", "", "", ""},
+                                      {"probe-timeout", "uint32", "800", ""},
+                                      {"o", "string", "text", ""}};
+  auto r = ParseFlagTable({"--src", "a", "--pod=x", "-pod", "y", "--no-reply", "-o", "json",
+                           "--probe_timeout=5", "--", "--src"},
+                          table);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->values.at("src"), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(r->values.at("pod"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(r->values.at("no-reply"), (std::vector<std::string>{"true"}));
+  EXPECT_EQ(r->values.at("o"), (std::vector<std::string>{"json"}));
+  EXPECT_EQ(r->values.at("probe-timeout"), (std::vector<std::string>{"5"}));
+  EXPECT_EQ(r->positional, (std::vector<std::string>{"--src"}));
+}
+
+TEST(CliFlagTable, UnknownFlagAnywhereIsUnknown) {
+  const std::vector<FlagDoc> table = {{"src", "string", "", ""}, {"no-reply", "", "", ""}};
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--src", "a", "--bogus"}, {"--bogus"}, {"--bogus", "v"}, {"--bogus=v", "--src", "a"}}) {
+    auto r = ParseFlagTable(args, table);
+    ASSERT_TRUE(absl::IsInvalidArgument(r.status()));
+    EXPECT_EQ(r.status().message(), "unknown flag --bogus");
+  }
+  auto r = ParseFlagTable({"--no-reply", "--src"}, table);
+  EXPECT_EQ(r.status().message(), "flag --src needs a value");
+}
+
+TEST(CliFlagTable, AsksForJsonOutput) {
+  EXPECT_TRUE(AsksForJsonOutput({"trace", "-o", "json"}));
+  EXPECT_TRUE(AsksForJsonOutput({"-o=json", "status"}));
+  EXPECT_TRUE(AsksForJsonOutput({"--output", "json", "--bogus"}));
+  EXPECT_TRUE(AsksForJsonOutput({"--o=json"}));
+  EXPECT_FALSE(AsksForJsonOutput({"-o", "text"}));
+  EXPECT_FALSE(AsksForJsonOutput({"-o", "json", "-o", "dot"}));
+  EXPECT_FALSE(AsksForJsonOutput({"--", "-o", "json"}));
+  EXPECT_FALSE(AsksForJsonOutput({"-o"}));
+}
+
+// The real `sarena` binary: a command whose argument is missing says which argument (it used
+// to say "unknown command"); nothing here reaches sarenad (the usage error comes first).
+testing::CommandResult RunSarena(absl::string_view args) {
+  return testing::Run(
+      absl::StrCat(testing::BinaryDir(), "/tools/sarena --socket /nonexistent ", args));
+}
+
+TEST(CliCommands, MissingArgumentIsNamedNotUnknownCommand) {
+  for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
+           {"endpoint get",
+            "endpoint get: missing the ID argument (usage: sarena endpoint get ID)"},
+           {"node delete",
+            "node delete: missing the NAME argument (usage: sarena node delete NAME)"},
+           {"endpoint get a b", "endpoint get: unexpected argument 'b'"},
+           {"status now", "status: unexpected argument 'now'"},
+           {"endpoint", "'endpoint' needs a subcommand"},
+           {"node", "'node' needs a subcommand"},
+           {"frob", "unknown command 'frob'"},
+           {"", "missing command"}}) {
+    auto r = RunSarena(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(want)) << args;
+    EXPECT_THAT(r.err, HasSubstr("endpoint get ID | drops")) << args;
+    if (args != "frob") EXPECT_THAT(r.err, Not(HasSubstr("unknown command"))) << args;
+  }
+  // -o json: the same message in the one error object on stdout.
+  auto j = RunSarena("-o json endpoint get");
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_THAT(j.out, HasSubstr("\"code\": \"INVALID_ARGUMENT\""));
+  EXPECT_THAT(j.out, HasSubstr("missing the ID argument"));
+}
+
+TEST(CliCommands, MatchCommand) {
+  const std::vector<CommandSpec> cmds = {
+      {"status", ""}, {"endpoint list", ""}, {"endpoint get", "ID"}};
+  EXPECT_EQ(*MatchCommand({"status"}, cmds, "p"), 0u);
+  EXPECT_EQ(*MatchCommand({"endpoint", "list"}, cmds, "p"), 1u);
+  EXPECT_EQ(*MatchCommand({"endpoint", "get", "x"}, cmds, "p"), 2u);
+  auto r = MatchCommand({"endpoint", "get"}, cmds, "p");
+  ASSERT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_EQ(r.status().message(),
+            "endpoint get: missing the ID argument (usage: p endpoint get ID): status | endpoint "
+            "list | endpoint get ID (see p --help)");
 }
 
 TEST(CliTable, ColumnsFitTheWidestCellNeverTruncated) {

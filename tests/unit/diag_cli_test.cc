@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "libsarena/rpc/cli_output.h"
 #include "tests/lib/test_util.h"
 #include "tests/unit/diag_testing.h"
 
@@ -98,6 +99,100 @@ TEST(DiagCli, BadFlagsAndQueries) {
   auto help = Diag("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("sarena-diag trace"), std::string::npos);
+}
+
+// An unknown flag says so, with its name, wherever it stands: last too (it used to say "needs a
+// value"), and for every command.
+TEST(DiagCli, UnknownFlagLastIsUnknown) {
+  const std::string trace = TraceArgs(CaseDir("KP-01"), "node:node-a", "10.0.0.1:80/tcp");
+  for (const std::string& args :
+       {trace + " --bogus", trace + " --bogus=1", absl::StrCat("trace --bogus ", trace.substr(6)),
+        std::string("collect --out /tmp/x --bogus"), std::string("drops --bogus"),
+        std::string("codes --bogus"), std::string("trace --bogus")}) {
+    auto r = Diag(args);
+    ExpectBadInput(r, {"unknown flag --bogus"});
+    EXPECT_EQ(r.err.find("needs a value"), std::string::npos) << args << ": " << r.err;
+  }
+  // A live-only flag without --live is named as such.
+  ExpectBadInput(Diag(trace + " --count 2"), {"unknown flag --count (only with --live)"});
+  // A real valued flag last still needs its value.
+  ExpectBadInput(Diag(trace + " --ttl"), {"--ttl needs a value"});
+}
+
+// `trace --live` from a loopback source: loopback is left out of the namespace scan on purpose
+// (every namespace has one), so the error says that, before anything is attached or scanned.
+TEST(DiagCli, LiveLoopbackSourceIsExplained) {
+  for (const char* src : {"127.0.0.1", "127.1.2.3"}) {
+    auto r = Diag(absl::StrCat("trace --live --src ", src, " --dst 10.0.0.1:80/tcp"));
+    ExpectBadInput(r, {"loopback", src, "pod's or the node's own address"});
+    EXPECT_EQ(r.err.find("no network namespace"), std::string::npos) << r.err;
+  }
+}
+
+// --size has one definition offline and --live (diag::ParsePacketSize): 0 = full size, the
+// source device's MTU, the same as no --size; 1..27 and over 65535 are errors. --live took 0
+// as an error (and its default meant 64 bytes).
+TEST(DiagCli, SizeZeroIsTheMtuOfflineAndLive) {
+  const std::string args =
+      TraceArgs(CaseDir("CAL-MTU-01"), "pod:default/client", "10.65.2.8:8080/tcp");
+  auto dflt = Diag(args + " -o json");
+  auto zero = Diag(args + " -o json --size 0");
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_EQ(zero.out, dflt.out);
+  for (const char* bad : {"27", "65536", "x"}) {
+    ExpectBadInput(Diag(absl::StrCat(args, " --size ", bad)),
+                   {"--size", bad, "want 0 (the source device's MTU) or 28..65535"});
+    ExpectBadInput(
+        Diag(absl::StrCat("trace --live --src 10.0.0.1 --dst 10.0.0.2:80/udp --size ", bad)),
+        {"--size", bad, "want 0 (the source device's MTU) or 28..65535"});
+  }
+  // --live takes --size 0 (the loopback source is the next thing it refuses).
+  auto live = Diag("trace --live --src 127.0.0.1 --dst 10.0.0.2:80/udp --size 0");
+  ExpectBadInput(live, {"loopback"});
+  EXPECT_EQ(live.err.find("--size"), std::string::npos) << live.err;
+  auto help = Diag("--help");
+  EXPECT_NE(help.out.find("0 = full size:"), std::string::npos) << help.out;
+}
+
+// -o json: every failure, flag errors included, is the one error object sarena prints
+// ({"code", "message"}, rpc::ReportCliError) on stdout, nothing on stderr; exit status as in
+// text mode.
+TEST(DiagCli, JsonErrorsAreTheOneErrorObject) {
+  auto expect_json_error = [](const std::string& args, absl::StatusCode code,
+                              const std::string& message) {
+    auto r = Diag(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.out, rpc::MessageToJson(rpc::CliErrorOf(absl::Status(code, message)))) << args;
+    EXPECT_EQ(r.err, "") << args;
+  };
+  const std::string trace = TraceArgs(CaseDir("KP-01"), "pod:web/client", "10.96.120.40:80/tcp");
+  expect_json_error(trace + " -o json --bogus", absl::StatusCode::kInvalidArgument,
+                    "trace: unknown flag --bogus (see sarena-diag --help)");
+  expect_json_error(trace + " --bogus -o json", absl::StatusCode::kInvalidArgument,
+                    "trace: unknown flag --bogus (see sarena-diag --help)");
+  expect_json_error(trace + " -o json --size 1", absl::StatusCode::kInvalidArgument,
+                    "invalid --size '1': want 0 (the source device's MTU) or 28..65535");
+  expect_json_error("trace -o json --src node:a --dst 10.0.0.1:80/tcp",
+                    absl::StatusCode::kInvalidArgument,
+                    "trace: --snapshot is required (see sarena-diag --help)");
+  expect_json_error("codes -o json --bogus", absl::StatusCode::kInvalidArgument,
+                    "codes: unknown flag --bogus (see sarena-diag --help)");
+  expect_json_error("frob -o json", absl::StatusCode::kInvalidArgument,
+                    "unknown command 'frob' (see sarena-diag --help)");
+  expect_json_error("trace --live --src 127.0.0.1 --dst 10.0.0.1:80/tcp --output=json",
+                    absl::StatusCode::kInvalidArgument,
+                    "trace --live: --src 127.0.0.1 is a loopback address: every network "
+                    "namespace has its own 127.0.0.0/8, so it names none; --live needs the pod's "
+                    "or the node's own address (e.g. the pod IP, or the node's InternalIP) as "
+                    "--src");
+  // An error from the snapshot keeps its own code.
+  auto r = Diag(TraceArgs(CaseDir("KP-01"), "pod:web/nope", "10.96.120.40:80/tcp", "-o json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("\"code\": \""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("web/nope"), std::string::npos) << r.out;
+  // Text mode is unchanged: the message on stderr, nothing on stdout.
+  ExpectBadInput(Diag(trace + " --bogus"), {"sarena-diag: trace: unknown flag --bogus\nusage:"});
 }
 
 // `drops` (the kfree_skb stream needs root and BPF: tests/privileged/diag_diff_test.sh runs it);

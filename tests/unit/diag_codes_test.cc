@@ -32,7 +32,8 @@ std::string Read(const fs::path& p) {
 
 TEST(SuspicionCodesTest, ListIsSortedUniqueAndComplete) {
   const auto& all = AllSuspicionCodes();
-  ASSERT_GE(all.size(), 24u);  // DESIGN.md's minimum vocabulary alone has 24
+  // The minimum vocabulary alone has 24 (docs/architecture.md "The diagnoser's contract").
+  ASSERT_GE(all.size(), 24u);
   for (size_t i = 0; i < all.size(); ++i) {
     SCOPED_TRACE(all[i].code);
     EXPECT_FALSE(all[i].meaning.empty());
@@ -42,7 +43,7 @@ TEST(SuspicionCodesTest, ListIsSortedUniqueAndComplete) {
     EXPECT_EQ(FindSuspicionCode(all[i].code), &all[i]);
   }
   EXPECT_EQ(FindSuspicionCode("no_such_code"), nullptr);
-  // DESIGN.md: "add more, never rename".
+  // docs/architecture.md "The diagnoser's contract": codes are added, never renamed.
   for (const char* code :
        {"no_route", "route_mismatch", "rp_filter_drop", "ip_forward_disabled",
         "iface_forwarding_disabled", "link_down", "link_missing", "mtu_mismatch",

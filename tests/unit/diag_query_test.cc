@@ -1,5 +1,6 @@
-// --src / --dst parsing (DESIGN.md: pod:NS/NAME | node:NAME | svc:NS/NAME (dst only) | IPv4,
-// DST:PORT/PROTO) and the Calico workload veth name.
+// --src / --dst parsing (docs/architecture.md "The diagnoser's contract": pod:NS/NAME | node:NAME |
+// svc:NS/NAME (dst only) | IPv4, DST:PORT/PROTO) and the Calico workload veth name.
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
@@ -59,6 +60,33 @@ TEST(DiagQuery, ErrorsNameTheFlag) {
     EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
     EXPECT_NE(q.status().message().find(b.flag), absl::string_view::npos) << q.status();
   }
+}
+
+// The protocol is one of the spellings --help names, exactly; icmp takes no port (a port was
+// once dropped silently, and /sctp, /TCP accepted).
+TEST(DiagQuery, ProtocolIsStrictAndIcmpHasNoPort) {
+  for (const char* proto : {"sctp", "TCP", "Udp", "ICMP", "", "gre", "6"}) {
+    const std::string dst = absl::StrCat("10.0.0.2:80/", proto);
+    auto q = ParseQuery("10.0.0.1", dst);
+    ASSERT_FALSE(q.ok()) << dst;
+    EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+    EXPECT_NE(q.status().message().find(absl::StrCat("unknown protocol '", proto, "'")),
+              absl::string_view::npos)
+        << q.status();
+    EXPECT_NE(q.status().message().find("want tcp, udp or icmp"), absl::string_view::npos)
+        << q.status();
+  }
+  auto q = ParseQuery("10.0.0.1", "10.0.0.2:8080/icmp");
+  ASSERT_FALSE(q.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+  EXPECT_NE(q.status().message().find("icmp has no ports: port 8080"), absl::string_view::npos)
+      << q.status();
+  q = ParseQuery("10.0.0.1", "10.0.0.2:0/icmp");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->proto, 1);
+  q = ParseQuery("10.0.0.1", "10.0.0.2:53/udp");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->dport, 53);
 }
 
 TEST(DiagQuery, CalicoVethName) {

@@ -1,5 +1,6 @@
-// The path graph and its reports: DESIGN.md's verdict rules, unique hop ids, the exact JSON
-// contract (every key, even empty ones), the text form, Graphviz DOT and SVG through `dot`.
+// The path graph and its reports: the verdict rules (docs/architecture.md "The diagnoser's
+// contract"), unique hop ids, the exact JSON contract (every key, even empty ones), the text form,
+// Graphviz DOT and SVG through `dot`.
 #include <unistd.h>
 
 #include <set>

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -45,6 +47,14 @@ uint16_t ClosedPort(int type) {
   return s.port;
 }
 
+// The loopback device's MTU as the largest IP total length (65536 -> 65535).
+uint32_t LoopbackMtu() {
+  std::ifstream f("/sys/class/net/lo/mtu");
+  uint32_t mtu = 0;
+  f >> mtu;
+  return std::min<uint32_t>(mtu, 65535);
+}
+
 ProbeOptions Opts(uint8_t proto, uint16_t port) {
   ProbeOptions o;
   o.netns = "/proc/self/ns/net";
@@ -79,7 +89,9 @@ TEST(SendProbe, UdpToClosedPortIsRefusedByIcmp) {
   auto r = SendProbe(Opts(17, ClosedPort(SOCK_DGRAM)));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outcome.result, "refused");
-  EXPECT_EQ(r->outcome.size, 64u);  // default datagram size
+  // Size 0 (the default) is full size, as the offline walk's --size 0: the route's MTU, here
+  // loopback's (65536, capped at the largest IP packet). It was 64 bytes.
+  EXPECT_EQ(r->outcome.size, LoopbackMtu());
 }
 
 TEST(SendProbe, UdpToOpenPortIsSentAndAnswered) {

@@ -16,13 +16,15 @@
 // Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
 // node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures — the
 // environment (no BTF, no CAP_BPF, a tracepoint missing) and a failed write to stdout included.
+// With -o json a failure (a flag error included) prints one sarena.rpc.v1.CliError object
+// {"code", "message"} on stdout instead of the message on stderr, as sarena does.
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,18 +37,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/collect/collect.h"
 #include "libsarena/diag/codes.h"
+#include "libsarena/diag/evidence.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
-#include "absl/time/time.h"
-#include "libsarena/diag/evidence.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/live/drop_stream.h"
 #include "libsarena/live/live_trace.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/rpc/cli_output.h"
 
 namespace {
 
@@ -62,8 +65,8 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
     {"snapshot", "string", "", "Snapshot directory to trace in (required)."},
     {"src", "string", "", "Source: pod:NS/NAME, node:NAME or an IPv4 address (required)."},
     {"dst", "string", "",
-     "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp "
-     "(required)."},
+     "Destination DST:PORT/PROTO, DST as for --src or svc:NS/NAME, PROTO tcp|udp|icmp in lower "
+     "case; icmp has no port: DST:0/icmp (required)."},
     {"cni", "string", "auto",
      "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
     {"o", "string", "text", "Output: text | json (sarena.diag report) | dot (Graphviz)."},
@@ -71,7 +74,11 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
     {"svg", "string", "", "Also render the path graph to this SVG file (Graphviz dot)."},
     {"sport", "uint32", "0", "Source port (0 = an ephemeral port, unknown)."},
     {"ttl", "uint32", "64", "Initial IP TTL, 1..255."},
-    {"size", "uint32", "0", "Packet size in bytes, 28..65535 (0 = the source device's MTU)."},
+    {"size", "uint32", "0",
+     "Packet size (IP total length) in bytes, 28..65535; 0 = full size: the MTU of the "
+     "source's outgoing device (TCP: the segments the connection negotiates, by MSS). The same "
+     "with --live: its UDP probe is that size (0: the MTU of its route), and so is the walked "
+     "packet."},
     {"no-reply", "", "", "Do not walk the reply path."},
 };
 // `trace --live` (libsarena/live): besides these it takes collect's --node, --socket, --bpffs,
@@ -84,6 +91,10 @@ const std::vector<sarena::FlagDoc> kLiveFlags = {
      "if given, keeps the collected snapshot there."},
     {"probe-timeout", "uint32", "800", "--live: how long the probe waits, ms (1..5000)."},
     {"count", "uint32", "3", "--live: UDP datagrams sent (1..16); TCP sends one SYN."},
+};
+const std::vector<sarena::FlagDoc> kCodesFlags = {
+    {"o", "string", "text", "codes: text | json | markdown."},
+    {"output", "string", "text", "Same as -o."},
 };
 const std::vector<std::string> kLiveCollectFlags = {"node", "socket", "bpffs", "sarena",
                                                     "no-programs"};
@@ -182,9 +193,33 @@ std::string Usage() {
   return absl::StrCat("usage:\n", u, "(see sarena-diag --help)\n");
 }
 
+// -o json (or --output json) was asked for: a failure is then one sarena.rpc.v1.CliError
+// object on stdout, as sarena prints it (rpc::ReportCliError), even for a flag error.
+bool g_json_errors = false;
+
+// A failed command, reported as every sarena executable does (rpc::ReportCliError): "sarena-diag:
+// <message>" on stderr, or with -o json the {"code", "message"} object on stdout. Returns `code`,
+// the exit status.
+int Fail(int code, const absl::Status& st) {
+  return sarena::rpc::ReportCliError("sarena-diag", st, g_json_errors, code);
+}
+
+// A failure with only a message: bad input (exit 2) is kInvalidArgument, anything else kUnknown.
 int Fail(int code, absl::string_view msg) {
-  std::fprintf(stderr, "sarena-diag: %s\n", std::string(msg).c_str());
-  return code;
+  return Fail(code,
+              code == kExitBadInput ? absl::InvalidArgumentError(msg) : absl::UnknownError(msg));
+}
+
+// `status` with "<prefix>" before its message; same code.
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+// Bad usage (exit 2): the message followed by the usage lines on stderr; with -o json the
+// message and "(see sarena-diag --help)", as sarena's usage errors.
+int FailUsage(absl::string_view msg) {
+  return Fail(kExitBadInput, g_json_errors ? absl::StrCat(msg, " (see sarena-diag --help)")
+                                           : absl::StrCat(msg, "\n", Usage()));
 }
 
 // `code`, or kExitFailure when anything written to stdout did not get out (a full disk, a closed
@@ -196,42 +231,29 @@ int FinishStdout(int code) {
   failed = failed || std::ferror(stdout);
   if (!failed) return code;
   std::string why = err != 0 ? std::strerror(err) : "write error";
-  Fail(kExitFailure, absl::StrCat("write standard output: ", why));
+  // On stderr even under -o json: stdout is what failed.
+  sarena::rpc::ReportCliError(
+      "sarena-diag", absl::UnknownError(absl::StrCat("write standard output: ", why)),
+      /*json=*/false, kExitFailure);
   return code == 0 ? kExitFailure : code;
 }
 
-// Parses "--name value", "--name=value", "-o value" and boolean "--name".
+// One command's flags, parsed against its table by sarena::ParseFlagTable (libsarena/base/cli.h:
+// --pod and --netns repeat); a positional argument is an error.
 class Args {
  public:
-  Args(int argc, char** argv, int first, std::vector<std::string> bool_flags)
-      : bools_(std::move(bool_flags)) {
-    for (int i = first; i < argc; ++i) {
-      std::string a = argv[i];
-      if (!absl::StartsWith(a, "-") || a == "-") {
-        error_ = absl::StrCat("unexpected argument '", a, "'");
-        return;
-      }
-      std::string name = a.substr(a.find_first_not_of('-'));
-      std::string value;
-      bool has_value = false;
-      if (size_t eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        has_value = true;
-      }
-      if (std::find(bools_.begin(), bools_.end(), name) != bools_.end()) {
-        values_[name].push_back(has_value ? value : "true");
-        continue;
-      }
-      if (!has_value) {
-        if (i + 1 >= argc) {
-          error_ = absl::StrCat("flag --", name, " needs a value");
-          return;
-        }
-        value = argv[++i];
-      }
-      values_[name].push_back(value);
+  Args(int argc, char** argv, int first, const std::vector<sarena::FlagDoc>& table) {
+    auto parsed =
+        sarena::ParseFlagTable(std::vector<std::string>(argv + first, argv + argc), table);
+    if (!parsed.ok()) {
+      error_ = std::string(parsed.status().message());
+      return;
     }
+    if (!parsed->positional.empty()) {
+      error_ = absl::StrCat("unexpected argument '", parsed->positional.front(), "'");
+      return;
+    }
+    values_ = std::move(parsed->values);
   }
   const std::string& error() const { return error_; }
   std::string Get(const std::string& name, const std::string& def = "") const {
@@ -252,7 +274,6 @@ class Args {
   }
 
  private:
-  std::vector<std::string> bools_;
   std::map<std::string, std::vector<std::string>> values_;
   std::string error_;
 };
@@ -282,9 +303,14 @@ int TraceLive(const Args& args, const std::string& format) {
     uint32_t* out;
   };
   uint32_t ttl = 64;
-  for (const U32Flag& f : {U32Flag{"size", 28, 65535, &opts.size}, U32Flag{"count", 1, 16, &opts.count},
-                           U32Flag{"probe-timeout", 1, 5000, &opts.timeout_ms},
-                           U32Flag{"ttl", 1, 255, &ttl}}) {
+  if (args.Has("size")) {
+    auto size = sarena::diag::ParsePacketSize(args.Get("size"));
+    if (!size.ok()) return Fail(kExitBadInput, size.status());
+    opts.size = *size;
+  }
+  for (const U32Flag& f :
+       {U32Flag{"count", 1, 16, &opts.count}, U32Flag{"probe-timeout", 1, 5000, &opts.timeout_ms},
+        U32Flag{"ttl", 1, 255, &ttl}}) {
     if (!args.Has(f.name)) continue;
     if (!ParseUint(args.Get(f.name), f.max, &v) || v < f.min) {
       return Fail(kExitBadInput, absl::StrCat("invalid --", f.name, " '", args.Get(f.name),
@@ -306,11 +332,11 @@ int TraceLive(const Args& args, const std::string& format) {
                        absl::IsFailedPrecondition(r.status())
                    ? kExitBadInput
                    : 1;
-    return Fail(code, absl::StrCat("trace --live: ", r.status().message()));
+    return Fail(code, Prefixed("trace --live: ", r.status()));
   }
   if (format == "json") {
     auto json = sarena::diag::ToLiveJson(r->trace.graph, r->evidence, r->joined);
-    if (!json.ok()) return Fail(1, json.status().message());
+    if (!json.ok()) return Fail(1, json.status());
     Print(*json);
   } else if (format == "dot") {
     Print(sarena::diag::ToDot(r->trace.graph));
@@ -319,7 +345,7 @@ int TraceLive(const Args& args, const std::string& format) {
   }
   if (args.Has("svg")) {
     absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(r->trace.graph), args.Get("svg"));
-    if (!st.ok()) return Fail(1, st.message());
+    if (!st.ok()) return Fail(1, st);
   }
   return 0;
 }
@@ -331,18 +357,16 @@ int Trace(const Args& args) {
     for (const std::string& n : kLiveCollectFlags) known.push_back(n);
   }
   if (std::string u = args.Unknown(known); !u.empty()) {
-    return Fail(kExitBadInput,
-                absl::StrCat("trace: unknown flag --", u,
-                             absl::c_linear_search(NamesOf(kLiveFlags, false), u) ||
-                                     absl::c_linear_search(kLiveCollectFlags, u)
-                                 ? " (only with --live)"
-                                 : "",
-                             "\n", Usage()));
+    return FailUsage(absl::StrCat("trace: unknown flag --", u,
+                                  absl::c_linear_search(NamesOf(kLiveFlags, false), u) ||
+                                          absl::c_linear_search(kLiveCollectFlags, u)
+                                      ? " (only with --live)"
+                                      : ""));
   }
   if (args.Has("live")) {
     for (const char* req : {"src", "dst"}) {
       if (!args.Has(req)) {
-        return Fail(kExitBadInput, absl::StrCat("trace --live: --", req, " is required\n", Usage()));
+        return FailUsage(absl::StrCat("trace --live: --", req, " is required"));
       }
     }
     std::string format = args.Get("o", args.Get("output", "text"));
@@ -354,7 +378,7 @@ int Trace(const Args& args) {
   }
   for (const char* req : {"snapshot", "src", "dst"}) {
     if (!args.Has(req)) {
-      return Fail(kExitBadInput, absl::StrCat("trace: --", req, " is required\n", Usage()));
+      return FailUsage(absl::StrCat("trace: --", req, " is required"));
     }
   }
   std::string format = args.Get("o", args.Get("output", "text"));
@@ -363,7 +387,7 @@ int Trace(const Args& args) {
                 absl::StrCat("invalid -o '", format, "': expected text, json or dot"));
   }
   auto query = sarena::diag::ParseQuery(args.Get("src"), args.Get("dst"));
-  if (!query.ok()) return Fail(kExitBadInput, query.status().message());
+  if (!query.ok()) return Fail(kExitBadInput, query.status());
   uint32_t v = 0;
   if (args.Has("sport")) {
     if (!ParseUint(args.Get("sport"), 65535, &v)) {
@@ -378,13 +402,12 @@ int Trace(const Args& args) {
     query->ttl = static_cast<uint8_t>(v);
   }
   if (args.Has("size")) {
-    if (!ParseUint(args.Get("size"), 65535, &v) || v < 28) {
-      return Fail(kExitBadInput, absl::StrCat("invalid --size '", args.Get("size"), "'"));
-    }
-    query->size = v;
+    auto size = sarena::diag::ParsePacketSize(args.Get("size"));
+    if (!size.ok()) return Fail(kExitBadInput, size.status());
+    query->size = *size;
   }
   auto snap = sarena::model::Snapshot::Open(args.Get("snapshot"));
-  if (!snap.ok()) return Fail(kExitBadInput, snap.status().message());
+  if (!snap.ok()) return Fail(kExitBadInput, snap.status());
 
   // Nodes of the query, for --cni auto.
   std::vector<std::string> nodes;
@@ -400,17 +423,17 @@ int Trace(const Args& args) {
     }
   }
   auto plugin = sarena::diag::SelectPlugin(args.Get("cni", "auto"), **snap, nodes);
-  if (!plugin.ok()) return Fail(kExitBadInput, plugin.status().message());
+  if (!plugin.ok()) return Fail(kExitBadInput, plugin.status());
 
   sarena::diag::TraceOptions opts;
   opts.reply = !args.Has("no-reply");
   auto result = sarena::diag::Trace(**snap, *query, **plugin, opts);
-  if (!result.ok()) return Fail(kExitBadInput, result.status().message());
+  if (!result.ok()) return Fail(kExitBadInput, result.status());
 
   std::string out;
   if (format == "json") {
     auto json = sarena::diag::ToJson(result->graph);
-    if (!json.ok()) return Fail(1, json.status().message());
+    if (!json.ok()) return Fail(1, json.status());
     out = *json;
   } else if (format == "dot") {
     out = sarena::diag::ToDot(result->graph);
@@ -421,7 +444,7 @@ int Trace(const Args& args) {
   std::fflush(stdout);
   if (args.Has("svg")) {
     absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(result->graph), args.Get("svg"));
-    if (!st.ok()) return Fail(1, st.message());
+    if (!st.ok()) return Fail(1, st);
   }
   // The snapshot of a large cluster (150k pods) takes ~1 s of system time to free; the process
   // ends here anyway, so the kernel reclaims it at once (bench/diag_scale.sh measures this).
@@ -432,7 +455,7 @@ int Trace(const Args& args) {
 
 int Collect(const Args& args) {
   if (std::string u = args.Unknown(NamesOf(kCollectFlags, false)); !u.empty()) {
-    return Fail(kExitBadInput, absl::StrCat("collect: unknown flag --", u, "\n", Usage()));
+    return FailUsage(absl::StrCat("collect: unknown flag --", u));
   }
   sarena::collect::CollectOptions opts;
   opts.out_dir = args.Get("out");
@@ -441,7 +464,7 @@ int Collect(const Args& args) {
   opts.node_netns = args.Get("netns");
   for (const std::string& p : args.All("pod")) {
     auto spec = sarena::collect::ParsePodNetnsSpec(p);
-    if (!spec.ok()) return Fail(kExitBadInput, spec.status().message());
+    if (!spec.ok()) return Fail(kExitBadInput, spec.status());
     opts.pods.push_back(*spec);
   }
   if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
@@ -453,7 +476,7 @@ int Collect(const Args& args) {
     int code = absl::IsInvalidArgument(report.status()) || absl::IsNotFound(report.status())
                    ? kExitBadInput
                    : 1;
-    return Fail(code, report.status().message());
+    return Fail(code, report.status());
   }
   for (const std::string& w : report->written) std::printf("wrote %s\n", w.c_str());
   for (const std::string& s : report->skipped) std::printf("skipped %s\n", s.c_str());
@@ -487,7 +510,7 @@ std::string ParseDurationFlag(const std::string& text, absl::Duration max, absl:
 // `drops`: flags here, the stream in libsarena/live (StreamDrops).
 int Drops(const Args& args) {
   if (std::string u = args.Unknown(NamesOf(kDropsFlags, false)); !u.empty()) {
-    return Fail(kExitBadInput, absl::StrCat("drops: unknown flag --", u, "\n", Usage()));
+    return FailUsage(absl::StrCat("drops: unknown flag --", u));
   }
   if (args.Has("explained-by")) {
     const std::string code = args.Get("explained-by");
@@ -520,7 +543,7 @@ int Drops(const Args& args) {
   // kNotFound/kInvalidArgument also come from the tracer (no BTF: ESRCH; a missing
   // tracepoint: ENOENT; a verifier EINVAL), which is no fault of the command line.
   if (auto ns = sarena::live::ResolveDropStreamNetns(opts); !ns.ok()) {
-    return Fail(kExitBadInput, absl::StrCat("drops: ", ns.status().message()));
+    return Fail(kExitBadInput, Prefixed("drops: ", ns.status()));
   }
   opts.ready_file = args.Get("ready-file");
   opts.symbols = !args.Has("no-symbols");
@@ -545,7 +568,7 @@ int Drops(const Args& args) {
         return true;
       },
       &stats);
-  if (!st.ok()) return Fail(kExitFailure, absl::StrCat("drops: ", st.message()));
+  if (!st.ok()) return Fail(kExitFailure, Prefixed("drops: ", st));
   // Not failures (the stream ran), but the output is incomplete: say so on stderr.
   if (stats.lost > 0) {
     std::fprintf(stderr,
@@ -563,37 +586,38 @@ int Drops(const Args& args) {
 }
 
 int Main(int argc, char** argv) {
-  if (sarena::PrintHelpIfAsked(std::vector<std::string>(argv + 1, argv + argc), Doc())) return 0;
-  if (argc < 2) return Fail(kExitBadInput, absl::StrCat("missing command\n", Usage()));
+  const std::vector<std::string> all_args(argv + 1, argv + argc);
+  if (sarena::PrintHelpIfAsked(all_args, Doc())) return 0;
+  g_json_errors = sarena::AsksForJsonOutput(all_args);
+  if (argc < 2) return FailUsage("missing command");
   std::string cmd = argv[1];
   if (cmd == "help") {
     std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
     return 0;
   }
   if (cmd == "trace") {
-    std::vector<std::string> switches = NamesOf(kTraceFlags, true);
-    for (const std::string& n : NamesOf(kLiveFlags, true)) switches.push_back(n);
-    switches.push_back("no-programs");
-    Args args(argc, argv, 2, switches);
-    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    std::vector<sarena::FlagDoc> table = kTraceFlags;
+    table.insert(table.end(), kLiveFlags.begin(), kLiveFlags.end());
+    for (const sarena::FlagDoc& f : kCollectFlags) {
+      if (absl::c_linear_search(kLiveCollectFlags, f.name)) table.push_back(f);
+    }
+    Args args(argc, argv, 2, table);
+    if (!args.error().empty()) return FailUsage(absl::StrCat("trace: ", args.error()));
     return Trace(args);
   }
   if (cmd == "collect") {
-    Args args(argc, argv, 2, NamesOf(kCollectFlags, true));
-    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    Args args(argc, argv, 2, kCollectFlags);
+    if (!args.error().empty()) return FailUsage(absl::StrCat("collect: ", args.error()));
     return Collect(args);
   }
   if (cmd == "drops") {
-    Args args(argc, argv, 2, NamesOf(kDropsFlags, true));
-    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
+    Args args(argc, argv, 2, kDropsFlags);
+    if (!args.error().empty()) return FailUsage(absl::StrCat("drops: ", args.error()));
     return Drops(args);
   }
   if (cmd == "codes") {
-    Args args(argc, argv, 2, {});
-    if (!args.error().empty()) return Fail(kExitBadInput, args.error());
-    if (std::string u = args.Unknown({"o", "output"}); !u.empty()) {
-      return Fail(kExitBadInput, absl::StrCat("codes: unknown flag --", u));
-    }
+    Args args(argc, argv, 2, kCodesFlags);
+    if (!args.error().empty()) return FailUsage(absl::StrCat("codes: ", args.error()));
     std::string format = args.Get("o", args.Get("output", "text"));
     if (format == "json") {
       Print(absl::StrCat(sarena::diag::SuspicionCodesJson(), "\n"));
@@ -610,7 +634,7 @@ int Main(int argc, char** argv) {
     }
     return 0;
   }
-  return Fail(kExitBadInput, absl::StrCat("unknown command '", cmd, "'\n", Usage()));
+  return FailUsage(absl::StrCat("unknown command '", cmd, "'"));
 }
 
 }  // namespace

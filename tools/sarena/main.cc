@@ -64,12 +64,7 @@ bool JsonOutput() { return absl::GetFlag(FLAGS_o) == "json"; }
 // A failed command: with -o json one CliError object on stdout (so `sarena -o json ... | jq`
 // always reads JSON), else "sarena: <message>" on stderr. Returns the exit status `code`.
 int Fail(const absl::Status& st, int code = 1) {
-  if (JsonOutput()) {
-    std::fputs(sarena::rpc::MessageToJson(sarena::rpc::CliErrorOf(st)).c_str(), stdout);
-  } else {
-    std::fprintf(stderr, "sarena: %s\n", std::string(st.message()).c_str());
-  }
-  return code;
+  return sarena::rpc::ReportCliError("sarena", st, JsonOutput(), code);
 }
 
 // Prints `m` as JSON (-o json) or the text `text` renders.
@@ -377,12 +372,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<std::string>> parsed = sarena::ParseProgramFlags(args, Doc());
   if (!parsed.ok()) {
     // A bad flag before `-o json` stops the parse: the error object is still JSON then.
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == "-o=json" || args[i] == "--o=json" ||
-          ((args[i] == "-o" || args[i] == "--o") && i + 1 < args.size() && args[i + 1] == "json")) {
-        absl::SetFlag(&FLAGS_o, "json");
-      }
-    }
+    if (sarena::AsksForJsonOutput(args)) absl::SetFlag(&FLAGS_o, "json");
     return Fail(
         absl::InvalidArgumentError(absl::StrCat(parsed.status().message(), " (see --help)")),
         kExitUsage);
@@ -394,17 +384,25 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("invalid -o '", o, "': table or json")),
                 kExitUsage);
   }
-  if (cmd.size() == 1 && cmd[0] == "status") return Status();
-  if (cmd.size() == 2 && cmd[0] == "endpoint" && cmd[1] == "list") return EndpointList();
-  if (cmd.size() == 3 && cmd[0] == "endpoint" && cmd[1] == "get") return EndpointGet(cmd[2]);
-  if (cmd.size() == 1 && cmd[0] == "drops") return Drops();
-  if (cmd.size() == 1 && cmd[0] == "monitor") return Monitor();
-  if (cmd.size() == 2 && cmd[0] == "node" && cmd[1] == "list") return NodeList();
-  if (cmd.size() == 3 && cmd[0] == "node" && cmd[1] == "delete") return NodeDelete(cmd[2]);
-  return Fail(absl::InvalidArgumentError(absl::StrCat(
-                  cmd.empty() ? "missing command"
-                              : absl::StrCat("unknown command '", absl::StrJoin(cmd, " "), "'"),
-                  ": status | endpoint list | endpoint get ID | drops | monitor | node list | "
-                  "node delete NAME (see sarena --help)")),
-              kExitUsage);
+  static const std::vector<sarena::CommandSpec> kCommands = {
+      {"status", ""},  {"endpoint list", ""}, {"endpoint get", "ID"}, {"drops", ""},
+      {"monitor", ""}, {"node list", ""},     {"node delete", "NAME"}};
+  absl::StatusOr<size_t> which = sarena::MatchCommand(cmd, kCommands, "sarena");
+  if (!which.ok()) return Fail(which.status(), kExitUsage);
+  switch (*which) {
+    case 0:
+      return Status();
+    case 1:
+      return EndpointList();
+    case 2:
+      return EndpointGet(cmd[2]);
+    case 3:
+      return Drops();
+    case 4:
+      return Monitor();
+    case 5:
+      return NodeList();
+    default:
+      return NodeDelete(cmd[2]);
+  }
 }

@@ -2,7 +2,7 @@
 
 Each case script describes nodes and pods; this module creates them as network namespaces (names
 unique per run, nothing touches the root namespace, no traffic is sent), then dumps every file of
-the DESIGN.md snapshot format with the real tools (`ip -j -p ...`, `sysctl -a`, `bridge -j fdb`,
+the docs/diag-snapshot.md snapshot format with the real tools (`ip -j -p ...`, `sysctl -a`, `bridge -j fdb`,
 `iptables-save`) and removes the namespaces again, even on failure.
 
 What this kernel cannot create (the ipip module is absent here) is created as a `dummy` device and
