@@ -25,15 +25,15 @@ absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const W
   return std::nullopt;
 }
 
-absl::Status Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
-                                const net::Ipv4& nexthop, Flight f, Branch br,
-                                const std::string& label) {
+absl::StatusOr<Next> Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
+                                        const net::Ipv4& nexthop, Flight f, Branch br,
+                                        const std::string& label) {
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(w, bridge, nexthop));
   if (!t) {
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", w.node_name, " owns it)"));
-    return absl::OkStatus();
+    return Done();
   }
   std::string l = label.empty() ? absl::StrCat("bridge ", bridge.name) : label;
   if (t->port) {
@@ -42,7 +42,7 @@ absl::Status Walker::BridgePort(const Where& w, Vertex v, const Interface& bridg
       Drop(v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
-      return absl::OkStatus();
+      return Done();
     }
   } else {
     absl::StrAppend(&l, " (port found by address)");
@@ -58,8 +58,8 @@ absl::Status Walker::BridgePort(const Where& w, Vertex v, const Interface& bridg
     in_port = w.ns->netstack.FindInterface(f.bridge_in.substr(prefix.size()));
   }
   f.bridge_in.clear();
-  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return absl::OkStatus();
-  return Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
+  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return Done();
+  return Then(ReceiveStep{*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l}});
 }
 
 bool Walker::BridgeNfOn(const Where& node, Vertex v, const Interface& bridge) {
@@ -130,9 +130,9 @@ bool Walker::BridgePortFlagsPass(const Where& node, Vertex v, const Interface& b
 // br_netfilter (net.bridge.bridge-nf-call-iptables=1, which kube-proxy requires) it still passes
 // iptables and conntrack — that is what reverses a Service DNAT for a reply between two pods of
 // one bridge; without it the reply keeps the backend's address.
-absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port,
-                                   const Interface& bridge, const net::Ipv4& nexthop, Flight f,
-                                   Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::BridgeForward(const Where& node, const std::string& in_port,
+                                           const Interface& bridge, const net::Ipv4& nexthop,
+                                           Flight f, Branch br, const Prev& prev) {
   Hop h;
   h.kind = HopKind::kNode;
   h.id = HopId(node, f.reply);
@@ -144,7 +144,7 @@ absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port
   Vertex v = AddHop(std::move(h), prev);
   if (++br.hops > opts_.max_hops) {
     Drop(v, "ttl_exceeded", "too many hops: the path loops");
-    return absl::OkStatus();
+    return Done();
   }
   if (pctx_.FirstInBranch(absl::StrCat("node|", node.node_name))) plugin_.CheckNode(pctx_, node, v);
   std::string key = absl::StrCat(node.ns->id, "|", in_port, "|", Tuple(f.pkt), "|", f.reply);
@@ -152,7 +152,7 @@ absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port
     Drop(v, "ttl_exceeded",
          absl::StrCat("bridging loop: ", Tuple(f.pkt), " enters ", bridge.name, " on ", in_port,
                       " again"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!f.reply) br.request_netns.insert(node.ns->id);
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(node, bridge, nexthop));
@@ -160,7 +160,7 @@ absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", node.node_name, " owns it)"));
-    return absl::OkStatus();
+    return Done();
   }
   if (t->port) graph_.hop(v).oif = t->port->name;
   bool nf_on = BridgeNfOn(node, v, bridge);
@@ -175,7 +175,7 @@ absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port
     for (NfHook hook : {NfHook::kPrerouting, NfHook::kForward, NfHook::kPostrouting}) {
       NfPass nf = RunHook(node, v, hook, f.pkt, bridge.name,
                           hook == NfHook::kPrerouting ? "" : bridge.name, std::nullopt);
-      if (nf.dropped) return absl::OkStatus();
+      if (nf.dropped) return Done();
       f.pkt = nf.accepted.front().packet;
     }
     if (f.reply) UnDnat(node, &f.pkt, br);
@@ -188,14 +188,14 @@ absl::Status Walker::BridgeForward(const Where& node, const std::string& in_port
       Drop(v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
-      return absl::OkStatus();
+      return Done();
     }
     f.bridge_in.clear();
     if (!BridgePortFlagsPass(node, v, bridge, node.ns->netstack.FindInterface(in_port), *t, f)) {
-      return absl::OkStatus();
+      return Done();
     }
   }
-  return Receive(*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l});
+  return Then(ReceiveStep{*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l}});
 }
 
 }  // namespace sarena::diag::internal

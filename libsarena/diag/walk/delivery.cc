@@ -7,7 +7,7 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Ends of the path.
 
-absl::Status Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
   Hop& h = graph_.hop(v);
   h.action = HopAction::kServe;
   h.packet = f.pkt;
@@ -23,7 +23,7 @@ absl::Status Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
       Drop(v, "route_mismatch",
            absl::StrCat("the reply to ", f.pkt.dst.to_string(), " is delivered to ", w.ns->id,
                         ", not to the client ", client_where_.ns->id));
-      return absl::OkStatus();
+      return Done();
     }
     if (client_packet_) {
       const Packet& c = *client_packet_;
@@ -35,7 +35,7 @@ absl::Status Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
                           "bypassed the node that translated it); the client drops it"));
       }
     }
-    return absl::OkStatus();
+    return Done();
   }
   // The request is delivered to a socket here.
   if (w.in_pod()) {
@@ -73,11 +73,11 @@ absl::Status Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
       (void)svc;
     }
   }
-  if (opts_.reply) return StartReply(w, v, f, std::move(br));
-  return absl::OkStatus();
+  if (opts_.reply) return Then(LocalStep{LocalStep::Stage::kStartReply, w, v, f, std::move(br)});
+  return Done();
 }
 
-absl::Status Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
+absl::StatusOr<Next> Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
   Flight rf;
   rf.pkt = f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
@@ -101,10 +101,10 @@ absl::Status Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branc
   } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
     rf.size = client_size_;
   }
-  return Originate(w, std::move(rf), std::move(br), Prev{v, "reply"});
+  return Then(OriginateStep{w, std::move(rf), std::move(br), Prev{v, "reply"}});
 }
 
-absl::Status Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
   // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
   if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
   Hop h;
@@ -113,7 +113,7 @@ absl::Status Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Pr
   h.action = HopAction::kServe;
   h.packet = f.pkt;
   Vertex v = AddHop(std::move(h), prev);
-  if (!opts_.reply) return absl::OkStatus();
+  if (!opts_.reply) return Done();
   Flight rf;
   rf.pkt = f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
@@ -127,7 +127,10 @@ absl::Status Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Pr
   Vertex rv = AddHop(std::move(r), Prev{v, "reply"});
   // The reply comes back to whoever owns its destination; else to where the request left.
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(rf.pkt.dst));
-  if (o) return Receive(o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"});
+  if (o) {
+    return Then(
+        ReceiveStep{o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"}});
+  }
   SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(br.egress_node));
   if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
     Suspect(rv, Level::kWarning, "route_mismatch",
@@ -136,7 +139,7 @@ absl::Status Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Pr
                          "pod addresses back (no SNAT was applied)"));
   }
   std::string iif = br.egress_iface;
-  return Receive(node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"});
+  return Then(ReceiveStep{node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"}});
 }
 
 void Walker::ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {

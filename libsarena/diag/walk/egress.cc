@@ -8,18 +8,14 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Egress.
 
-absl::Status Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
-                              Branch br) {
+absl::StatusOr<Next> Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
+                                      Branch br) {
   // Callers fork a multipath route right after its lookup; this catches any other way in.
-  SARENA_ASSIGN_OR_RETURN(bool forked,
-                          ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
-                            return Transmit(w, b, one, f, br);
-                          }));
-  if (forked) return absl::OkStatus();
+  if (route.nexthops.size() > 1) return ForkNexthops(w, v, route, TransmitStep{w, v, route, f, br});
   const Interface* oif = EgressDevice(w, v, route, f);
-  if (oif == nullptr) return absl::OkStatus();
-  SARENA_ASSIGN_OR_RETURN(bool sent, Postrouting(w, v, *oif, route, f, br));
-  if (!sent) return absl::OkStatus();
+  if (oif == nullptr) return Done();
+  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, Postrouting(w, v, *oif, route, f, br));
+  if (stop) return std::move(*stop);
   Hop& h = graph_.hop(v);
   h.oif = oif->name;
   h.packet = f.pkt;
@@ -27,18 +23,19 @@ absl::Status Walker::Transmit(const Where& w, Vertex v, const RouteResult& route
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
     std::string dummy;
-    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &dummy));
-    if (!go_on) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
+    if (stop) return std::move(*stop);
   }
   if (oif->mtu > 0) {
     // After a mismatch: what PMTU discovery settles on.
     if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] {
           return DeviceMtuFlag(v, *oif, f.reply ? "the server's" : "the sender's");
         })) {
-      return absl::OkStatus();
+      return Done();
     }
   }
-  return Dispatch(w, v, *oif, route, std::move(f), std::move(br));
+  return Then(
+      DeviceStep{DeviceStep::Stage::kDispatch, w, v, oif, route, std::move(f), std::move(br)});
 }
 
 const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
@@ -68,17 +65,19 @@ const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResul
   return oif;
 }
 
-absl::StatusOr<bool> Walker::Postrouting(const Where& w, Vertex v, const Interface& oif,
-                                         const RouteResult& route, Flight& f, Branch& br) {
+absl::StatusOr<std::optional<Next>> Walker::Postrouting(const Where& w, Vertex v,
+                                                        const Interface& oif,
+                                                        const RouteResult& route, Flight& f,
+                                                        Branch& br) {
   Packet before = f.pkt;
   bool snat_done = false;
   if (!w.in_pod() && f.outer) {
-    if (!OuterPostrouting(w, v, oif, route, f)) return false;
+    if (!OuterPostrouting(w, v, oif, route, f)) return Done();
   } else if (!w.in_pod()) {
-    if (!NodePostrouting(w, v, oif, route, f, br, &snat_done)) return false;
+    if (!NodePostrouting(w, v, oif, route, f, br, &snat_done)) return Done();
   }
   if (f.reply) UnDnat(w, &f.pkt, br);
-  if (w.in_pod()) return true;
+  if (w.in_pod()) return std::nullopt;
   HookPacket hp{before, f.reply, &br.host_flows};
   PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
                                             w.ns->netfilter.has_value(), route);
@@ -125,8 +124,8 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
   return true;
 }
 
-absl::Status Walker::Dispatch(const Where& w, Vertex v, const Interface& oif,
-                              const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Dispatch(const Where& w, Vertex v, const Interface& oif,
+                                      const RouteResult& route, Flight f, Branch br) {
   // A forwarded tunnel packet is routed by its outer header.
   net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
   // The node routed the packet: a bridge port it came in by matters no more, except to a frame
@@ -136,59 +135,70 @@ absl::Status Walker::Dispatch(const Where& w, Vertex v, const Interface& oif,
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {
-    return Encapsulate(w, v, oif, route, std::move(f), std::move(br));
+    return Then(DeviceStep{DeviceStep::Stage::kEncapsulate, w, v, &oif, route, std::move(f),
+                           std::move(br)});
   }
   CheckNeighbor(w, v, oif, route.gateway);
-  if (kind == "veth") return VethPeer(w, v, oif, nexthop, std::move(f), std::move(br));
+  if (kind == "veth") {
+    return Then(
+        LinkStep{LinkStep::Stage::kVethPeer, w, v, &oif, nexthop, std::move(f), std::move(br)});
+  }
   if (kind == "bridge") {
     f.bridge_in = std::move(bridge_in);
-    return BridgePort(w, v, oif, nexthop, std::move(f), std::move(br), "");
+    return Then(LinkStep{LinkStep::Stage::kBridgePort, w, v, &oif, nexthop, std::move(f),
+                         std::move(br), ""});
   }
-  if (oif.loopback) return Serve(w, v, std::move(f), std::move(br));
-  return Underlay(w, v, oif, nexthop, std::move(f), std::move(br),
-                  absl::StrCat(oif.name, route.gateway ? absl::StrCat(" via ", nexthop.to_string())
-                                                       : std::string()));
+  if (oif.loopback) {
+    return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
+  }
+  return Then(
+      LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f), std::move(br),
+               absl::StrCat(oif.name, route.gateway ? absl::StrCat(" via ", nexthop.to_string())
+                                                    : std::string())});
 }
 
-absl::Status Walker::Underlay(const Where& w, Vertex v, const Interface& oif,
-                              const net::Ipv4& nexthop, Flight f, Branch br,
-                              const std::string& label) {
-  SARENA_ASSIGN_OR_RETURN(bool to_node, UnderlayToNode(w, v, oif, nexthop, f, br, label));
-  if (to_node) return absl::OkStatus();
+absl::StatusOr<Next> Walker::Underlay(const Where& w, Vertex v, const Interface& oif,
+                                      const net::Ipv4& nexthop, Flight f, Branch br,
+                                      const std::string& label) {
+  SARENA_ASSIGN_OR_RETURN(std::optional<Next> to_node,
+                          UnderlayToNode(w, v, oif, nexthop, f, br, label));
+  if (to_node) return std::move(*to_node);
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
   if (!f.peer_expectation.empty()) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
                          w.node_name, " cannot be checked; there, ", f.peer_expectation));
-    return absl::OkStatus();
+    return Done();
   }
   if (!f.outer) {
-    SARENA_ASSIGN_OR_RETURN(bool done, UnderlayClusterAddress(w, v, oif, nexthop, f, br, label));
-    if (done) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> cluster,
+                            UnderlayClusterAddress(w, v, oif, nexthop, f, br, label));
+    if (cluster) return std::move(*cluster);
   }
   if (f.outer) {
     Drop(v, "route_mismatch",
          absl::StrCat("the ", f.encap_kind, " outer destination ", target.to_string(),
                       " is not a node of the snapshot"));
-    return absl::OkStatus();
+    return Done();
   }
   br.egress_node = w.node_name;
   br.egress_iface = oif.name;
   if (oif.kind == "veth") {
     SARENA_ASSIGN_OR_RETURN(bool exits, NoteVethUplinkExit(w, v, oif, f));
-    if (!exits) return absl::OkStatus();
+    if (!exits) return Done();
   }
   if (f.reply) {
     ExternalReply(target, std::move(f), std::move(br), Prev{v, label});
-    return absl::OkStatus();
+    return Done();
   }
-  return External(target, std::move(f), std::move(br), Prev{v, label});
+  return Then(ExternalStep{target, std::move(f), std::move(br), Prev{v, label}});
 }
 
-absl::StatusOr<bool> Walker::UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
-                                            const net::Ipv4& nexthop, Flight& f, Branch& br,
-                                            const std::string& label) {
+absl::StatusOr<std::optional<Next>> Walker::UnderlayToNode(const Where& w, Vertex v,
+                                                           const Interface& oif,
+                                                           const net::Ipv4& nexthop, Flight& f,
+                                                           Branch& br, const std::string& label) {
   const Packet& seen = f.outer ? *f.outer : f.pkt;
   net::Ipv4 target = seen.dst;
   // A veth cable to another node: the next hop must resolve at its other end, and the frame
@@ -197,36 +207,34 @@ absl::StatusOr<bool> Walker::UnderlayToNode(const Where& w, Vertex v, const Inte
     SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
     if (peer) {
       const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
-      SARENA_RETURN_IF_ERROR(Receive(
+      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return Done();
+      return Then(ReceiveStep{
           peer->where, peer->ifname, std::move(f), std::move(br),
-          Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")}));
-      return true;
+          Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")}});
     }
   }
   // The next hop is a node?
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(nexthop));
   if (o) {
-    SARENA_RETURN_IF_ERROR(
-        Receive(o->where, o->ifname, std::move(f), std::move(br), Prev{v, label}));
-    return true;
+    return Then(ReceiveStep{o->where, o->ifname, std::move(f), std::move(br), Prev{v, label}});
   }
   bool via_router = nexthop != target;
   if (via_router) {
     SARENA_ASSIGN_OR_RETURN(std::optional<Owner> t, OwnerOf(target));
     if (t) {
-      SARENA_RETURN_IF_ERROR(
-          Receive(t->where, t->ifname, std::move(f), std::move(br),
-                  Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")}));
-      return true;
+      return Then(
+          ReceiveStep{t->where, t->ifname, std::move(f), std::move(br),
+                      Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")}});
     }
   }
-  return false;
+  return std::nullopt;
 }
 
-absl::StatusOr<bool> Walker::UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
-                                                    const net::Ipv4& nexthop, Flight& f, Branch& br,
-                                                    const std::string& label) {
+absl::StatusOr<std::optional<Next>> Walker::UnderlayClusterAddress(const Where& w, Vertex v,
+                                                                   const Interface& oif,
+                                                                   const net::Ipv4& nexthop,
+                                                                   Flight& f, Branch& br,
+                                                                   const std::string& label) {
   net::Ipv4 target = f.pkt.dst;  // the packet is not encapsulated
   bool via_router = nexthop != target;
   if (const model::Pod* pod = cluster_.FindPodByIp(target); pod && !pod->host_network) {
@@ -252,7 +260,7 @@ absl::StatusOr<bool> Walker::UnderlayClusterAddress(const Where& w, Vertex v, co
                         "the uplink veth ", oif.name,
                         via_router ? absl::StrCat(" to ", nexthop.to_string()) : std::string(),
                         ", the container host, which does not route pod addresses"));
-      return true;
+      return Done();
     }
     // Pod traffic handed to a router that is not a node: works only if the underlay routes
     // pod addresses (cloud VPC routes, BGP to the fabric).
@@ -265,10 +273,8 @@ absl::StatusOr<bool> Walker::UnderlayClusterAddress(const Where& w, Vertex v, co
                 "addresses"));
     SARENA_ASSIGN_OR_RETURN(Where pw, NodeWhere(pod->node_name));
     const Interface* in = PrimaryInterface(pw);
-    SARENA_RETURN_IF_ERROR(
-        Receive(pw, in ? in->name : "", std::move(f), std::move(br),
-                Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")}));
-    return true;
+    return Then(ReceiveStep{pw, in ? in->name : "", std::move(f), std::move(br),
+                            Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")}});
   }
   if (const model::Service* svc = cluster_.FindServiceByIp(target)) {
     Suspect(v, Level::kFatal, "route_mismatch",
@@ -282,9 +288,9 @@ absl::StatusOr<bool> Walker::UnderlayClusterAddress(const Where& w, Vertex v, co
     h.packet = f.pkt;
     h.reply = f.reply;
     AddHop(std::move(h), Prev{v, label});
-    return true;
+    return Done();
   }
-  return false;
+  return std::nullopt;
 }
 
 // Leaving the cluster through a veth uplink (kind, k3d): say so. A pod address leaving

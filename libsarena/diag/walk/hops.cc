@@ -1,5 +1,6 @@
 // Locations (NodeWhere, PodWhere, HopId), graph helpers (AddHop, InfoOnce, Need) and the
-// branch fan-out (WalkBranches: a FATAL in some but not all branches is reported as CRITICAL).
+// branch fan-out (Fan, Enter, BranchHop, Join: a FATAL in some but not all branches is reported
+// as CRITICAL).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
@@ -80,25 +81,62 @@ bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_vie
   return false;
 }
 
-absl::Status Walker::WalkBranches(Vertex parent,
-                                  std::vector<std::function<absl::Status()>> branches,
-                                  const std::vector<uint32_t>& weights) {
-  if (branches.size() <= 1) {
-    for (auto& b : branches) SARENA_RETURN_IF_ERROR(b());
-    return absl::OkStatus();
-  }
-  std::vector<std::vector<Vertex>> sets(branches.size());
-  const absl::flat_hash_set<std::string> seen_at_fork = branch_seen_;
+// ------------------------------------------------------------------------------------------
+// Fan-out.
+
+Next Walker::Fan(std::vector<Step> branches, size_t width, std::vector<uint32_t> weights) {
+  if (branches.size() <= 1) return branches;
+  auto fork = std::make_shared<Fork>();
+  fork->sets.resize(branches.size());
+  fork->seen = branch_seen_;
+  fork->width = width;
+  fork->width_after = walk_width_;
+  fork->weights = std::move(weights);
+  Next next;
   for (size_t i = 0; i < branches.size(); ++i) {
-    branch_seen_ = seen_at_fork;  // each branch makes its own once-per-branch checks
-    collectors_.push_back(&sets[i]);
-    absl::Status st = branches[i]();
-    collectors_.pop_back();
-    SARENA_RETURN_IF_ERROR(st);
+    next.push_back(EnterStep{fork, i});
+    next.push_back(std::move(branches[i]));
   }
+  next.push_back(JoinStep{fork});
+  return next;
+}
+
+void Walker::Enter(const EnterStep& s) {
+  if (s.index > 0) collectors_.pop_back();  // the previous branch's
+  branch_seen_ = s.fork->seen;              // each branch makes its own once-per-branch checks
+  collectors_.push_back(&s.fork->sets[s.index]);
+  walk_width_ = s.fork->width;
+}
+
+Next Walker::BranchHop(NexthopBranchStep& s) {
+  Hop bh = graph_.hop(s.at);
+  bh.id = absl::StrCat(bh.id, "@", s.dev);
+  bh.suspicions.clear();
+  Vertex b = AddHop(bh, Prev{s.at, s.label});
+  SetVertex(*s.cont, b);
+  return Then(std::move(*s.cont));
+}
+
+Next Walker::BranchHop(ServiceBranchStep& s) {
+  Vertex b = s.at;
+  if (s.clone) {
+    b = AddHop(*s.clone, Prev{s.at, s.label});
+  } else {
+    graph_.hop(s.at).packet = s.pkt;
+  }
+  Suspect(b, Level::kInfo, "dnat", s.dnat);
+  SetVertex(*s.cont, b);
+  return Then(std::move(*s.cont));
+}
+
+void Walker::Join(const JoinStep& j) {
+  collectors_.pop_back();  // the last branch's
+  walk_width_ = j.fork->width_after;
+  const std::vector<std::vector<Vertex>>& sets = j.fork->sets;
+  const std::vector<uint32_t>& weights = j.fork->weights;
   // DESIGN: FATAL means the path is broken. When only some backends fail, some connections
   // succeed: report those FATALs as CRITICAL (the branch still shows where it fails).
-  std::vector<bool> fatal(branches.size(), false);
+  std::vector<bool> fatal(sets.size(), false);
   size_t nfatal = 0;
   for (size_t i = 0; i < sets.size(); ++i) {
     for (Vertex v : sets[i]) {
@@ -106,7 +144,7 @@ absl::Status Walker::WalkBranches(Vertex parent,
     }
     nfatal += fatal[i];
   }
-  if (nfatal == 0 || nfatal == sets.size()) return absl::OkStatus();
+  if (nfatal == 0 || nfatal == sets.size()) return;
   std::string note;
   if (weights.size() == sets.size()) {
     uint64_t total = 0, failing = 0;
@@ -132,8 +170,6 @@ absl::Status Walker::WalkBranches(Vertex parent,
       }
     }
   }
-  (void)parent;
-  return absl::OkStatus();
 }
 
 }  // namespace sarena::diag::internal

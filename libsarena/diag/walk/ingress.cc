@@ -5,8 +5,8 @@
 
 namespace sarena::diag::internal {
 
-absl::Status Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br,
-                             const Prev& prev) {
+absl::StatusOr<Next> Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br,
+                                     const Prev& prev) {
   Hop h;
   h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
   h.id = HopId(w, f.reply);
@@ -22,7 +22,7 @@ absl::Status Walker::Receive(const Where& w, const std::string& iif, Flight f, B
          absl::StrCat("more than ", opts_.max_hops,
                       " hops: the path loops or is longer than any real "
                       "path; stopped"));
-    return absl::OkStatus();
+    return Done();
   }
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
   if (w.in_pod()) {
@@ -38,12 +38,12 @@ absl::Status Walker::Receive(const Where& w, const std::string& iif, Flight f, B
                            w.node_name, "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
       graph_.hop(v).iif = iif.empty() ? "eth0" : iif;
       if (w.pod->pod_ip && f.pkt.dst == *w.pod->pod_ip) {
-        return Serve(w, v, std::move(f), std::move(br));
+        return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
       }
       Suspect(v, Level::kWarning, "route_mismatch",
               absl::StrCat("packet for ", f.pkt.dst.to_string(), " delivered to pod ", w.pod->Key(),
                            " which does not own that address"));
-      return absl::OkStatus();
+      return Done();
     }
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat("node ", w.node_name,
@@ -51,12 +51,13 @@ absl::Status Walker::Receive(const Where& w, const std::string& iif, Flight f, B
                          "beyond it cannot be checked",
                          f.peer_expectation.empty() ? std::string()
                                                     : absl::StrCat("; there, ", f.peer_expectation)));
-    return absl::OkStatus();
+    return Done();
   }
-  return Ingress(w, v, iif, std::move(f), std::move(br));
+  return Then(InputStep{InputStep::Stage::kIngress, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::Status Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f,
+                                     Branch br) {
   const Netstack& ns = w.ns->netstack;
   f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
   if (Need(w, v, NetstackSource::kLinks, "links")) {
@@ -64,13 +65,13 @@ absl::Status Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f
     if (in == nullptr) {
       Drop(v, "link_missing",
            absl::StrCat("ingress device '", iif, "' does not exist in ", w.ns->id));
-      return absl::OkStatus();
+      return Done();
     }
     if (!in->admin_up || !in->CanTransmit()) {
       Drop(v, "link_down",
            absl::StrCat("ingress device ", iif, " is down (", in->operstate,
                         "): nothing is received on it"));
-      return absl::OkStatus();
+      return Done();
     }
   }
   const Packet& seen = f.outer ? *f.outer : f.pkt;
@@ -80,30 +81,30 @@ absl::Status Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f
          absl::StrCat("routing loop: ", Tuple(seen), " enters ", w.ns->id, " on ", iif,
                       " again; it circulates until its TTL "
                       "expires"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!f.reply) br.request_netns.insert(w.ns->id);
   if (!f.outer && !w.in_pod()) {
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
-    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &iif));
-    if (!go_on) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &iif));
+    if (stop) return std::move(*stop);
   }
-  return ProcessInput(w, v, iif, std::move(f), std::move(br));
+  return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::Status Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                  Branch br) {
+absl::StatusOr<Next> Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif,
+                                          Flight f, Branch br) {
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   SetCtState(w, &pkt, f, br);
   if (f.reply && !f.outer) UnSnat(w, &pkt, br);
   if (!f.outer && !f.reply && !w.in_pod()) {
-    SARENA_ASSIGN_OR_RETURN(bool to_service, ServiceStage(w, v, iif, f, br, false));
-    if (to_service) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> service, ServiceStage(w, v, iif, f, br, false));
+    if (service) return std::move(*service);
   }
   if (!w.in_pod()) {
     NfPass nf = RunHook(w, v, NfHook::kPrerouting, pkt, iif, "", std::nullopt);
-    if (nf.dropped) return absl::OkStatus();
+    if (nf.dropped) return Done();
     const NfOutcome& o = nf.accepted.front();
     if (o.dnat && !f.outer) {
       br.nat.push_back(NatRecord{w.ns->id, pkt, o.packet, true, false});
@@ -114,7 +115,7 @@ absl::Status Walker::ProcessInput(const Where& w, Vertex v, const std::string& i
     pkt = o.packet;
     graph_.hop(v).packet = f.pkt;
   }
-  return ContinueInput(w, v, iif, std::move(f), std::move(br));
+  return Then(InputStep{InputStep::Stage::kContinueInput, w, v, iif, std::move(f), std::move(br)});
 }
 
 namespace {
@@ -135,31 +136,32 @@ model::Flow InputFlow(const Packet& pkt, const std::string& iif) {
 
 }  // namespace
 
-absl::Status Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                   Branch br) {
+absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif,
+                                           Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
     if (w.in_pod() && w.pod->pod_ip && pkt.dst == *w.pod->pod_ip) {
-      return Serve(w, v, std::move(f), std::move(br));
+      return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
     }
     Suspect(
         v, Level::kWarning, "snapshot_incomplete",
         absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id, ": no routes in the snapshot"));
-    return absl::OkStatus();
+    return Done();
   }
   bool sysctls = ns.Has(NetstackSource::kSysctls);
   model::InputResult in = ns.RouteInput(InputFlow(pkt, iif));
-  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return absl::OkStatus();
+  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return Done();
   if (!sysctls) {
     std::string file = absl::StrCat(w.ns->dir, "/", model::kSysctlFile);
     InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
              absl::StrCat("cannot check rp_filter and forwarding: file ", file, " missing"));
   }
   if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
-    return LocalDelivery(w, v, iif, std::move(f), std::move(br));
+    return Then(
+        InputStep{InputStep::Stage::kLocalDelivery, w, v, iif, std::move(f), std::move(br)});
   }
-  return Forward(w, v, iif, in.route, std::move(f), std::move(br));
+  return Then(ForwardStep{w, v, iif, in.route, std::move(f), std::move(br)});
 }
 
 bool Walker::InputRoutingDrops(const Where& w, Vertex v, const std::string& iif,
@@ -224,55 +226,56 @@ void Walker::DropNotForwarded(const Where& w, Vertex v, const std::string& iif, 
   }
 }
 
-absl::Status Walker::LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                   Branch br) {
+absl::StatusOr<Next> Walker::LocalDelivery(const Where& w, Vertex v, const std::string& iif,
+                                           Flight f, Branch br) {
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
-  if (nf.dropped) return absl::OkStatus();
+  if (nf.dropped) return Done();
   pkt = nf.accepted.front().packet;
-  if (f.outer) return Decapsulate(w, v, std::move(f), std::move(br));
+  if (f.outer) {
+    return Then(LocalStep{LocalStep::Stage::kDecapsulate, w, v, std::move(f), std::move(br)});
+  }
   if (f.reply) UnDnat(w, &f.pkt, br);
-  return Serve(w, v, std::move(f), std::move(br));
+  return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
 }
 
-absl::Status Walker::Forward(const Where& w, Vertex v, const std::string& iif,
-                             const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Forward(const Where& w, Vertex v, const std::string& iif,
+                                     const RouteResult& route, Flight f, Branch br) {
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   NotePolicyRoute(v, route);
   if (pkt.ttl <= 1) {
     Drop(v, "ttl_exceeded",
          absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id, " (forwarding decrements it)"));
-    return absl::OkStatus();
+    return Done();
   }
   --pkt.ttl;
   // A multipath route: FORWARD, the MSS clamp and the plugin see each next hop's device.
-  SARENA_ASSIGN_OR_RETURN(bool forked,
-                          ForkNexthops(w, v, route, [&](Vertex b, const RouteResult& one) {
-                            return ForwardRouted(w, b, iif, one, pkt, f, br);
-                          }));
-  if (forked) return absl::OkStatus();
+  if (route.nexthops.size() > 1) {
+    return ForkNexthops(w, v, route, ForwardRoutedStep{w, v, iif, route, pkt, f, br});
+  }
   // `pkt` refers into `f`: copy it before `f` is moved (argument evaluation order is
   // unspecified).
   Packet routed = pkt;
-  return ForwardRouted(w, v, iif, route, std::move(routed), std::move(f), std::move(br));
+  return Then(ForwardRoutedStep{w, v, iif, route, std::move(routed), std::move(f), std::move(br)});
 }
 
-absl::Status Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,
-                                   const RouteResult& route, Packet pkt, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,
+                                           const RouteResult& route, Packet pkt, Flight f,
+                                           Branch br) {
   NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, route.oif, route.gateway);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
-  if (nf.dropped) return absl::OkStatus();
+  if (nf.dropped) return Done();
   if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, route.oif, f);
   pkt = nf.accepted.front().packet;
   if (!w.in_pod() && !f.outer) {
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, route);
     std::string dummy;
-    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &dummy));
-    if (!go_on) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
+    if (stop) return std::move(*stop);
   }
-  return Transmit(w, v, route, std::move(f), std::move(br));
+  return Then(TransmitStep{w, v, route, std::move(f), std::move(br)});
 }
 
 // A namespace of the snapshot that is not a Kubernetes node (nodes.json lists others): a router

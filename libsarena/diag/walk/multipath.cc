@@ -2,7 +2,7 @@
 // weighted by the next hops' weights; the fields hashed are net.ipv4.fib_multipath_hash_policy's).
 // The walk cannot know which one a given flow takes, so it forks right after the route lookup
 // and walks every next hop as a branch of its own; when only some of them fail it says which
-// share of flows dies and where (WalkBranches).
+// share of flows dies and where (Fan, Join).
 #include <algorithm>
 
 #include "libsarena/diag/walk/walker.h"
@@ -17,9 +17,7 @@ std::string NexthopText(const model::Nexthop& nh) {
 
 }  // namespace
 
-absl::StatusOr<bool> Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
-                                          const RoutedFn& cont) {
-  if (route.nexthops.size() <= 1) return false;
+Next Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const Step& cont) {
   const model::SysctlValue policy = w.ns->netstack.sysctls().FibMultipathHashPolicy();
   uint64_t total = 0;
   std::vector<std::string> hops;
@@ -56,29 +54,25 @@ absl::StatusOr<bool> Walker::ForkNexthops(const Where& w, Vertex v, const RouteR
                        policy.known ? "" : " (net.ipv4.fib_multipath_hash_policy not in the "
                                            "snapshot: the kernel default assumed)",
                        limit.empty() ? "; every next hop is walked" : limit));
-  std::vector<std::function<absl::Status()>> branches;
+  // Each branch: a clone of hop `v` for its next hop (BranchHop), then `cont` with the
+  // one-next-hop route.
+  std::vector<Step> branches;
   std::vector<uint32_t> weights;
   for (const model::Nexthop* nh : walked) {
     weights.push_back(nh->weight);
-    branches.push_back([this, &route, &cont, v, nh, total]() {
-      RouteResult one = route;
-      one.nexthops = {*nh};
-      one.oif = nh->dev;
-      one.gateway = nh->gateway;
-      Hop bh = graph_.hop(v);
-      bh.id = absl::StrCat(bh.id, "@", nh->dev);
-      bh.suspicions.clear();
-      Vertex b = AddHop(bh, Prev{v, absl::StrFormat("multipath: %s (weight %d of %d)",
-                                                    NexthopText(*nh), nh->weight, total)});
-      return cont(b, one);
-    });
+    RouteResult one = route;
+    one.nexthops = {*nh};
+    one.oif = nh->dev;
+    one.gateway = nh->gateway;
+    auto next = std::make_shared<Step>(cont);
+    SetRoute(*next, one);
+    branches.push_back(NexthopBranchStep{
+        v, nh->dev,
+        absl::StrFormat("multipath: %s (weight %d of %d)", NexthopText(*nh), nh->weight, total),
+        std::move(next)});
   }
-  const size_t width = walk_width_;
-  walk_width_ = width * branches.size();
-  absl::Status st = WalkBranches(v, std::move(branches), weights);
-  walk_width_ = width;
-  SARENA_RETURN_IF_ERROR(st);
-  return true;
+  const size_t width = walk_width_ * branches.size();
+  return Fan(std::move(branches), width, std::move(weights));
 }
 
 }  // namespace sarena::diag::internal

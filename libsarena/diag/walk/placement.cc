@@ -1,14 +1,14 @@
 // Query placement: resolving the destination and placing the source, then the first
-// step of the walk (Walker::Run: ResolveDestination, then StartFromPod / StartFromNode /
+// step of the walk (Walker::Start: ResolveDestination, then StartFromPod / StartFromNode /
 // StartFromIp, EnterFromOutside for a client outside the cluster).
 #include "libsarena/diag/walk/walker.h"
 
 namespace sarena::diag::internal {
 
 // ------------------------------------------------------------------------------------------
-// Run.
+// Start.
 
-absl::Status Walker::Run() {
+absl::StatusOr<Next> Walker::Start() {
   const Query& q = query_;
   SARENA_ASSIGN_OR_RETURN(net::Ipv4 dst, ResolveDestination());
   Flight f;
@@ -33,7 +33,7 @@ absl::Status Walker::Run() {
     case EndpointSpec::Kind::kIp:
       return StartFromIp(q.src.ip, std::move(f), std::move(br));
   }
-  return absl::OkStatus();
+  return Done();
 }
 
 absl::StatusOr<net::Ipv4> Walker::ResolveDestination() {
@@ -110,18 +110,18 @@ absl::StatusOr<net::Ipv4> Walker::ServiceDestination() {
   return s->cluster_ips.front();
 }
 
-absl::Status Walker::StartFromNode(absl::string_view name, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::StartFromNode(absl::string_view name, Flight f, Branch br) {
   if (!snap_.HasNodeDir(name)) {
     return absl::NotFoundError(absl::StrCat("source node ", name, " has no directory nodes/",
                                             name, " in the snapshot: nothing to trace from"));
   }
   SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
   client_where_ = w;
-  return Originate(w, std::move(f), std::move(br), Prev{});
+  return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
 }
 
 // A pod source: its podIP from its netns (a hostNetwork pod sends from its node).
-absl::Status Walker::StartFromPod(Flight f, Branch br) {
+absl::StatusOr<Next> Walker::StartFromPod(Flight f, Branch br) {
   const Query& q = query_;
   const model::Pod* p = FindPodAnywhere(q.src.namespace_, q.src.name);
   if (!p) {
@@ -149,12 +149,12 @@ absl::Status Walker::StartFromPod(Flight f, Branch br) {
   client_packet_ = f.pkt;
   SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
   client_where_ = w;
-  return Originate(w, std::move(f), std::move(br), Prev{});
+  return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
 }
 
 // An address source: a pod's, a node's (or another namespace of the snapshot that owns it),
 // else a client outside the cluster.
-absl::Status Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
   if (const model::Pod* p = cluster_.FindPodByIp(ip); p && !p->host_network) {
     if (!snap_.HasNodeDir(p->node_name)) {
       return absl::NotFoundError(absl::StrCat("node ", p->node_name, " of source pod ", p->Key(),
@@ -164,7 +164,7 @@ absl::Status Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
     client_packet_ = f.pkt;
     SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
     client_where_ = w;
-    return Originate(w, std::move(f), std::move(br), Prev{});
+    return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
   }
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(ip));
   if (o) {
@@ -176,13 +176,13 @@ absl::Status Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch br) {
     f.pkt.src = ip;
     client_packet_ = f.pkt;
     client_where_ = o->where;
-    return Originate(o->where, std::move(f), std::move(br), Prev{});
+    return Then(OriginateStep{o->where, std::move(f), std::move(br), Prev{}});
   }
   return EnterFromOutside(ip, std::move(f), std::move(br));
 }
 
 // A client outside the cluster: it enters where the destination lives.
-absl::Status Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br) {
   const net::Ipv4 dst = f.pkt.dst;
   f.pkt.src = ip;
   client_packet_ = f.pkt;
@@ -205,7 +205,7 @@ absl::Status Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br) 
   h.packet = f.pkt;
   Vertex v = AddHop(std::move(h), Prev{});
   if (!note.empty()) Suspect(v, Level::kInfo, "external_source", note);
-  return Receive(entry->where, entry->ifname, f, br, Prev{v, "underlay"});
+  return Then(ReceiveStep{entry->where, entry->ifname, f, br, Prev{v, "underlay"}});
 }
 
 // Where traffic from outside for `dst` (no namespace of the snapshot owns it) is assumed to

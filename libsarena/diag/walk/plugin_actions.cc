@@ -4,9 +4,11 @@
 
 namespace sarena::diag::internal {
 
-// Returns false when the action ended this branch (stop or delivered elsewhere).
-absl::StatusOr<bool> Walker::HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
-                                                Flight& f, Branch& br, std::string* iif) {
+// Nullopt when the walk goes on here; else the steps that follow (none: the packet stops; or
+// delivered elsewhere).
+absl::StatusOr<std::optional<Next>> Walker::HandlePluginAction(const Where& w, Vertex v,
+                                                               const PluginAction& a, Flight& f,
+                                                               Branch& br, std::string* iif) {
   if (a.record_host_flow) br.host_flows.push_back(*a.record_host_flow);
   // A forwarding action (decrement_ttl) drops the packet when its TTL would reach 0.
   auto ttl_expires = [&]() {
@@ -21,24 +23,22 @@ absl::StatusOr<bool> Walker::HandlePluginAction(const Where& w, Vertex v, const 
   };
   switch (a.kind) {
     case PluginAction::Kind::kContinue:
-      return true;
+      return std::nullopt;
     case PluginAction::Kind::kStop:
       graph_.hop(v).action = HopAction::kDrop;
-      return false;
+      return Done();
     case PluginAction::Kind::kReenterHost:
       *iif = a.iif;
       graph_.hop(v).iif = a.iif;
-      return true;
+      return std::nullopt;
     case PluginAction::Kind::kEncapsulate:
     case PluginAction::Kind::kRedirect: {
-      if (ttl_expires()) return false;
+      if (ttl_expires()) return Done();
       graph_.hop(v).packet = f.pkt;
-      if (a.kind == PluginAction::Kind::kEncapsulate) {
-        SARENA_RETURN_IF_ERROR(EncapsulateWithKey(w, v, a, std::move(f), std::move(br)));
-      } else {
-        SARENA_RETURN_IF_ERROR(Redirect(w, v, a, std::move(f), std::move(br)));
-      }
-      return false;
+      return Then(ActionStep{a.kind == PluginAction::Kind::kEncapsulate
+                                 ? ActionStep::Stage::kEncapsulateWithKey
+                                 : ActionStep::Stage::kRedirect,
+                             w, v, a, std::move(f), std::move(br)});
     }
     case PluginAction::Kind::kDeliverToPod: {
       if (a.pod == nullptr) {
@@ -49,7 +49,7 @@ absl::StatusOr<bool> Walker::HandlePluginAction(const Where& w, Vertex v, const 
                          w.in_pod() ? absl::StrCat("pod ", w.pod->Key()) : w.node_name,
                          " names no pod to deliver ", Tuple(f.pkt), " to"));
       }
-      if (ttl_expires()) return false;
+      if (ttl_expires()) return Done();
       graph_.hop(v).packet = f.pkt;
       SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*a.pod));
       const Interface* host = nullptr;
@@ -60,18 +60,19 @@ absl::StatusOr<bool> Walker::HandlePluginAction(const Where& w, Vertex v, const 
           host = w.ns->netstack.FindInterfaceByIndex(*pi->link_index);
       }
       if (host) graph_.hop(v).oif = host->name;
-      SARENA_RETURN_IF_ERROR(DeliverToPod(*a.pod, a.pod_ifname, f, br, Prev{v, a.label}, a));
-      return false;
+      return Then(
+          DeliverToPodStep{a.pod, a.pod_ifname, std::move(f), std::move(br), Prev{v, a.label}, a});
     }
   }
-  return true;
+  return std::nullopt;
 }
 
-absl::Status Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f,
-                                  Branch br, const Prev& prev, const PluginAction& action) {
+absl::StatusOr<Next> Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname,
+                                          Flight f, Branch br, const Prev& prev,
+                                          const PluginAction& action) {
   SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(pod));
   if (action.at_target.empty() && !action.drop_at_target) {
-    return Receive(pw, ifname, std::move(f), std::move(br), prev);
+    return Then(ReceiveStep{pw, ifname, std::move(f), std::move(br), prev});
   }
   Hop h;
   h.kind = HopKind::kPod;
@@ -86,14 +87,16 @@ absl::Status Walker::DeliverToPod(const model::Pod& pod, const std::string& ifna
   for (const Suspicion& s : action.at_target) Suspect(v, s.level, s.code, s.message);
   if (action.drop_at_target) {
     graph_.hop(v).action = HopAction::kDrop;
-    return absl::OkStatus();
+    return Done();
   }
-  if (pw.ns == nullptr) return Serve(pw, v, std::move(f), std::move(br));
-  return Ingress(pw, v, ifname, std::move(f), std::move(br));
+  if (pw.ns == nullptr) {
+    return Then(LocalStep{LocalStep::Stage::kServe, pw, v, std::move(f), std::move(br)});
+  }
+  return Then(InputStep{InputStep::Stage::kIngress, pw, v, ifname, std::move(f), std::move(br)});
 }
 
-absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                        Branch br) {
+absl::StatusOr<Next> Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
+                                                Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
@@ -108,16 +111,16 @@ absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAc
     Drop(v, "link_missing",
          absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
                       w.node_name));
-    return absl::OkStatus();
+    return Done();
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
     Drop(v, "link_down", absl::StrCat("tunnel device ", tun->name, " is down on ", w.node_name,
                                       ": ", a.label, " cannot send"));
-    return absl::OkStatus();
+    return Done();
   }
   if (a.check_device_mtu && !CheckSize(v, f, tun->mtu, tun->mtu,
                                        [&] { return DeviceMtuFlag(v, *tun); })) {
-    return absl::OkStatus();
+    return Done();
   }
   const PluginAction::TunnelKey& key = *a.tunnel_key;
   Packet outer;
@@ -129,13 +132,13 @@ absl::Status Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAc
   f.vni = key.vni;
   f.peer_expectation = a.peer_expectation;
   std::string label = absl::StrCat(a.label, ": vxlan ", tun->name, " vni ", key.vni);
-  return SendOuter(w, v, *tun, "vxlan", kVxlanOverhead, outer,
-                   tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment, std::move(f),
-                   std::move(br), std::move(label));
+  return Then(SendOuterStep{w, v, tun, "vxlan", kVxlanOverhead, outer,
+                            tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment,
+                            std::move(f), std::move(br), std::move(label)});
 }
 
-absl::Status Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                              Branch br) {
+absl::StatusOr<Next> Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                      Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;
@@ -147,22 +150,22 @@ absl::Status Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, F
   }
   if (oif == nullptr) {
     Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
     Drop(v, "link_down", absl::StrCat(a.label, ": ", oif->name, " is down"));
-    return absl::OkStatus();
+    return Done();
   }
   // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
   // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
   if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(v, *oif); })) {
-    return absl::OkStatus();
+    return Done();
   }
   f.peer_expectation = a.peer_expectation;
   net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
   CheckNeighbor(w, v, *oif, a.nexthop);
-  return Underlay(w, v, *oif, nh, std::move(f), std::move(br),
-                  absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string()));
+  return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, oif, nh, std::move(f), std::move(br),
+                       absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string())});
 }
 
 }  // namespace sarena::diag::internal

@@ -28,11 +28,12 @@ std::optional<Walker::ServiceMatch> Walker::MatchService(const Where& w, const P
   return m;
 }
 
-absl::StatusOr<bool> Walker::ServiceStage(const Where& w, Vertex v, const std::string& iif,
-                                          Flight f, Branch br, bool originated) {
+absl::StatusOr<std::optional<Next>> Walker::ServiceStage(const Where& w, Vertex v,
+                                                         const std::string& iif, Flight f,
+                                                         Branch br, bool originated) {
   const Packet& pkt = f.pkt;
   std::optional<ServiceMatch> m = MatchService(w, pkt);
-  if (!m) return false;
+  if (!m) return std::nullopt;
   const model::Service& svc = *m->svc;
   Hop h;
   h.kind = HopKind::kService;
@@ -46,14 +47,14 @@ absl::StatusOr<bool> Walker::ServiceStage(const Where& w, Vertex v, const std::s
 
   if (svc.headless) {
     Drop(s, "service_no_endpoints", absl::StrCat("Service ", svc.Key(), " is headless"));
-    return true;
+    return Done();
   }
   if (!m->port) {
     Drop(s, "service_no_endpoints",
          absl::StrCat("Service ", svc.Key(), " has no port ", pkt.dport, "/",
                       model::ProtoName(pkt.proto), " on ", pkt.dst.to_string(),
                       ": nothing translates this destination"));
-    return true;
+    return Done();
   }
   std::vector<model::Backend> all = cluster_.BackendsFor(svc, *m->port);
   std::vector<model::Backend> ready;
@@ -62,17 +63,16 @@ absl::StatusOr<bool> Walker::ServiceStage(const Where& w, Vertex v, const std::s
   }
   if (ready.empty()) {
     NoReadyEndpoints(w, s, iif, *m, pkt, all.size(), originated);
-    return true;
+    return Done();
   }
   std::optional<std::vector<model::Backend>> eligible =
       PolicyBackends(w, s, *m, pkt, ready, originated);
-  if (!eligible) return true;
+  if (!eligible) return Done();
   std::optional<std::vector<ServiceTarget>> targets =
       ServiceTargets(w, s, iif, *m, pkt, *eligible, ready.size(), originated);
-  if (!targets) return true;
-  SARENA_RETURN_IF_ERROR(WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f),
-                                            std::move(br), originated));
-  return true;
+  if (!targets) return Done();
+  return WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f), std::move(br),
+                            originated);
 }
 
 void Walker::NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif,
@@ -246,42 +246,40 @@ bool Walker::NoTranslation(const Where& w, Vertex s, const model::Service& svc, 
 }
 
 // One branch per backend (at most opts_.max_backends), each DNAT'ed and walked on.
-absl::Status Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h,
-                                        const std::string& iif, std::vector<ServiceTarget> targets,
-                                        Flight f, Branch br, bool originated) {
+Next Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
+                                std::vector<ServiceTarget> targets, Flight f, Branch br,
+                                bool originated) {
   const Packet pkt = f.pkt;
   if (targets.size() > opts_.max_backends) {
     Suspect(s, Level::kInfo, "service_backends",
             absl::StrCat(targets.size(), " backends; walking the first ", opts_.max_backends));
     targets.resize(opts_.max_backends);
   }
-  std::vector<std::function<absl::Status()>> branches;
+  std::vector<Step> branches;
   bool many = targets.size() > 1;
   for (const ServiceTarget& t : targets) {
-    branches.push_back([&, t]() {
-      Hop bh = h;
-      if (many) bh.id = absl::StrCat(h.id, "@", Ep(t.pkt.dst, t.pkt.dport));
-      bh.packet = t.pkt;
-      Vertex b = s;
-      if (many) {
-        b = AddHop(bh, Prev{s, absl::StrFormat("DNAT -> %s (p=%.2f)", Ep(t.pkt.dst, t.pkt.dport),
-                                               t.probability)});
-      } else {
-        graph_.hop(s).packet = t.pkt;
-      }
-      Suspect(b, Level::kInfo, "dnat",
-              absl::StrCat("DNAT ", Ep(pkt.dst, pkt.dport), " -> ", Ep(t.pkt.dst, t.pkt.dport),
-                           " by ", t.by));
-      Branch cb = br;
-      Packet after = t.pkt;
-      cb.nat.push_back(NatRecord{w.ns ? w.ns->id : "", pkt, after, true, false});
-      Flight cf = f;
-      cf.pkt = after;
-      if (originated) return OriginateRouted(w, b, std::move(cf), std::move(cb), true);
-      return ContinueInput(w, b, iif, std::move(cf), std::move(cb));
-    });
+    // Many backends: a hop per backend after the Service's; one: the Service's hop itself.
+    ServiceBranchStep b{.at = s, .pkt = t.pkt};
+    if (many) {
+      b.clone = h;
+      b.clone->id = absl::StrCat(h.id, "@", Ep(t.pkt.dst, t.pkt.dport));
+      b.clone->packet = t.pkt;
+      b.label = absl::StrFormat("DNAT -> %s (p=%.2f)", Ep(t.pkt.dst, t.pkt.dport), t.probability);
+    }
+    b.dnat = absl::StrCat("DNAT ", Ep(pkt.dst, pkt.dport), " -> ", Ep(t.pkt.dst, t.pkt.dport),
+                          " by ", t.by);
+    Branch cb = br;
+    cb.nat.push_back(NatRecord{w.ns ? w.ns->id : "", pkt, t.pkt, true, false});
+    Flight cf = f;
+    cf.pkt = t.pkt;
+    // The branch's hop (`v`) is set when the branch starts (BranchHop).
+    b.cont = std::make_shared<Step>(
+        originated ? Step(OriginateRoutedStep{w, s, std::move(cf), std::move(cb), true})
+                   : Step(InputStep{InputStep::Stage::kContinueInput, w, s, iif, std::move(cf),
+                                    std::move(cb)}));
+    branches.push_back(std::move(b));
   }
-  return WalkBranches(s, std::move(branches));
+  return Fan(std::move(branches), walk_width_);
 }
 
 void Walker::ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,

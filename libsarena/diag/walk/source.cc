@@ -7,7 +7,7 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Entry points of a netns.
 
-absl::Status Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
   Hop h;
   h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
   h.id = HopId(w, f.reply);
@@ -29,7 +29,7 @@ absl::Status Walker::Originate(const Where& w, Flight f, Branch br, const Prev& 
               absl::StrCat("node ", w.node_name,
                            " has no directory in the snapshot: the path "
                            "from it cannot be checked"));
-      return absl::OkStatus();
+      return Done();
     }
     // A pod without its netns files: assume the usual default route to the node.
     Suspect(v, Level::kInfo, "file_missing",
@@ -48,22 +48,22 @@ absl::Status Walker::Originate(const Where& w, Flight f, Branch br, const Prev& 
     }
     graph_.hop(v).oif = "eth0";
     br.request_netns.insert(absl::StrCat("pod:", w.pod->Key()));
-    return Receive(node, iif, std::move(f), std::move(br), Prev{v, "veth (assumed)"});
+    return Then(ReceiveStep{node, iif, std::move(f), std::move(br), Prev{v, "veth (assumed)"}});
   }
   if (!f.reply) br.request_netns.insert(w.ns->id);
   SetCtState(w, &f.pkt, f, br);
-  return OriginateRouted(w, v, std::move(f), std::move(br), /*service_done=*/false);
+  return Then(OriginateRoutedStep{w, v, std::move(f), std::move(br), /*service_done=*/false});
 }
 
-absl::Status Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
-                                     bool service_done) {
+absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
+                                             bool service_done) {
   const Netstack& ns = w.ns->netstack;
   if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
     if (!w.in_pod()) {
       Suspect(v, Level::kWarning, "snapshot_incomplete",
               absl::StrCat("cannot route ", Tuple(f.pkt), " from ", w.node_name,
                            ": no routes in the snapshot"));
-      return absl::OkStatus();
+      return Done();
     }
   }
   model::Flow fl;
@@ -79,17 +79,17 @@ absl::Status Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch 
       Drop(v, "route_mismatch",
            absl::StrCat("source ", fl.src->to_string(), " is not an address of ", w.ns->id,
                         ": the kernel refuses to send from it"));
-      return absl::OkStatus();
+      return Done();
     }
     ReportRouteError(v, r, f.pkt, "output route to", &w);
-    return absl::OkStatus();
+    return Done();
   }
   NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
       Drop(v, "no_route",
            absl::StrCat("no source address for ", f.pkt.dst.to_string(), " via ", r.oif));
-      return absl::OkStatus();
+      return Done();
     }
     f.pkt.src = *r.prefsrc;
     graph_.hop(v).packet = f.pkt;
@@ -99,15 +99,14 @@ absl::Status Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch 
   }
   // A multipath route: the socket's MSS, OUTPUT, the MSS clamp and the plugin see each next
   // hop's device.
-  SARENA_ASSIGN_OR_RETURN(bool forked, ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
-                            return OriginateVia(w, b, one, f, br, service_done);
-                          }));
-  if (forked) return absl::OkStatus();
-  return OriginateVia(w, v, r, std::move(f), std::move(br), service_done);
+  if (r.nexthops.size() > 1) {
+    return ForkNexthops(w, v, r, OriginateViaStep{w, v, r, f, br, service_done});
+  }
+  return Then(OriginateViaStep{w, v, r, std::move(f), std::move(br), service_done});
 }
 
-absl::Status Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
-                                  Branch br, bool service_done) {
+absl::StatusOr<Next> Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
+                                          Branch br, bool service_done) {
   const Netstack& ns = w.ns->netstack;
   // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
   // them; a Service's DNAT re-routes the packet, not the socket).
@@ -130,19 +129,19 @@ absl::Status Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r
   }
   // kube-proxy's nat OUTPUT runs for locally generated packets of the node netns.
   if (!w.in_pod() && !f.reply && !service_done) {
-    SARENA_ASSIGN_OR_RETURN(bool to_service, ServiceStage(w, v, "", f, br, true));
-    if (to_service) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> service, ServiceStage(w, v, "", f, br, true));
+    if (service) return std::move(*service);
   }
   if (!w.in_pod()) {
     NfPass nf = RunHook(w, v, NfHook::kOutput, f.pkt, "", r.oif, r.gateway);
-    if (nf.dropped) return absl::OkStatus();
+    if (nf.dropped) return Done();
     ClampMss(w, NfHook::kOutput, f.pkt, "", r.oif, f);
     Packet out = nf.accepted.front().packet;
     if (nf.accepted.front().dnat && !(out.dst == f.pkt.dst && out.dport == f.pkt.dport)) {
       br.nat.push_back(NatRecord{w.ns->id, f.pkt, out, true, false});
       f.pkt = out;
       graph_.hop(v).packet = f.pkt;
-      return OriginateRouted(w, v, std::move(f), std::move(br), true);
+      return Then(OriginateRoutedStep{w, v, std::move(f), std::move(br), true});
     }
     f.pkt = out;
   }
@@ -150,7 +149,7 @@ absl::Status Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r
     // Addressed to this netns itself.
     graph_.hop(v).oif = "lo";
     if (f.reply) UnDnat(w, &f.pkt, br);
-    return Serve(w, v, std::move(f), std::move(br));
+    return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
   }
   const Interface* out = ns.FindInterface(r.oif);
   if (f.tcp.active) {
@@ -169,10 +168,10 @@ absl::Status Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r
     HookPacket hp{f.pkt, f.reply, &br.host_flows};
     PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, r);
     std::string dummy;
-    SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &dummy));
-    if (!go_on) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
+    if (stop) return std::move(*stop);
   }
-  return Transmit(w, v, r, std::move(f), std::move(br));
+  return Then(TransmitStep{w, v, r, std::move(f), std::move(br)});
 }
 
 }  // namespace sarena::diag::internal

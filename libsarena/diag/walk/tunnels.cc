@@ -4,7 +4,7 @@
 
 namespace sarena::diag::internal {
 
-absl::Status Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   const Packet& outer = *f.outer;
   const Interface* tun = nullptr;
@@ -51,13 +51,13 @@ absl::Status Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) 
     Drop(v, "tunnel_missing",
          absl::StrCat("no ", f.encap_kind, " device on ", w.ns->id, " accepts ", Tuple(outer),
                       ": the encapsulated packet is dropped on arrival"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
     Drop(v, "link_down",
          absl::StrCat("tunnel device ", tun->name, " is down: ", f.encap_kind, " packets from ",
                       outer.src.to_string(), " are dropped"));
-    return absl::OkStatus();
+    return Done();
   }
   Suspect(
       v, Level::kInfo, "decap",
@@ -74,19 +74,19 @@ absl::Status Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) 
   if (!br.visited.insert(key).second) {
     Drop(v, "ttl_exceeded",
          absl::StrCat("routing loop: ", Tuple(f.pkt), " decapsulated on ", iif, " again"));
-    return absl::OkStatus();
+    return Done();
   }
   HookPacket hp{f.pkt, f.reply, &br.host_flows};
   hp.outer = &arrived;
   hp.vni = vni;
   PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
-  SARENA_ASSIGN_OR_RETURN(bool go_on, HandlePluginAction(w, v, a, f, br, &iif));
-  if (!go_on) return absl::OkStatus();
-  return ProcessInput(w, v, iif, std::move(f), std::move(br));
+  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &iif));
+  if (stop) return std::move(*stop);
+  return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::Status Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
-                                 const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
+                                         const RouteResult& route, Flight f, Branch br) {
   std::optional<EncapPlan> plan;
   if (tun.kind == "vxlan" && tun.vxlan) {
     plan = VxlanPlan(w, v, tun, route, f);
@@ -95,13 +95,13 @@ absl::Status Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
   } else {
     plan = IpipPlan(v, tun, route);
   }
-  if (!plan) return absl::OkStatus();
+  if (!plan) return Done();
   plan->outer.ttl = 64;
   CheckSize(v, f, tun.mtu, tun.mtu, [] { return SizeFlag(); });  // PMTU discovery vs the tunnel
   if (plan->kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
   bool outer_fragments = plan->kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
-  return SendOuter(w, v, tun, plan->kind, plan->overhead, plan->outer, plan->outer_src,
-                   outer_fragments, std::move(f), std::move(br), std::move(plan->label));
+  return Then(SendOuterStep{w, v, &tun, plan->kind, plan->overhead, plan->outer, plan->outer_src,
+                            outer_fragments, std::move(f), std::move(br), std::move(plan->label)});
 }
 
 // VXLAN: the inner next hop's neighbour entry on the device gives the inner MAC, the device's
@@ -209,10 +209,11 @@ std::optional<Walker::EncapPlan> Walker::IpipPlan(Vertex v, const Interface& tun
   return p;
 }
 
-absl::Status Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
-                               const std::string& kind, uint32_t overhead, Packet outer,
-                               std::optional<net::Ipv4> outer_src, bool outer_fragments, Flight f,
-                               Branch br, std::string label, const RouteResult* via) {
+absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
+                                       const std::string& kind, uint32_t overhead, Packet outer,
+                                       std::optional<net::Ipv4> outer_src, bool outer_fragments,
+                                       Flight f, Branch br, std::string label,
+                                       const RouteResult* via) {
   const Netstack& ns = w.ns->netstack;
   RouteResult r;
   if (via) {
@@ -226,15 +227,14 @@ absl::Status Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
     r = ns.RouteOutput(fl);
     if (!r.ok()) {
       ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
-      return absl::OkStatus();
+      return Done();
     }
     // A multipath underlay route (e.g. two uplinks): the outer packet of each flow takes one.
-    SARENA_ASSIGN_OR_RETURN(bool forked,
-                            ForkNexthops(w, v, r, [&](Vertex b, const RouteResult& one) {
-                              return SendOuter(w, b, tun, kind, overhead, outer, outer_src,
-                                               outer_fragments, f, br, label, &one);
-                            }));
-    if (forked) return absl::OkStatus();
+    if (r.nexthops.size() > 1) {
+      return ForkNexthops(w, v, r,
+                          SendOuterStep{w, v, &tun, kind, overhead, outer, outer_src,
+                                        outer_fragments, f, br, label, r});
+    }
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);
@@ -247,33 +247,34 @@ absl::Status Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
   if (under == nullptr) {
     Drop(v, "link_missing",
          absl::StrCat("the ", kind, " outer route uses device '", r.oif, "' which does not exist"));
-    return absl::OkStatus();
+    return Done();
   }
   if (under->kind == "ipip" || under->kind == "vxlan" || under->kind == "wireguard") {
     Drop(v, "route_mismatch",
          absl::StrCat("the ", kind, " outer packet to ", outer.dst.to_string(),
                       " is routed into tunnel ", under->name, " again (recursive encapsulation)"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!under->admin_up || !under->CanTransmit()) {
     Drop(v, "link_down",
          absl::StrCat("underlay device ", under->name, " of ", tun.name, " is down"));
-    return absl::OkStatus();
+    return Done();
   }
   // The tunnel device sends the outer packet with ip_local_out: OUTPUT and POSTROUTING see it.
-  if (!w.in_pod() && !OuterNetfilter(w, v, *under, r, f, &outer)) return absl::OkStatus();
+  if (!w.in_pod() && !OuterNetfilter(w, v, *under, r, f, &outer)) return Done();
   if (under->mtu > overhead) {
     auto make = [&]() -> SizeFlag {
       return UnderlayMtuFlag(v, kind, overhead, outer_fragments, tun, *under);
     };
-    if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return absl::OkStatus();
+    if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return Done();
   }
   CheckNeighbor(w, v, *under, r.gateway);
   outer.ttl = 64;
   f.outer = outer;
   f.encap_kind = kind;
   absl::StrAppend(&label, ": ", Tuple(outer), " via ", under->name);
-  return Underlay(w, v, *under, r.gateway.value_or(outer.dst), std::move(f), std::move(br), label);
+  return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, under, r.gateway.value_or(outer.dst),
+                       std::move(f), std::move(br), label});
 }
 
 // OUTPUT then POSTROUTING of the node for the outer packet (rewritten in place); false when

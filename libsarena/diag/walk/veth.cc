@@ -65,28 +65,32 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   return true;
 }
 
-absl::Status Walker::VethPeer(const Where& w, Vertex v, const Interface& oif,
-                              const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethPeer(const Where& w, Vertex v, const Interface& oif,
+                                      const net::Ipv4& nexthop, Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
   if (!oif.link.empty() && !oif.link_netnsid) {
     if (const Interface* peer = ns.FindInterface(oif.link)) {
-      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return absl::OkStatus();
-      return Receive(w, oif.link, std::move(f), std::move(br),
-                     Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)});
+      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return Done();
+      return Then(ReceiveStep{w, oif.link, std::move(f), std::move(br),
+                              Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)}});
     }
   }
-  if (w.in_pod()) return VethToNode(w, v, oif, nexthop, std::move(f), std::move(br));
+  if (w.in_pod()) {
+    return Then(
+        LinkStep{LinkStep::Stage::kVethToNode, w, v, &oif, nexthop, std::move(f), std::move(br)});
+  }
   // Node -> pod.
   if (oif.link_index) {
-    SARENA_ASSIGN_OR_RETURN(bool done, VethPeerByIfindex(w, v, oif, nexthop, f, br));
-    if (done) return absl::OkStatus();
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> peer, VethPeerByIfindex(w, v, oif, nexthop, f, br));
+    if (peer) return std::move(*peer);
   }
-  return VethPeerByAddress(w, v, oif, nexthop, std::move(f), std::move(br));
+  return Then(LinkStep{LinkStep::Stage::kVethPeerByAddress, w, v, &oif, nexthop, std::move(f),
+                       std::move(br)});
 }
 
-absl::Status Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
-                                const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
+                                        const net::Ipv4& nexthop, Flight f, Branch br) {
   // Pod -> node: the node-side device is the one with ifindex == our link_index.
   SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(w.node_name));
   std::string iif;
@@ -94,7 +98,7 @@ absl::Status Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
     if (const Interface* hi = node.ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
       iif = hi->name;
       if (hi->master.empty() && !CrossVeth(w, v, oif, node, *hi, nexthop, f)) {
-        return absl::OkStatus();
+        return Done();
       }
       if (!hi->master.empty()) {
         const Interface* br_dev = node.ns->netstack.FindInterface(hi->master);
@@ -102,8 +106,9 @@ absl::Status Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
           // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
           // pod -> switched at L2.
           if (!node.ns->netstack.IsLocalAddress(nexthop)) {
-            return BridgeForward(node, hi->name, *br_dev, nexthop, std::move(f), std::move(br),
-                                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)});
+            return Then(
+                BridgeForwardStep{node, hi->name, br_dev, nexthop, std::move(f), std::move(br),
+                                  Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)}});
           }
         }
         iif = hi->master;
@@ -126,12 +131,14 @@ absl::Status Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
                          "assuming ",
                          iif.empty() ? "?" : iif));
   }
-  return Receive(node, iif, std::move(f), std::move(br),
-                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)});
+  return Then(ReceiveStep{node, iif, std::move(f), std::move(br),
+                          Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)}});
 }
 
-absl::StatusOr<bool> Walker::VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
-                                               const net::Ipv4& nexthop, Flight& f, Branch& br) {
+absl::StatusOr<std::optional<Next>> Walker::VethPeerByIfindex(const Where& w, Vertex v,
+                                                              const Interface& oif,
+                                                              const net::Ipv4& nexthop, Flight& f,
+                                                              Branch& br) {
   // Fast path: the pod owning the address, when its eth0 is this veth's peer.
   for (const net::Ipv4& ip : {nexthop, f.pkt.dst}) {
     const model::Pod* p = cluster_.FindPodByIp(ip);
@@ -143,40 +150,37 @@ absl::StatusOr<bool> Walker::VethPeerByIfindex(const Where& w, Vertex v, const I
       continue;
     }
     SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*p));
-    if (!CrossVeth(w, v, oif, pw, *pi, nexthop, f)) return true;
-    SARENA_RETURN_IF_ERROR(Receive(pw, pi->name, std::move(f), std::move(br),
-                                   Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)}));
-    return true;
+    if (!CrossVeth(w, v, oif, pw, *pi, nexthop, f)) return Done();
+    return Then(ReceiveStep{pw, pi->name, std::move(f), std::move(br),
+                            Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)}});
   }
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, PodByIfindex(w, *oif.link_index, oif.ifindex));
   if (o) {
     if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
-      if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return true;
+      if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return Done();
     }
-    SARENA_RETURN_IF_ERROR(Receive(o->where, o->ifname, std::move(f), std::move(br),
-                                   Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)}));
-    return true;
+    return Then(ReceiveStep{o->where, o->ifname, std::move(f), std::move(br),
+                            Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)}});
   }
   // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
   // hop must resolve there (CrossVeth).
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
-  if (!peer) return false;
+  if (!peer) return std::nullopt;
   const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-  if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return true;
-  SARENA_RETURN_IF_ERROR(Receive(peer->where, peer->ifname, std::move(f), std::move(br),
-                                 Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
-                                                      peer->where.node_name, ")")}));
-  return true;
+  if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return Done();
+  return Then(ReceiveStep{peer->where, peer->ifname, std::move(f), std::move(br),
+                          Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
+                                               peer->where.node_name, ")")}});
 }
 
-absl::Status Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
-                                       const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
+                                               const net::Ipv4& nexthop, Flight f, Branch br) {
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {
     SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
-    return Receive(pw, "eth0", std::move(f), std::move(br),
-                   Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")});
+    return Then(ReceiveStep{pw, "eth0", std::move(f), std::move(br),
+                            Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")}});
   }
   // The peer netns is not in the snapshot, but the next hop (or, for a tunnel's outer packet,
   // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
@@ -190,7 +194,8 @@ absl::Status Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface
     }
     if (known) {
       std::string label = absl::StrCat(oif.name, " (underlay segment not in the snapshot)");
-      return Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
+      return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f),
+                           std::move(br), label});
     }
   }
   // A kind / k3d node's uplink: eth0 is a veth into the Docker host's bridge network, which is
@@ -201,7 +206,8 @@ absl::Status Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface
     std::string label = absl::StrCat(
         oif.name, " (uplink veth)",
         nexthop != f.pkt.dst ? absl::StrCat(" via ", nexthop.to_string()) : std::string());
-    return Underlay(w, v, oif, nexthop, std::move(f), std::move(br), label);
+    return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f),
+                         std::move(br), label});
   }
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
@@ -212,7 +218,7 @@ absl::Status Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface
                        oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"), "), and ",
                        f.pkt.dst.to_string(), " is not a known pod on ", w.node_name,
                        ": the path beyond cannot be checked"));
-  return absl::OkStatus();
+  return Done();
 }
 
 }  // namespace sarena::diag::internal

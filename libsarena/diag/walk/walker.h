@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +23,7 @@
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/diag/walk/flight.h"
+#include "libsarena/diag/walk/step.h"
 #include "libsarena/model/arp.h"
 #include "libsarena/model/neigh.h"
 #include "libsarena/model/tunnel.h"
@@ -73,29 +73,42 @@ class Walker {
   absl::StatusOr<net::Ipv4> ResolveDestination();
   absl::StatusOr<net::Ipv4> NodeDestination(const std::string& name);
   absl::StatusOr<net::Ipv4> ServiceDestination();
-  absl::Status StartFromNode(absl::string_view name, Flight f, Branch br);
-  absl::Status StartFromPod(Flight f, Branch br);
-  absl::Status StartFromIp(const net::Ipv4& ip, Flight f, Branch br);
-  absl::Status EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br);
+  // The walk's first steps (placement.cc).
+  absl::StatusOr<Next> Start();
+  absl::StatusOr<Next> StartFromNode(absl::string_view name, Flight f, Branch br);
+  absl::StatusOr<Next> StartFromPod(Flight f, Branch br);
+  absl::StatusOr<Next> StartFromIp(const net::Ipv4& ip, Flight f, Branch br);
+  absl::StatusOr<Next> EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br);
   struct Owner;
   absl::StatusOr<std::optional<Owner>> AssumedEntry(const net::Ipv4& dst, uint16_t dport,
                                                     std::string* note);
 
+  // ---- the loop (loop.cc) ----
+  // Runs `first` and every step it leads to, depth-first, from a stack of steps.
+  absl::Status RunSteps(Next first);
+  // One step: the stage it names, Enter / Join or a branch's first hop (specialized in loop.cc).
+  template <typename S>
+  absl::StatusOr<Next> RunStep(S& s);
+
   // ---- the walk ----
-  // A stage returns a non-OK status only when the trace itself fails (a node's or pod's files
-  // cannot be loaded, a plugin bug); the caller returns it at once. What the walk finds about
-  // the network is a suspicion on a hop, never an error.
-  absl::Status Originate(const Where& w, Flight f, Branch br, const Prev& prev);
-  absl::Status OriginateRouted(const Where& w, Vertex v, Flight f, Branch br, bool service_done);
+  // A stage does its work at one place and returns the steps that follow (step.h), empty when
+  // the path ends there. It returns a non-OK status only when the trace itself fails (a node's
+  // or pod's files cannot be loaded, a plugin bug); the loop stops at once. What the walk finds
+  // about the network is a suspicion on a hop, never an error.
+  absl::StatusOr<Next> Originate(const Where& w, Flight f, Branch br, const Prev& prev);
+  absl::StatusOr<Next> OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
+                                       bool service_done);
   // OriginateRouted after the route lookup, with one next hop (`r`).
-  absl::Status OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f, Branch br,
-                            bool service_done);
-  absl::Status Receive(const Where& w, const std::string& iif, Flight f, Branch br,
-                       const Prev& prev);
-  absl::Status Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
-  absl::Status ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::StatusOr<Next> OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
+                                    Branch br, bool service_done);
+  absl::StatusOr<Next> Receive(const Where& w, const std::string& iif, Flight f, Branch br,
+                               const Prev& prev);
+  absl::StatusOr<Next> Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
+  absl::StatusOr<Next> ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f,
+                                    Branch br);
   // Input routing after PREROUTING: local delivery or forwarding.
-  absl::Status ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::StatusOr<Next> ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f,
+                                     Branch br);
   // True when input routing drops `pkt` (the FATAL is added to `v`); a forwarding drop whose
   // sysctls are unknown (`sysctls` false) is walked on.
   bool InputRoutingDrops(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
@@ -104,25 +117,28 @@ class Walker {
   void DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
                         const model::InputResult& in);
   // Local delivery: INPUT, then decapsulation of a tunnel packet or the local socket (Serve).
-  absl::Status LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f, Branch br);
+  absl::StatusOr<Next> LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f,
+                                     Branch br);
   // Forwarding: the TTL decrement and, per next hop of `route`, ForwardRouted.
-  absl::Status Forward(const Where& w, Vertex v, const std::string& iif, const RouteResult& route,
-                       Flight f, Branch br);
-  absl::Status Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
+  absl::StatusOr<Next> Forward(const Where& w, Vertex v, const std::string& iif,
+                               const RouteResult& route, Flight f, Branch br);
+  absl::StatusOr<Next> Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
   // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
   // plugin's AfterRoute, Transmit.
-  absl::Status ForwardRouted(const Where& w, Vertex v, const std::string& iif,
-                             const RouteResult& route, Packet pkt, Flight f, Branch br);
+  absl::StatusOr<Next> ForwardRouted(const Where& w, Vertex v, const std::string& iif,
+                                     const RouteResult& route, Packet pkt, Flight f, Branch br);
   // Egress of a routed packet (egress.cc): the egress device, POSTROUTING, the plugin's
   // OnEgress, the device MTU, Dispatch.
-  absl::Status Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f, Branch br);
+  absl::StatusOr<Next> Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
+                                Branch br);
   // The route's output device, or null when it is missing or down (the suspicion is added).
   const Interface* EgressDevice(const Where& w, Vertex v, const RouteResult& route,
                                 const Flight& f);
   // POSTROUTING out of `oif` (SNAT / MASQUERADE), the reply's un-DNAT and the plugin's
-  // AfterPostrouting; false when the packet stops there.
-  absl::StatusOr<bool> Postrouting(const Where& w, Vertex v, const Interface& oif,
-                                   const RouteResult& route, Flight& f, Branch& br);
+  // AfterPostrouting; the steps that follow instead when the packet stops there (nullopt: it
+  // goes on).
+  absl::StatusOr<std::optional<Next>> Postrouting(const Where& w, Vertex v, const Interface& oif,
+                                                  const RouteResult& route, Flight& f, Branch& br);
   // POSTROUTING of a forwarded tunnel packet (a router between nodes): netfilter sees, and may
   // SNAT, its outer header.
   bool OuterPostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
@@ -130,19 +146,19 @@ class Walker {
   // POSTROUTING of the node's own or forwarded packet: the MSS clamp and SNAT (`snat_done`).
   bool NodePostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
                        Flight& f, Branch& br, bool* snat_done);
-  absl::Status Dispatch(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
-                        Flight f, Branch br);
-  absl::Status Encapsulate(const Where& w, Vertex v, const Interface& tun, const RouteResult& route,
-                           Flight f, Branch br);
+  absl::StatusOr<Next> Dispatch(const Where& w, Vertex v, const Interface& oif,
+                                const RouteResult& route, Flight f, Branch br);
+  absl::StatusOr<Next> Encapsulate(const Where& w, Vertex v, const Interface& tun,
+                                   const RouteResult& route, Flight f, Branch br);
   // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
   // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
   // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
   // `via`: the outer route already chosen (one next hop of a multipath route), or null to look
   // it up.
-  absl::Status SendOuter(const Where& w, Vertex v, const Interface& tun, const std::string& kind,
-                         uint32_t overhead, Packet outer, std::optional<net::Ipv4> outer_src,
-                         bool outer_fragments, Flight f, Branch br, std::string label,
-                         const RouteResult* via = nullptr);
+  absl::StatusOr<Next> SendOuter(const Where& w, Vertex v, const Interface& tun,
+                                 const std::string& kind, uint32_t overhead, Packet outer,
+                                 std::optional<net::Ipv4> outer_src, bool outer_fragments, Flight f,
+                                 Branch br, std::string label, const RouteResult* via = nullptr);
   // What an encapsulation puts around the packet: the outer header so far (destination,
   // protocol, port), its source if the device fixes it, the overhead in bytes, and the hop
   // label. Built by VxlanPlan / WireguardPlan / IpipPlan, nullopt when the packet stops there
@@ -166,41 +182,49 @@ class Walker {
   SizeFlag UnderlayMtuFlag(Vertex v, const std::string& kind, uint32_t overhead,
                            bool outer_fragments, const Interface& tun, const Interface& under);
   // PluginAction::kEncapsulate / kRedirect.
-  absl::Status EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                  Branch br);
-  absl::Status Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f, Branch br);
+  absl::StatusOr<Next> EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                          Branch br);
+  absl::StatusOr<Next> Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
+                                Branch br);
   // Netfilter dropped an encapsulated packet's outer header at `hook`: name the tunnel port.
   void TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
                          absl::string_view hook);
-  absl::Status Underlay(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                        Flight f, Branch br, const std::string& label);
+  absl::StatusOr<Next> Underlay(const Where& w, Vertex v, const Interface& oif,
+                                const net::Ipv4& nexthop, Flight f, Branch br,
+                                const std::string& label);
   // The underlay to a node of the snapshot: over a veth cable, to the next hop, or through a
-  // router to the destination. False (nothing done) when no node is there.
-  absl::StatusOr<bool> UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
-                                      const net::Ipv4& nexthop, Flight& f, Branch& br,
-                                      const std::string& label);
+  // router to the destination: the steps that follow, nullopt (nothing done) when no node is
+  // there.
+  absl::StatusOr<std::optional<Next>> UnderlayToNode(const Where& w, Vertex v, const Interface& oif,
+                                                     const net::Ipv4& nexthop, Flight& f,
+                                                     Branch& br, const std::string& label);
   // A pod or Service address that leaves toward a next hop that is not a node (the WARNING /
-  // FATAL route_mismatch). False (nothing done) for any other destination.
-  absl::StatusOr<bool> UnderlayClusterAddress(const Where& w, Vertex v, const Interface& oif,
-                                              const net::Ipv4& nexthop, Flight& f, Branch& br,
-                                              const std::string& label);
-  absl::Status VethPeer(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                        Flight f, Branch br);
+  // FATAL route_mismatch). Nullopt (nothing done) for any other destination.
+  absl::StatusOr<std::optional<Next>> UnderlayClusterAddress(const Where& w, Vertex v,
+                                                             const Interface& oif,
+                                                             const net::Ipv4& nexthop, Flight& f,
+                                                             Branch& br, const std::string& label);
+  absl::StatusOr<Next> VethPeer(const Where& w, Vertex v, const Interface& oif,
+                                const net::Ipv4& nexthop, Flight f, Branch br);
   // Pod -> node: the node-side device with the veth's peer ifindex (a bridge port: the bridge).
-  absl::Status VethToNode(const Where& w, Vertex v, const Interface& oif, const net::Ipv4& nexthop,
-                          Flight f, Branch br);
-  // Node -> the pod or node that holds the veth's peer by the ifindex pair; false (nothing
+  absl::StatusOr<Next> VethToNode(const Where& w, Vertex v, const Interface& oif,
+                                  const net::Ipv4& nexthop, Flight f, Branch br);
+  // Node -> the pod or node that holds the veth's peer by the ifindex pair; nullopt (nothing
   // done) when none does.
-  absl::StatusOr<bool> VethPeerByIfindex(const Where& w, Vertex v, const Interface& oif,
-                                         const net::Ipv4& nexthop, Flight& f, Branch& br);
+  absl::StatusOr<std::optional<Next>> VethPeerByIfindex(const Where& w, Vertex v,
+                                                        const Interface& oif,
+                                                        const net::Ipv4& nexthop, Flight& f,
+                                                        Branch& br);
   // Node -> a peer not found by ifindex: the pod owning the address, an underlay segment or
   // uplink outside the snapshot, else snapshot_incomplete.
-  absl::Status VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
-                                 const net::Ipv4& nexthop, Flight f, Branch br);
-  absl::Status BridgePort(const Where& w, Vertex v, const Interface& bridge,
-                          const net::Ipv4& nexthop, Flight f, Branch br, const std::string& label);
-  absl::Status BridgeForward(const Where& node, const std::string& in_port, const Interface& bridge,
-                             const net::Ipv4& nexthop, Flight f, Branch br, const Prev& prev);
+  absl::StatusOr<Next> VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
+                                         const net::Ipv4& nexthop, Flight f, Branch br);
+  absl::StatusOr<Next> BridgePort(const Where& w, Vertex v, const Interface& bridge,
+                                  const net::Ipv4& nexthop, Flight f, Branch br,
+                                  const std::string& label);
+  absl::StatusOr<Next> BridgeForward(const Where& node, const std::string& in_port,
+                                     const Interface& bridge, const net::Ipv4& nexthop, Flight f,
+                                     Branch br, const Prev& prev);
   struct PortTarget {
     const Interface* port = nullptr;
     std::optional<Where> where;  // the pod behind the port
@@ -218,14 +242,17 @@ class Walker {
   // bridge_flood) and returns false when the kernel would not deliver the frame.
   bool BridgePortFlagsPass(const Where& node, Vertex v, const Interface& bridge,
                            const Interface* in_port, const PortTarget& t, const Flight& f);
-  absl::Status DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f, Branch br,
-                            const Prev& prev, const PluginAction& action);
-  absl::Status Serve(const Where& w, Vertex v, Flight f, Branch br);
-  absl::Status External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
+  absl::StatusOr<Next> DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f,
+                                    Branch br, const Prev& prev, const PluginAction& action);
+  absl::StatusOr<Next> Serve(const Where& w, Vertex v, Flight f, Branch br);
+  absl::StatusOr<Next> External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
   void ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
-  absl::Status StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
-  absl::StatusOr<bool> HandlePluginAction(const Where& w, Vertex v, const PluginAction& a,
-                                          Flight& f, Branch& br, std::string* iif);
+  absl::StatusOr<Next> StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
+  // A plugin's action: nullopt when the walk goes on here, else the steps that follow (none
+  // when the packet stops).
+  absl::StatusOr<std::optional<Next>> HandlePluginAction(const Where& w, Vertex v,
+                                                         const PluginAction& a, Flight& f,
+                                                         Branch& br, std::string* iif);
 
   // ---- services (service.cc) ----
   enum class ServiceVia { kClusterIp, kExternal, kNodePort };
@@ -244,9 +271,10 @@ class Walker {
   // The Service `pkt` is addressed to: a cluster / load-balancer / external IP, or a nodePort
   // on an address of `w`.
   std::optional<ServiceMatch> MatchService(const Where& w, const Packet& pkt) const;
-  // Returns true when the packet matched a Service (the branches were walked from here).
-  absl::StatusOr<bool> ServiceStage(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                    Branch br, bool originated);
+  // The steps that follow when the packet matched a Service (its backends' branches), else
+  // nullopt.
+  absl::StatusOr<std::optional<Next>> ServiceStage(const Where& w, Vertex v, const std::string& iif,
+                                                   Flight f, Branch br, bool originated);
   // No ready endpoint: the FATAL with the selector's matches, and how the client fails.
   void NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m,
                         const Packet& pkt, size_t not_ready, bool originated);
@@ -265,9 +293,8 @@ class Walker {
                         const std::vector<model::Backend>& eligible);
   bool NoTranslation(const Where& w, Vertex s, const model::Service& svc, const Packet& pkt,
                      size_t ready);
-  absl::Status WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
-                                  std::vector<ServiceTarget> targets, Flight f, Branch br,
-                                  bool originated);
+  Next WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
+                          std::vector<ServiceTarget> targets, Flight f, Branch br, bool originated);
 
   void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
                           bool originated);
@@ -364,25 +391,30 @@ class Walker {
   void NoteSharedPodIp(const Where& w, Vertex v, const Flight& f);
   const Interface* PrimaryInterface(const Where& node);
 
-  // ---- fan-out ----
-  // Walks each branch (an error stops the walk); when some but not all of them reach a FATAL,
-  // those FATALs become CRITICAL with a note naming the share that fails. `weights` (one per
-  // branch, empty = a count): a multipath route's next-hop weights, so the note gives the share
-  // of flows.
-  absl::Status WalkBranches(Vertex parent, std::vector<std::function<absl::Status()>> branches,
-                            const std::vector<uint32_t>& weights = {});
+  // ---- fan-out (hops.cc) ----
+  // The steps of a fan-out: each branch (its first step) after an Enter step that gives it the
+  // state at the fork, then a Join step; a single branch alone. `width`: walk_width_ in the
+  // branches. `weights` (one per branch, empty = a count): a multipath route's next-hop
+  // weights, so Join's note gives the share of flows.
+  Next Fan(std::vector<Step> branches, size_t width, std::vector<uint32_t> weights = {});
+  // Before a branch: the once-per-branch checks as at the fork, its hops collected.
+  void Enter(const EnterStep& s);
+  // After the last branch: when some but not all of them reach a FATAL, those FATALs become
+  // CRITICAL with a note naming the share that fails.
+  void Join(const JoinStep& s);
+  // A branch's own first hop (NexthopBranchStep / ServiceBranchStep), then its next step.
+  Next BranchHop(NexthopBranchStep& s);
+  Next BranchHop(ServiceBranchStep& s);
   // A multipath route (more than one live next hop) forks the walk right after its lookup, so
   // that everything that depends on the egress device (FORWARD/OUTPUT `-o` rules, the MSS
-  // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: `cont` runs once
-  // per next hop with a clone of hop `v` and a one-next-hop route, the hash policy is noted
-  // (multipath.cc). At most kMaxNexthopBranches next hops of one route, and at most
+  // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: the step `cont`
+  // runs once per next hop with a clone of hop `v` and a one-next-hop route, the hash policy is
+  // noted (multipath.cc). At most kMaxNexthopBranches next hops of one route, and at most
   // kMaxWalkWidth branches across nested forks; beyond that the heaviest next hop alone is
-  // walked and the INFO says so. Returns false, doing nothing, for a route with one next hop.
+  // walked and the INFO says so. Only for a route with more than one next hop.
   static constexpr size_t kMaxNexthopBranches = 16;
   static constexpr size_t kMaxWalkWidth = 64;
-  using RoutedFn = std::function<absl::Status(Vertex, const RouteResult&)>;
-  absl::StatusOr<bool> ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
-                                    const RoutedFn& cont);
+  Next ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const Step& cont);
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
@@ -391,12 +423,13 @@ class Walker {
   TraceOptions opts_;
   PathGraph graph_;
   PluginContext pctx_;
-  // Checks made once per branch (PluginContext::FirstInBranch): WalkBranches gives each branch
+  // Checks made once per branch (PluginContext::FirstInBranch): Enter gives each branch
   // the set as it was at the fork, so a finding at a place every branch crosses (a node's
   // sysctls, a pod's gateway) is in every branch, not only the first one walked.
   absl::flat_hash_set<std::string> branch_seen_;
   absl::flat_hash_set<std::string> once_;
-  // Product of the branch counts of the forks on the way to the current hop (ForkNexthops).
+  // Product of the branch counts of the forks on the way to the current hop (ForkNexthops;
+  // Enter sets it, Join restores it).
   size_t walk_width_ = 1;
   std::vector<std::vector<Vertex>*> collectors_;
   // The request as the client sent it (after source selection), for reply verification.
