@@ -105,7 +105,7 @@ absl::StatusOr<Next> Walker::EncapsulateWithKey(const Where& w, Vertex v, const 
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(a.label, ": cannot check tunnel device ", a.tunnel_dev, " on ",
                          w.node_name, " (no link data): the path beyond cannot be checked"));
-    return absl::OkStatus();
+    return Done();
   }
   if (tun == nullptr) {
     Drop(v, "link_missing",
@@ -146,7 +146,7 @@ absl::StatusOr<Next> Walker::Redirect(const Where& w, Vertex v, const PluginActi
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(a.label, ": cannot check device ", a.oif,
                          " (no link data): the path beyond cannot be checked"));
-    return absl::OkStatus();
+    return Done();
   }
   if (oif == nullptr) {
     Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));

@@ -45,7 +45,7 @@ absl::StatusOr<Next> Walker::Decapsulate(const Where& w, Vertex v, Flight f, Bra
             absl::StrCat("cannot check which ", f.encap_kind, " device on ", w.ns->id,
                          " accepts ", Tuple(outer),
                          " (no link data): the path beyond cannot be checked"));
-    return absl::OkStatus();
+    return Done();
   }
   if (!tun) {
     Drop(v, "tunnel_missing",
@@ -242,7 +242,7 @@ absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat("cannot check the ", kind, " outer route's device '", r.oif,
                          "' (no link data): the path beyond cannot be checked"));
-    return absl::OkStatus();
+    return Done();
   }
   if (under == nullptr) {
     Drop(v, "link_missing",
