@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/flags/commandlineflag.h"
+#include "absl/functional/function_ref.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -227,105 +228,78 @@ bool PrintHelpIfAsked(const std::vector<std::string>& args, const ProgramDoc& do
   return false;
 }
 
-absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
-                                                           const ProgramDoc& doc) {
-  const std::map<std::string, absl::CommandLineFlag*> flags = ProgramAbseilFlags(doc.flag_sources);
+namespace {
+
+// What a parser's flag table says of one name as typed (dashed, without leading dashes).
+struct FlagMatch {
+  enum class Kind { kUnknown, kSwitch, kValued, kNegation };
+  Kind kind = Kind::kUnknown;
+  std::string key;  // what the sink is given: the parser's own name of the flag
+};
+
+// The one token scan of ParseProgramFlags and ParseFlagTable: ends at "--" (the rest is
+// positional), takes a non-dash argument as positional, splits "--name=value", asks `lookup`
+// what the name is (a switch, a flag that needs a value, the negation "--no-NAME" of a switch,
+// or unknown), reads a value from the next argument when it needs one, and hands each flag to
+// `sink` as (key, name as typed with its dashes, value). A one-dash argument that is no flag but
+// starts with a one-letter valued flag is that flag with its value attached: "-ojson" is
+// "-o json" (as kubectl takes it). With `stop_at_positional` the first positional argument ends
+// the scan: it and everything after it are positional.
+absl::StatusOr<std::vector<std::string>> ScanFlags(
+    const std::vector<std::string>& args,
+    absl::FunctionRef<FlagMatch(const std::string& name)> lookup,
+    absl::FunctionRef<absl::Status(const std::string& key, const std::string& typed,
+                                   const std::string& value)>
+        sink,
+    bool stop_at_positional = false) {
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--") {
-      positional.insert(positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+    if (a == "--" || (stop_at_positional && (a.size() < 2 || a[0] != '-'))) {
+      positional.insert(positional.end(), args.begin() + static_cast<long>(i) + (a == "--"),
+                        args.end());
       break;
     }
     if (a.size() < 2 || a[0] != '-') {
       positional.push_back(a);
       continue;
     }
-    std::string body = a.substr(a[1] == '-' ? 2 : 1);
-    std::string value;
-    const bool has_value = body.find('=') != std::string::npos;
-    if (has_value) {
-      value = body.substr(body.find('=') + 1);
-      body = body.substr(0, body.find('='));
-    }
-    std::string key = absl::StrReplaceAll(body, {{"-", "_"}});
-    const std::string typed = absl::StrCat(body.size() == 1 ? "-" : "--", DashedFlagName(key));
-    auto it = flags.find(key);
-    if (it == flags.end() && !has_value) {
-      // --no-NAME / --noNAME of a boolean.
-      for (absl::string_view prefix : {"no_", "no"}) {
-        if (!absl::StartsWith(key, prefix)) continue;
-        auto b = flags.find(key.substr(prefix.size()));
-        if (b != flags.end() && b->second->IsOfType<bool>()) {
-          it = b;
-          value = "false";
-          break;
-        }
-      }
-      if (it != flags.end()) {
-        std::string err;
-        if (!it->second->ParseFrom(value, &err)) {
-          return absl::InvalidArgumentError(absl::StrCat("invalid ", typed, ": ", err));
-        }
-        continue;
-      }
-    }
-    if (it == flags.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", typed));
-    }
-    absl::CommandLineFlag* f = it->second;
-    if (!has_value) {
-      if (f->IsOfType<bool>()) {
-        value = "true";
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("flag ", typed, " needs a value"));
-      }
-    }
-    std::string err;
-    if (!f->ParseFrom(value, &err)) {
-      // Abseil's own wording names the identifier ('node_mask_len'): keep only its detail.
-      if (absl::StrContains(err, "specified for flag")) err.clear();
-      return absl::InvalidArgumentError(absl::StrCat("invalid value '", value, "' for ", typed,
-                                                     " (", TypeName(*f), ")",
-                                                     err.empty() ? "" : ": ", err));
-    }
-  }
-  return positional;
-}
-
-absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& args,
-                                               const std::vector<FlagDoc>& flags) {
-  ParsedFlagTable out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      out.positional.insert(out.positional.end(), args.begin() + static_cast<long>(i) + 1,
-                            args.end());
-      break;
-    }
-    if (a.size() < 2 || a[0] != '-') {
-      out.positional.push_back(a);
-      continue;
-    }
-    std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    const bool one_dash = a[1] != '-';
+    std::string body = a.substr(one_dash ? 1 : 2);
     std::string value;
     const size_t eq = body.find('=');
-    const bool has_value = eq != std::string::npos;
+    bool has_value = eq != std::string::npos;
     if (has_value) {
       value = body.substr(eq + 1);
       body = body.substr(0, eq);
     }
-    const std::string name = DashedFlagName(body);
-    const std::string typed = absl::StrCat(name.size() == 1 ? "-" : "--", name);
-    auto it =
-        std::find_if(flags.begin(), flags.end(), [&](const FlagDoc& f) { return f.name == name; });
-    if (it == flags.end()) {
+    std::string name = DashedFlagName(body);
+    std::string typed = absl::StrCat(name.size() == 1 ? "-" : "--", name);
+    FlagMatch m = lookup(name);
+    if (m.kind == FlagMatch::Kind::kNegation) {
+      if (has_value) {
+        m.kind = FlagMatch::Kind::kUnknown;  // "--no-x=V" is nothing
+      } else {
+        m.kind = FlagMatch::Kind::kSwitch;
+        value = "false";
+        has_value = true;
+      }
+    }
+    if (m.kind == FlagMatch::Kind::kUnknown && one_dash && a.size() > 2) {
+      // "-ojson": a one-letter flag with its value attached.
+      FlagMatch shrt = lookup(a.substr(1, 1));
+      if (shrt.kind == FlagMatch::Kind::kValued) {
+        m = std::move(shrt);
+        typed = absl::StrCat("-", a.substr(1, 1));
+        value = a.substr(2);
+        has_value = true;
+      }
+    }
+    if (m.kind == FlagMatch::Kind::kUnknown) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", typed));
     }
     if (!has_value) {
-      if (it->type.empty() || it->type == "bool") {
+      if (m.kind == FlagMatch::Kind::kSwitch) {
         value = "true";
       } else if (i + 1 < args.size()) {
         value = args[++i];
@@ -333,8 +307,67 @@ absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& a
         return absl::InvalidArgumentError(absl::StrCat("flag ", typed, " needs a value"));
       }
     }
-    out.values[name].push_back(std::move(value));
+    absl::Status st = sink(m.key, typed, value);
+    if (!st.ok()) return st;
   }
+  return positional;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
+                                                           const ProgramDoc& doc) {
+  const std::map<std::string, absl::CommandLineFlag*> flags = ProgramAbseilFlags(doc.flag_sources);
+  auto lookup = [&](const std::string& name) {
+    const std::string key = absl::StrReplaceAll(name, {{"-", "_"}});
+    if (auto it = flags.find(key); it != flags.end()) {
+      return FlagMatch{it->second->IsOfType<bool>() ? FlagMatch::Kind::kSwitch
+                                                    : FlagMatch::Kind::kValued,
+                       key};
+    }
+    // --no-NAME / --noNAME of a boolean.
+    for (absl::string_view prefix : {"no_", "no"}) {
+      if (!absl::StartsWith(key, prefix)) continue;
+      auto b = flags.find(key.substr(prefix.size()));
+      if (b != flags.end() && b->second->IsOfType<bool>()) {
+        return FlagMatch{FlagMatch::Kind::kNegation, b->first};
+      }
+    }
+    return FlagMatch{};
+  };
+  auto sink = [&](const std::string& key, const std::string& typed, const std::string& value) {
+    absl::CommandLineFlag* f = flags.at(key);
+    std::string err;
+    if (f->ParseFrom(value, &err)) return absl::OkStatus();
+    // Abseil's own wording names the identifier ('node_mask_len'): keep only its detail.
+    if (absl::StrContains(err, "specified for flag")) err.clear();
+    return absl::InvalidArgumentError(absl::StrCat("invalid value '", value, "' for ", typed, " (",
+                                                   TypeName(*f), ")", err.empty() ? "" : ": ",
+                                                   err));
+  };
+  return ScanFlags(args, lookup, sink);
+}
+
+absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& args,
+                                               const std::vector<FlagDoc>& flags,
+                                               FlagTableOptions options) {
+  ParsedFlagTable out;
+  auto lookup = [&](const std::string& name) {
+    auto it =
+        std::find_if(flags.begin(), flags.end(), [&](const FlagDoc& f) { return f.name == name; });
+    if (it == flags.end()) return FlagMatch{};
+    return FlagMatch{it->type.empty() || it->type == "bool" ? FlagMatch::Kind::kSwitch
+                                                            : FlagMatch::Kind::kValued,
+                     name};
+  };
+  auto sink = [&](const std::string& key, const std::string&, const std::string& value) {
+    out.values[key].push_back(value);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::vector<std::string>> positional =
+      ScanFlags(args, lookup, sink, options.stop_at_positional);
+  if (!positional.ok()) return positional.status();
+  out.positional = *std::move(positional);
   return out;
 }
 
@@ -343,12 +376,20 @@ bool AsksForJsonOutput(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
+    bool matched = false;
     for (absl::string_view flag : {"-o", "--o", "-output", "--output"}) {
       if (a == flag && i + 1 < args.size()) {
         json = args[i + 1] == "json";
+        matched = true;
       } else if (absl::StartsWith(a, absl::StrCat(flag, "="))) {
         json = a.substr(flag.size() + 1) == "json";
+        matched = true;
       }
+    }
+    // "-ojson" (the value attached), but not one-dash flags that merely start with 'o'.
+    if (!matched && a.size() > 2 && a[0] == '-' && a[1] == 'o' && a != "-output" &&
+        !absl::StartsWith(a, "-out")) {
+      json = a.substr(2) == "json";
     }
   }
   return json;
@@ -377,7 +418,14 @@ absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
       continue;
     }
     const size_t want = words.size() + (c.arg.empty() ? 0 : 1);
-    if (positional.size() == want) return i;
+    if (positional.size() == want) {
+      if (!c.arg.empty() && positional.back().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(c.words, ": the ", c.arg,
+                                                       " argument is empty (usage: ", program, " ",
+                                                       c.words, " ", c.arg, ")", tail));
+      }
+      return i;
+    }
     if (positional.size() < want) {
       return absl::InvalidArgumentError(absl::StrCat(c.words, ": missing the ", c.arg,
                                                      " argument (usage: ", program, " ", c.words,

@@ -95,9 +95,10 @@ bool PrintHelpIfAsked(const std::vector<std::string>& args, const ProgramDoc& do
 
 /// Parses `args` (argv without argv[0]) into the program's Abseil flags and returns the
 /// positional arguments in order. Flags may come before, between or after positionals:
-/// "--name=V", "--name V", "-o V" (one dash works too), booleans as "--name", "--name=false",
+/// "--name=V", "--name V", "-o V" (one dash works too), "-oV" (a one-letter flag with its value
+/// attached, as kubectl's "-ojson"), booleans as "--name", "--name=false",
 /// "--no-name"/"--noname"; '-' and '_' are the same in names; everything after "--" is
-/// positional. Errors (kInvalidArgument, naming the flag as typed and the value): a flag that is
+/// positional. The token scan is the one ParseFlagTable uses. Errors (kInvalidArgument, naming the flag as typed and the value): a flag that is
 /// not the program's, a missing value, a value its type does not parse.
 absl::StatusOr<std::vector<std::string>> ParseProgramFlags(const std::vector<std::string>& args,
                                                            const ProgramDoc& doc);
@@ -113,19 +114,29 @@ struct ParsedFlagTable {
   std::vector<std::string> positional;
 };
 
-/// Parses `args` (argv without argv[0], or a subcommand's arguments) against `flags`, the same
-/// spellings as ParseProgramFlags: "--name=V", "--name V", "-o V" (one or two dashes), a switch
-/// (FlagDoc::type "" or "bool") as "--name" or "--name=V"; '-' and '_' are the same in names;
-/// everything after "--" is positional. A flag is looked up before its value is taken, so an
+/// How ParseFlagTable scans.
+struct FlagTableOptions {
+  /// The first positional argument ends the flags: it and everything after it are
+  /// ParsedFlagTable::positional, unparsed (for the flags before a command word, e.g.
+  /// "sarena-diag -o json trace ...": the command's own table parses the rest).
+  bool stop_at_positional = false;
+};
+
+/// Parses `args` (argv without argv[0], or a subcommand's arguments) against `flags`, with the
+/// same token scan as ParseProgramFlags: "--name=V", "--name V", "-o V" (one or two dashes),
+/// "-oV" (a one-letter valued flag with its value attached: "-ojson"), a switch (FlagDoc::type
+/// "" or "bool") as "--name" or "--name=V"; '-' and '_' are the same in names; everything after
+/// "--" is positional (see FlagTableOptions for stopping at the first positional). A flag is looked up before its value is taken, so an
 /// unknown flag is "unknown flag --bogus" wherever it stands (also last).
 /// Errors (kInvalidArgument, naming the flag as typed): "unknown flag --NAME" for a name not in
 /// `flags`; "flag --NAME needs a value" when a valued flag is the last argument. Values are not
 /// checked here (the caller knows their ranges).
 absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& args,
-                                               const std::vector<FlagDoc>& flags);
+                                               const std::vector<FlagDoc>& flags,
+                                               FlagTableOptions options = {});
 
-/// Whether `args` ask for JSON output: "-o json", "--o json", "-o=json", "--output json" or
-/// "--output=json" before any bare "--" (the last such flag wins). For reporting a flag error
+/// Whether `args` ask for JSON output: "-o json", "--o json", "-o=json", "-ojson", "--output
+/// json" or "--output=json" before any bare "--" (the last such flag wins). For reporting a flag error
 /// in the requested shape before (or although) the flags parsed.
 bool AsksForJsonOutput(const std::vector<std::string>& args);
 
@@ -140,7 +151,8 @@ struct CommandSpec {
 /// Errors (kInvalidArgument; each ends with the commands' usage "status | endpoint get ID | ...
 /// (see <program> --help)"): "missing command" (none given); "<words>: missing the <ARG>
 /// argument (usage: <program> <words> <ARG>)" when a command's argument is absent (e.g.
-/// `endpoint get`); "<words>: unexpected argument '<x>'" after a complete command; "'<words>'
+/// `endpoint get`); "<words>: the <ARG> argument is empty (usage: ...)" when it is "" (e.g.
+/// `endpoint get ""`); "<words>: unexpected argument '<x>'" after a complete command; "'<words>'
 /// needs a subcommand" for the first word(s) of commands only (e.g. `endpoint`); "unknown
 /// command '<args>'" otherwise.
 absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,

@@ -270,6 +270,94 @@ TEST(CliCommands, MatchCommand) {
             "list | endpoint get ID (see p --help)");
 }
 
+// A one-letter flag with its value attached ("-ojson", as kubectl takes it) is that flag: both
+// parsers share one token scan. It used to be "unknown flag --ojson".
+TEST_F(CliParse, ShortFlagWithAttachedValue) {
+  auto pos = ParseProgramFlags({"-ojson", "status"}, TestDoc());
+  ASSERT_TRUE(pos.ok()) << pos.status();
+  EXPECT_EQ(*pos, (std::vector<std::string>{"status"}));
+  EXPECT_EQ(absl::GetFlag(FLAGS_o), "json");
+  // Only a valued one-letter flag takes an attached value; anything else stays unknown, named.
+  auto r = ParseProgramFlags({"-xjson"}, TestDoc());
+  EXPECT_EQ(r.status().message(), "unknown flag --xjson");
+  r = ParseProgramFlags({"--ojson"}, TestDoc());  // two dashes: a long name, not -o
+  EXPECT_EQ(r.status().message(), "unknown flag --ojson");
+  const std::vector<FlagDoc> table = {{"o", "string", "text", ""}, {"out", "string", "", ""}};
+  auto t = ParseFlagTable({"-ojson", "-out", "/x"}, table);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->values.at("o"), (std::vector<std::string>{"json"}));
+  EXPECT_EQ(t->values.at("out"), (std::vector<std::string>{"/x"}));
+  EXPECT_TRUE(AsksForJsonOutput({"-ojson", "trace"}));
+  EXPECT_FALSE(AsksForJsonOutput({"-ojson", "-otext"}));
+  EXPECT_TRUE(AsksForJsonOutput({"-o", "json", "-out", "/x"}));
+}
+
+// Flags before a command word: the scan can stop at the first positional argument.
+TEST(CliFlagTable, StopAtPositional) {
+  const std::vector<FlagDoc> table = {{"o", "string", "text", ""}, {"no-reply", "", "", ""}};
+  auto r = ParseFlagTable({"-o", "json", "--no-reply", "trace", "--bogus", "-o", "dot"}, table,
+                          {.stop_at_positional = true});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->values.at("o"), (std::vector<std::string>{"json"}));
+  EXPECT_EQ(r->positional, (std::vector<std::string>{"trace", "--bogus", "-o", "dot"}));
+  r = ParseFlagTable({"--bogus", "trace"}, table, {.stop_at_positional = true});
+  EXPECT_EQ(r.status().message(), "unknown flag --bogus");
+}
+
+// An empty command argument is bad usage naming the argument; it never reaches sarenad.
+TEST(CliCommands, EmptyArgumentIsAUsageError) {
+  const std::vector<CommandSpec> cmds = {{"status", ""}, {"endpoint get", "ID"}};
+  auto m = MatchCommand({"endpoint", "get", ""}, cmds, "p");
+  ASSERT_TRUE(absl::IsInvalidArgument(m.status()));
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("endpoint get: the ID argument is empty (usage: p endpoint get ID)"));
+  for (const char* args : {"endpoint get ''", "node delete ''"}) {
+    auto r = RunSarena(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("argument is empty")) << args;
+    EXPECT_THAT(r.err, Not(HasSubstr("sarenad"))) << args;  // no connect, no socket hint
+  }
+}
+
+// The real `sarena` binary: usage errors are exit 2 naming the flag and its value, never a
+// hint at the datapath, sarenad or etcd (those are for failing to reach them), and -ojson is
+// -o json.
+TEST(CliCommands, SarenaUsageErrorsNameTheFlagWithoutReachabilityHints) {
+  struct Case {
+    std::string args;
+    std::vector<std::string> mentions;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"monitor --duration=-1s", {"--duration", "-1s", "negative"}},
+           {"--bpffs /nonexistent monitor --duration -2m", {"--duration", "-2m"}},
+           {"--bpffs /nonexistent monitor --type trace", {"--type trace", "endpoint"}},
+           {"--etcd-endpoints=notaurl node list", {"--etcd-endpoints", "notaurl"}},
+           {"--etcd-endpoints=http://h:0 node delete n", {"--etcd-endpoints", "http://h:0"}},
+           {"--etcd-endpoints unix://rel node list", {"--etcd-endpoints", "unix://rel"}}}) {
+    auto r = testing::Run(absl::StrCat("env -u SARENA_ETCD_ENDPOINTS ", testing::BinaryDir(),
+                                       "/tools/sarena --socket /nonexistent ", c.args));
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.err;
+    for (const std::string& m : c.mentions) EXPECT_THAT(r.err, HasSubstr(m)) << c.args;
+    for (const char* hint : {"is the sarena datapath loaded", "is etcd reachable", "is sarenad"}) {
+      EXPECT_THAT(r.err, Not(HasSubstr(hint))) << c.args;
+    }
+  }
+  auto env = testing::Run(absl::StrCat("SARENA_ETCD_ENDPOINTS=bogus ", testing::BinaryDir(),
+                                       "/tools/sarena node list"));
+  EXPECT_EQ(env.exit_code, 2) << env.err;
+  EXPECT_THAT(env.err, HasSubstr("invalid $SARENA_ETCD_ENDPOINTS 'bogus'"));
+  // -ojson (attached) is -o json: the usage error is the JSON error object on stdout.
+  auto j = RunSarena("-ojson frob");
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_THAT(j.out, HasSubstr("\"code\": \"INVALID_ARGUMENT\""));
+  EXPECT_THAT(j.out, HasSubstr("unknown command 'frob'"));
+  EXPECT_EQ(j.err, "");
+  // Failing to reach the datapath keeps its hint (exit 1).
+  auto m = RunSarena("--bpffs /nonexistent monitor");
+  EXPECT_EQ(m.exit_code, 1) << m.err;
+  EXPECT_THAT(m.err, HasSubstr("is the sarena datapath loaded"));
+}
+
 TEST(CliTable, ColumnsFitTheWidestCellNeverTruncated) {
   const std::string id64(64, 'f');
   TextTable t({"CONTAINER", "IF", "RX-PKTS"}, {false, false, true});

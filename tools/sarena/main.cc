@@ -27,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "libsarena/base/cli.h"
 #include "libsarena/cluster/agent.h"
+#include "libsarena/cluster/etcd_client.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/monitor.h"
 #include "libsarena/datapath/abi.h"
@@ -204,22 +205,35 @@ int Drops() {
   return Print(list, t.Render());
 }
 
-absl::StatusOr<std::string> EtcdEndpoints() {
+// The etcd endpoints of `node list|delete`: --etcd-endpoints, else (with `from_env`)
+// $SARENA_ETCD_ENDPOINTS. Errors are bad usage (kInvalidArgument, exit 2), before anything is
+// dialled: none given, or a value that is no endpoint list (cluster::ParseEndpoints), naming
+// where it came from and the value, e.g. "invalid --etcd-endpoints 'notaurl': invalid etcd
+// endpoint 'notaurl': expected unix:///path or http://host:port (https is not supported)".
+absl::StatusOr<std::string> EtcdEndpoints(bool from_env) {
   std::string e = absl::GetFlag(FLAGS_etcd_endpoints);
-  if (e.empty()) {
+  std::string source = "--etcd-endpoints";
+  if (e.empty() && from_env) {
     const char* env = std::getenv("SARENA_ETCD_ENDPOINTS");
     if (env != nullptr) e = env;
+    source = "$SARENA_ETCD_ENDPOINTS";
   }
   if (e.empty()) {
     return absl::InvalidArgumentError(
-        "no etcd endpoints: pass --etcd-endpoints or set SARENA_ETCD_ENDPOINTS");
+        from_env ? "no etcd endpoints: pass --etcd-endpoints or set SARENA_ETCD_ENDPOINTS"
+                 : "node delete needs --etcd-endpoints");
+  }
+  if (auto parsed = sarena::cluster::ParseEndpoints(e); !parsed.ok() || parsed->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid ", source, " '", e, "': ",
+                     parsed.ok() ? "no endpoint in it" : parsed.status().message()));
   }
   return e;
 }
 
 int NodeList() {
-  auto eps = EtcdEndpoints();
-  if (!eps.ok()) return Fail(eps.status(), kExitUsage);  // no endpoints: usage, as node delete
+  auto eps = EtcdEndpoints(/*from_env=*/true);
+  if (!eps.ok()) return Fail(eps.status(), kExitUsage);  // none or malformed: usage
   auto nodes = sarena::cluster::ListNodes(*eps);
   if (!nodes.ok()) {
     return Fail(sarena::rpc::WithHint(
@@ -259,10 +273,9 @@ int NodeList() {
 }
 
 int NodeDelete(const std::string& name) {
-  const std::string eps = absl::GetFlag(FLAGS_etcd_endpoints);
-  if (eps.empty()) {
-    return Fail(absl::InvalidArgumentError("node delete needs --etcd-endpoints"), kExitUsage);
-  }
+  auto parsed_eps = EtcdEndpoints(/*from_env=*/false);
+  if (!parsed_eps.ok()) return Fail(parsed_eps.status(), kExitUsage);
+  const std::string& eps = *parsed_eps;
   auto res = sarena::cluster::DeleteNode(eps, name);
   if (!res.ok()) {
     return Fail(absl::IsNotFound(res.status()) || absl::IsInvalidArgument(res.status())
@@ -288,6 +301,12 @@ int NodeDelete(const std::string& name) {
 volatile int g_monitor_stop = 0;
 int Monitor() {
   sarena::datapath::MonitorOptions opts{.pin_root = absl::GetFlag(FLAGS_bpffs)};
+  if (const absl::Duration d = absl::GetFlag(FLAGS_duration); d < absl::ZeroDuration()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "invalid --duration '", absl::FormatDuration(d),
+                    "': negative (want 0 = until interrupted, or how long, e.g. 30s)")),
+                kExitUsage);
+  }
   auto type = sarena::datapath::ParseEventType(absl::GetFlag(FLAGS_type));
   if (!type.ok()) return Fail(type.status(), kExitUsage);
   opts.type = *type;
@@ -301,8 +320,9 @@ int Monitor() {
   }
   auto mon = sarena::datapath::Monitor::Open(opts);
   if (!mon.ok()) {
-    return Fail(sarena::rpc::WithHint(mon.status(), BpffsHint(opts.pin_root)),
-                absl::IsInvalidArgument(mon.status()) ? kExitUsage : 1);
+    // Bad usage (--type trace without --endpoint) is no fault of the datapath: no hint at it.
+    if (absl::IsInvalidArgument(mon.status())) return Fail(mon.status(), kExitUsage);
+    return Fail(sarena::rpc::WithHint(mon.status(), BpffsHint(opts.pin_root)));
   }
   struct sigaction sa = {};
   sa.sa_handler = [](int) { g_monitor_stop = 1; };  // no SA_RESTART: the poll returns at once
