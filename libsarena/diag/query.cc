@@ -79,16 +79,19 @@ absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
   Query q;
   SARENA_ASSIGN_OR_RETURN(q.src, ParseEndpointSpec(src, "--src", /*allow_service=*/false));
   absl::string_view rest = dst;
-  absl::string_view proto_text = "tcp";
   size_t slash = rest.rfind('/');
   size_t colon = rest.rfind(':');
   if (colon == absl::string_view::npos) {
     return Bad("--dst", dst, "expected DST:PORT/PROTO (e.g. pod:default/web:8080/tcp)");
   }
-  if (slash != absl::string_view::npos && slash > colon) {
-    proto_text = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
+  // The protocol is never guessed: "10.0.0.2:53" could mean udp as well as tcp.
+  if (slash == absl::string_view::npos || slash < colon) {
+    return Bad("--dst", dst,
+               absl::StrCat("no protocol: write ", dst, "/tcp, ", dst, "/udp (PROTO tcp|udp, or ",
+                            rest.substr(0, colon), ":0/icmp)"));
   }
+  absl::string_view proto_text = rest.substr(slash + 1);
+  rest = rest.substr(0, slash);
   absl::string_view port_text = rest.substr(colon + 1);
   absl::string_view target = rest.substr(0, colon);
   // Exactly the spellings --help names: no other protocol (sctp), no other case (TCP).
@@ -121,11 +124,21 @@ absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
   return q;
 }
 
-absl::StatusOr<uint32_t> ParsePacketSize(absl::string_view text) {
+uint32_t MinPacketSize(uint8_t proto) {
+  // The IPv4 header (20) and the transport's: TCP 20 (no options), UDP 8, ICMP echo 8.
+  return proto == model::kProtoTcp ? 40 : 28;
+}
+
+absl::StatusOr<uint32_t> ParsePacketSize(absl::string_view text, uint8_t proto) {
+  const uint32_t min = MinPacketSize(proto);
   uint32_t v = 0;
-  if (!absl::SimpleAtoi(text, &v) || (v != kPacketSizeMtu && (v < 28 || v > 65535))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid --size '", text, "': want 0 (the source device's MTU) or 28..65535"));
+  if (!absl::SimpleAtoi(text, &v) || (v != kPacketSizeMtu && (v < min || v > 65535))) {
+    const char* name = proto == model::kProtoTcp    ? "tcp"
+                       : proto == model::kProtoIcmp ? "icmp"
+                                                    : "udp";
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid --size '", text, "': want 0 (the source device's MTU) or ", min,
+        "..65535 for ", name, " (", min, " bytes are its IPv4 and ", name, " headers alone)"));
   }
   return v;
 }

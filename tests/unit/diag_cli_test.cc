@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "libsarena/rpc/cli_output.h"
 #include "tests/lib/test_util.h"
@@ -130,8 +132,8 @@ TEST(DiagCli, LiveLoopbackSourceIsExplained) {
 }
 
 // --size has one definition offline and --live (diag::ParsePacketSize): 0 = full size, the
-// source device's MTU, the same as no --size; 1..27 and over 65535 are errors. --live took 0
-// as an error (and its default meant 64 bytes).
+// source device's MTU, the same as no --size; below the protocol's headers (tcp 40, udp 28) and
+// over 65535 are errors. --live took 0 as an error (and its default meant 64 bytes).
 TEST(DiagCli, SizeZeroIsTheMtuOfflineAndLive) {
   const std::string args =
       TraceArgs(CaseDir("CAL-MTU-01"), "pod:default/client", "10.65.2.8:8080/tcp");
@@ -141,10 +143,10 @@ TEST(DiagCli, SizeZeroIsTheMtuOfflineAndLive) {
   EXPECT_EQ(zero.out, dflt.out);
   for (const char* bad : {"27", "65536", "x"}) {
     ExpectBadInput(Diag(absl::StrCat(args, " --size ", bad)),
-                   {"--size", bad, "want 0 (the source device's MTU) or 28..65535"});
+                   {"--size", bad, "want 0 (the source device's MTU) or 40..65535 for tcp"});
     ExpectBadInput(
         Diag(absl::StrCat("trace --live --src 10.0.0.1 --dst 10.0.0.2:80/udp --size ", bad)),
-        {"--size", bad, "want 0 (the source device's MTU) or 28..65535"});
+        {"--size", bad, "want 0 (the source device's MTU) or 28..65535 for udp"});
   }
   // --live takes --size 0 (the loopback source is the next thing it refuses).
   auto live = Diag("trace --live --src 127.0.0.1 --dst 10.0.0.2:80/udp --size 0");
@@ -171,7 +173,8 @@ TEST(DiagCli, JsonErrorsAreTheOneErrorObject) {
   expect_json_error(trace + " --bogus -o json", absl::StatusCode::kInvalidArgument,
                     "trace: unknown flag --bogus (see sarena-diag --help)");
   expect_json_error(trace + " -o json --size 1", absl::StatusCode::kInvalidArgument,
-                    "invalid --size '1': want 0 (the source device's MTU) or 28..65535");
+                    "invalid --size '1': want 0 (the source device's MTU) or 40..65535 for tcp "
+                    "(40 bytes are its IPv4 and tcp headers alone)");
   expect_json_error("trace -o json --src node:a --dst 10.0.0.1:80/tcp",
                     absl::StatusCode::kInvalidArgument,
                     "trace: --snapshot is required (see sarena-diag --help)");
@@ -193,6 +196,100 @@ TEST(DiagCli, JsonErrorsAreTheOneErrorObject) {
   EXPECT_NE(r.out.find("web/nope"), std::string::npos) << r.out;
   // Text mode is unchanged: the message on stderr, nothing on stdout.
   ExpectBadInput(Diag(trace + " --bogus"), {"sarena-diag: trace: unknown flag --bogus\nusage:"});
+}
+
+// --size is at least the protocol's headers: 40 for tcp (IPv4 + TCP), 28 for udp and icmp.
+// 28 was taken for tcp.
+TEST(DiagCli, SizeMinimumIsTheProtocolsHeaders) {
+  const std::string snap = CaseDir("CAL-MTU-01");
+  for (const char* size : {"28", "39"}) {
+    ExpectBadInput(Diag(TraceArgs(snap, "pod:default/client", "10.65.2.8:8080/tcp",
+                                  absl::StrCat("--size ", size))),
+                   {"--size", size, "40..65535 for tcp"});
+  }
+  for (const char* ok : {"pod:default/client|10.65.2.8:8080/tcp|40",
+                         "pod:default/client|10.65.2.8:8080/udp|28",
+                         "pod:default/client|10.65.2.8:0/icmp|28"}) {
+    std::vector<std::string> p = absl::StrSplit(ok, '|');
+    auto r = Diag(TraceArgs(snap, p[0], p[1], absl::StrCat("--size ", p[2])));
+    EXPECT_EQ(r.exit_code, 0) << ok << ": " << r.err;
+  }
+  ExpectBadInput(Diag(TraceArgs(snap, "pod:default/client", "10.65.2.8:0/icmp", "--size 27")),
+                 {"28..65535 for icmp"});
+}
+
+// --dst names its protocol: "IP:PORT" alone was taken as tcp (docs/cli.md: strict).
+TEST(DiagCli, DstWithoutProtocolIsAnError) {
+  for (const char* dst : {"10.0.0.1:80", "pod:web/www:80", "svc:web/www:80"}) {
+    ExpectBadInput(Diag(TraceArgs(CaseDir("KP-01"), "pod:web/client", dst)),
+                   {"--dst", dst, "no protocol", "/tcp"});
+  }
+}
+
+// --svg is written before the report: when it fails, -o json prints the error object alone
+// (it printed the report and then the error: two JSON documents), exit 1.
+TEST(DiagCli, SvgFailureIsOneJsonDocument) {
+  const std::string args =
+      TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp",
+                "-o json --svg /nonexistent-sarena-dir/x/path.svg");
+  auto r = Diag(args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.find("verdict"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("{\n \"code\": \"", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("\n}\n"), r.out.size() - 3) << "exactly one object: " << r.out;
+  EXPECT_NE(r.out.find("/nonexistent-sarena-dir"), std::string::npos) << r.out;
+  // Text mode: the error on stderr and no report either.
+  auto t = Diag(TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp",
+                          "--svg /nonexistent-sarena-dir/x/path.svg"));
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_EQ(t.out, "");
+  EXPECT_NE(t.err.find("/nonexistent-sarena-dir"), std::string::npos) << t.err;
+}
+
+// Flags may stand before the command, as for sarena: "-o json trace ..." was "unknown command
+// '-o'".
+TEST(DiagCli, GlobalFlagsBeforeTheCommand) {
+  const std::string tail = TraceArgs(CaseDir("RPF-05"), "node:node-a", "10.32.2.7:8080/tcp");
+  auto after = Diag(tail + " -o json");
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  for (const char* before : {"-o json", "-ojson", "--output=json", "--no-reply -o json"}) {
+    auto r = Diag(absl::StrCat(before, " ", tail));
+    EXPECT_EQ(r.exit_code, 0) << before << ": " << r.err;
+    if (!absl::StrContains(before, "no-reply")) EXPECT_EQ(r.out, after.out) << before;
+  }
+  auto codes = Diag("-o json codes");
+  EXPECT_EQ(codes.exit_code, 0) << codes.err;
+  EXPECT_EQ(codes.out, Diag("codes -o json").out);
+  // A flag of another command is named for the command it does not belong to.
+  ExpectBadInput(Diag("--pod a/b=x " + tail), {"trace: unknown flag --pod"});
+  ExpectBadInput(Diag("--bogus " + tail), {"unknown flag --bogus"});
+  auto none = Diag("-o json");  // no command: the JSON error object
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.out.find("missing command"), std::string::npos) << none.out;
+}
+
+// collect and drops take -o json (docs/cli.md: every command does): collect's result is
+// {"written", "skipped"}, drops' stream is JSON lines already, --explained-by gives
+// {"code", "kernel_reasons"}. They said "unknown flag -o".
+TEST(DiagCli, CollectAndDropsTakeJsonOutput) {
+  auto c = Diag("collect -o json");
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_EQ(c.out, rpc::MessageToJson(rpc::CliErrorOf(
+                       absl::InvalidArgumentError("collect: --out is required"))));
+  ExpectBadInput(Diag("collect --out /nonexistent-x -o yaml"), {"invalid -o 'yaml'"});
+  auto d = Diag("drops -o json --explained-by rp_filter_drop");
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out,
+            "{\n \"code\": \"rp_filter_drop\",\n \"kernel_reasons\": [\n  "
+            "\"SKB_DROP_REASON_IP_RPFILTER\"\n ]\n}\n");
+  auto d2 = Diag("-ojson drops --explained-by rp_filter_drop");
+  EXPECT_EQ(d2.out, d.out);
+  ExpectBadInput(Diag("drops -o text --explained-by rp_filter_drop"), {"drops prints json only"});
+  auto bad = Diag("drops -o json --duration soon");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("\"code\": \"INVALID_ARGUMENT\""), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.err, "");
 }
 
 // `drops` (the kfree_skb stream needs root and BPF: tests/privileged/diag_diff_test.sh runs it);

@@ -28,12 +28,18 @@ TEST(DiagQuery, Forms) {
   EXPECT_EQ(q->proto, 17);
   EXPECT_EQ(q->dport, 53);
 
-  q = ParseQuery("10.0.0.1", "203.0.113.4:443");  // protocol defaults to tcp
+  q = ParseQuery("10.0.0.1", "203.0.113.4:443/tcp");
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kIp);
   EXPECT_EQ(q->src.ip.to_string(), "10.0.0.1");
   EXPECT_EQ(q->dst.ip.to_string(), "203.0.113.4");
   EXPECT_EQ(q->proto, 6);
+  // No protocol is never guessed (it was tcp): an error naming the value.
+  q = ParseQuery("10.0.0.1", "203.0.113.4:443");
+  ASSERT_TRUE(absl::IsInvalidArgument(q.status()));
+  EXPECT_EQ(q.status().message(),
+            "invalid --dst '203.0.113.4:443': no protocol: write 203.0.113.4:443/tcp, "
+            "203.0.113.4:443/udp (PROTO tcp|udp, or 203.0.113.4:0/icmp)");
 
   q = ParseQuery("10.0.0.1", "10.0.0.2:0/icmp");
   ASSERT_TRUE(q.ok()) << q.status();
@@ -95,6 +101,25 @@ TEST(DiagQuery, CalicoVethName) {
   EXPECT_EQ(CalicoVethName("data", "db-0"), "cali407af4d7387");
   EXPECT_EQ(CalicoVethName("data", "app"), "cali570d70de567");
   EXPECT_EQ(CalicoVethName("default", "files").size(), 15u);  // IFNAMSIZ - 1
+}
+
+// --size's minimum is the protocol's headers: IPv4 + TCP 40, IPv4 + UDP / ICMP echo 28.
+TEST(DiagQuery, PacketSizeMinimumPerProtocol) {
+  EXPECT_EQ(MinPacketSize(6), 40u);
+  EXPECT_EQ(MinPacketSize(17), 28u);
+  EXPECT_EQ(MinPacketSize(1), 28u);
+  EXPECT_EQ(*ParsePacketSize("0", 6), 0u);
+  EXPECT_EQ(*ParsePacketSize("40", 6), 40u);
+  EXPECT_EQ(*ParsePacketSize("28", 17), 28u);
+  EXPECT_EQ(*ParsePacketSize("65535", 1), 65535u);
+  auto r = ParsePacketSize("28", 6);
+  ASSERT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_EQ(r.status().message(),
+            "invalid --size '28': want 0 (the source device's MTU) or 40..65535 for tcp (40 "
+            "bytes are its IPv4 and tcp headers alone)");
+  EXPECT_FALSE(ParsePacketSize("27", 17).ok());
+  EXPECT_FALSE(ParsePacketSize("65536", 17).ok());
+  EXPECT_FALSE(ParsePacketSize("x", 1).ok());
 }
 
 }  // namespace

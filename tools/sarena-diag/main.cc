@@ -17,7 +17,9 @@
 // node, malformed snapshot file, unanswerable query, bad flags), 1 for other failures — the
 // environment (no BTF, no CAP_BPF, a tracepoint missing) and a failed write to stdout included.
 // With -o json a failure (a flag error included) prints one sarena.rpc.v1.CliError object
-// {"code", "message"} on stdout instead of the message on stderr, as sarena does.
+// {"code", "message"} on stdout instead of the message on stderr, as sarena does; stdout then
+// carries exactly one JSON document, the result or that error (never both: --svg is written
+// before the report). Flags may also stand before the command ("sarena-diag -o json trace ...").
 #include <signal.h>
 #include <unistd.h>
 
@@ -69,13 +71,20 @@ const std::vector<sarena::FlagDoc> kTraceFlags = {
      "case; icmp has no port: DST:0/icmp (required)."},
     {"cni", "string", "auto",
      "Datapath plugin: calico | sarena | generic | auto (from the nodes)."},
-    {"o", "string", "text", "Output: text | json (sarena.diag report) | dot (Graphviz)."},
+    {"o", "string", "text",
+     "Output: trace: text | json (sarena.diag report) | dot (Graphviz); collect: text | json "
+     "({\"written\", \"skipped\"}); drops: json only (one object a line; --explained-by: "
+     "{\"code\", \"kernel_reasons\"}); codes: text | json | markdown. With json a failure is "
+     "one {\"code\", \"message\"} object on stdout."},
     {"output", "string", "text", "Same as -o."},
-    {"svg", "string", "", "Also render the path graph to this SVG file (Graphviz dot)."},
+    {"svg", "string", "",
+     "Also render the path graph to this SVG file (Graphviz dot), before the report is printed: "
+     "when it cannot be written the command fails (exit 1) with no report."},
     {"sport", "uint32", "0", "Source port (0 = an ephemeral port, unknown)."},
     {"ttl", "uint32", "64", "Initial IP TTL, 1..255."},
     {"size", "uint32", "0",
-     "Packet size (IP total length) in bytes, 28..65535; 0 = full size: the MTU of the "
+     "Packet size (IP total length) in bytes up to 65535, at least its headers: 40 for tcp, 28 "
+     "for udp and icmp; 0 = full size: the MTU of the "
      "source's outgoing device (TCP: the segments the connection negotiates, by MSS). The same "
      "with --live: its UDP probe is that size (0: the MTU of its route), and so is the walked "
      "packet."},
@@ -114,6 +123,8 @@ const std::vector<sarena::FlagDoc> kCollectFlags = {
      "bpffs directory of the datapath's pinned maps (the endpoint map is read from there)."},
     {"no-programs", "", "", "Do not collect the attached BPF programs."},
     {"no-endpoint-pods", "", "", "Do not collect the pods the endpoint list names."},
+    {"o", "string", "text", "collect: text | json."},
+    {"output", "string", "text", "Same as -o."},
 };
 // `drops` (libsarena/live/drop_stream.h). Its --netns repeats and means "only these", unlike
 // collect's single --netns.
@@ -131,6 +142,8 @@ const std::vector<sarena::FlagDoc> kDropsFlags = {
     {"explained-by", "string", "",
      "drops: print the kernel drop reasons (SKB_DROP_REASON_*) the suspicion CODE explains, one "
      "a line, and exit (nothing is attached)."},
+    {"o", "string", "json", "drops: json (its only format)."},
+    {"output", "string", "json", "Same as -o."},
 };
 
 // The flags' names; with `switches_only` those that take no value (type "").
@@ -176,12 +189,20 @@ const sarena::ProgramDoc& Doc() {
                   "other failure (the environment, e.g. no BTF or CAP_BPF for drops; a failed "
                   "write to stdout).\n",
     };
-    d->extra_flags = kTraceFlags;
-    d->extra_flags.insert(d->extra_flags.end(), kLiveFlags.begin(), kLiveFlags.end());
-    for (const sarena::FlagDoc& f : kCollectFlags) {
-      if (f.name != "netns") d->extra_flags.push_back(f);  // listed once, under drops' meaning
-    }
-    d->extra_flags.insert(d->extra_flags.end(), kDropsFlags.begin(), kDropsFlags.end());
+    // Each flag once, as its first table has it (-o as trace's, which names every command's
+    // formats; --netns as drops', which says both meanings).
+    auto add = [d](const std::vector<sarena::FlagDoc>& table) {
+      for (const sarena::FlagDoc& f : table) {
+        if (absl::c_none_of(d->extra_flags,
+                            [&](const sarena::FlagDoc& g) { return g.name == f.name; })) {
+          d->extra_flags.push_back(f);
+        }
+      }
+    };
+    add(kTraceFlags);
+    add(kLiveFlags);
+    add(kDropsFlags);
+    add(kCollectFlags);
     return d;
   }();
   return *doc;
@@ -193,20 +214,24 @@ std::string Usage() {
   return absl::StrCat("usage:\n", u, "(see sarena-diag --help)\n");
 }
 
-// -o json (or --output json) was asked for: a failure is then one sarena.rpc.v1.CliError
-// object on stdout, as sarena prints it (rpc::ReportCliError), even for a flag error.
-bool g_json_errors = false;
+// What a command runs with besides its flags: how it reports a failure.
+struct Cli {
+  // -o json (or --output json) was asked for (sarena::AsksForJsonOutput on the raw arguments,
+  // so that a flag error is reported so too): a failure is then one sarena.rpc.v1.CliError
+  // object on stdout, as sarena prints it (rpc::ReportCliError).
+  bool json_errors = false;
+};
 
 // A failed command, reported as every sarena executable does (rpc::ReportCliError): "sarena-diag:
 // <message>" on stderr, or with -o json the {"code", "message"} object on stdout. Returns `code`,
 // the exit status.
-int Fail(int code, const absl::Status& st) {
-  return sarena::rpc::ReportCliError("sarena-diag", st, g_json_errors, code);
+int Fail(const Cli& cli, int code, const absl::Status& st) {
+  return sarena::rpc::ReportCliError("sarena-diag", st, cli.json_errors, code);
 }
 
 // A failure with only a message: bad input (exit 2) is kInvalidArgument, anything else kUnknown.
-int Fail(int code, absl::string_view msg) {
-  return Fail(code,
+int Fail(const Cli& cli, int code, absl::string_view msg) {
+  return Fail(cli, code,
               code == kExitBadInput ? absl::InvalidArgumentError(msg) : absl::UnknownError(msg));
 }
 
@@ -217,9 +242,10 @@ absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
 
 // Bad usage (exit 2): the message followed by the usage lines on stderr; with -o json the
 // message and "(see sarena-diag --help)", as sarena's usage errors.
-int FailUsage(absl::string_view msg) {
-  return Fail(kExitBadInput, g_json_errors ? absl::StrCat(msg, " (see sarena-diag --help)")
-                                           : absl::StrCat(msg, "\n", Usage()));
+int FailUsage(const Cli& cli, absl::string_view msg) {
+  return Fail(cli, kExitBadInput,
+              cli.json_errors ? absl::StrCat(msg, " (see sarena-diag --help)")
+                              : absl::StrCat(msg, "\n", Usage()));
 }
 
 // `code`, or kExitFailure when anything written to stdout did not get out (a full disk, a closed
@@ -239,12 +265,20 @@ int FinishStdout(int code) {
 }
 
 // One command's flags, parsed against its table by sarena::ParseFlagTable (libsarena/base/cli.h:
-// --pod and --netns repeat); a positional argument is an error.
+// --pod and --netns repeat); a positional argument is an error. `before` are the flags given
+// before the command word (parsed against every command's flags): they must be in `table` too,
+// and come first (a flag given again after the command wins).
 class Args {
  public:
-  Args(int argc, char** argv, int first, const std::vector<sarena::FlagDoc>& table) {
-    auto parsed =
-        sarena::ParseFlagTable(std::vector<std::string>(argv + first, argv + argc), table);
+  Args(const std::vector<std::string>& args, const std::vector<sarena::FlagDoc>& table,
+       const std::map<std::string, std::vector<std::string>>& before) {
+    for (const auto& [name, vals] : before) {
+      if (absl::c_none_of(table, [&](const sarena::FlagDoc& f) { return f.name == name; })) {
+        error_ = absl::StrCat("unknown flag ", name.size() == 1 ? "-" : "--", name);
+        return;
+      }
+    }
+    auto parsed = sarena::ParseFlagTable(args, table);
     if (!parsed.ok()) {
       error_ = std::string(parsed.status().message());
       return;
@@ -253,7 +287,10 @@ class Args {
       error_ = absl::StrCat("unexpected argument '", parsed->positional.front(), "'");
       return;
     }
-    values_ = std::move(parsed->values);
+    values_ = before;
+    for (auto& [name, vals] : parsed->values) {
+      values_[name].insert(values_[name].end(), vals.begin(), vals.end());
+    }
   }
   const std::string& error() const { return error_; }
   std::string Get(const std::string& name, const std::string& def = "") const {
@@ -292,7 +329,7 @@ int Print(const std::string& out) {
 }
 
 // `trace --live`: everything happens in libsarena/live; this maps flags and prints.
-int TraceLive(const Args& args, const std::string& format) {
+int TraceLive(const Cli& cli, const Args& args, const std::string& format) {
   sarena::live::LiveOptions opts;
   opts.src = args.Get("src");
   opts.dst = args.Get("dst");
@@ -304,8 +341,11 @@ int TraceLive(const Args& args, const std::string& format) {
   };
   uint32_t ttl = 64;
   if (args.Has("size")) {
-    auto size = sarena::diag::ParsePacketSize(args.Get("size"));
-    if (!size.ok()) return Fail(kExitBadInput, size.status());
+    // --size's range is the protocol's (libsarena/live parses the query again, the same way).
+    auto query = sarena::diag::ParseQuery(opts.src, opts.dst);
+    if (!query.ok()) return Fail(cli, kExitBadInput, Prefixed("trace --live: ", query.status()));
+    auto size = sarena::diag::ParsePacketSize(args.Get("size"), query->proto);
+    if (!size.ok()) return Fail(cli, kExitBadInput, size.status());
     opts.size = *size;
   }
   for (const U32Flag& f :
@@ -313,7 +353,7 @@ int TraceLive(const Args& args, const std::string& format) {
         U32Flag{"ttl", 1, 255, &ttl}}) {
     if (!args.Has(f.name)) continue;
     if (!ParseUint(args.Get(f.name), f.max, &v) || v < f.min) {
-      return Fail(kExitBadInput, absl::StrCat("invalid --", f.name, " '", args.Get(f.name),
+      return Fail(cli, kExitBadInput, absl::StrCat("invalid --", f.name, " '", args.Get(f.name),
                                               "': want ", f.min, "..", f.max));
     }
     *f.out = v;
@@ -332,32 +372,34 @@ int TraceLive(const Args& args, const std::string& format) {
                        absl::IsFailedPrecondition(r.status())
                    ? kExitBadInput
                    : 1;
-    return Fail(code, Prefixed("trace --live: ", r.status()));
+    return Fail(cli, code, Prefixed("trace --live: ", r.status()));
   }
+  std::string out;
   if (format == "json") {
     auto json = sarena::diag::ToLiveJson(r->trace.graph, r->evidence, r->joined);
-    if (!json.ok()) return Fail(1, json.status());
-    Print(*json);
+    if (!json.ok()) return Fail(cli, 1, json.status());
+    out = *std::move(json);
   } else if (format == "dot") {
-    Print(sarena::diag::ToDot(r->trace.graph));
+    out = sarena::diag::ToDot(r->trace.graph);
   } else {
-    Print(sarena::live::LiveText(*r));
+    out = sarena::live::LiveText(*r);
   }
+  // The SVG first: a failure is then the only output (one JSON document under -o json).
   if (args.Has("svg")) {
     absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(r->trace.graph), args.Get("svg"));
-    if (!st.ok()) return Fail(1, st);
+    if (!st.ok()) return Fail(cli, 1, st);
   }
-  return 0;
+  return Print(out);
 }
 
-int Trace(const Args& args) {
+int Trace(const Cli& cli, const Args& args) {
   std::vector<std::string> known = NamesOf(kTraceFlags, false);
   if (args.Has("live")) {
     for (const std::string& n : NamesOf(kLiveFlags, false)) known.push_back(n);
     for (const std::string& n : kLiveCollectFlags) known.push_back(n);
   }
   if (std::string u = args.Unknown(known); !u.empty()) {
-    return FailUsage(absl::StrCat("trace: unknown flag --", u,
+    return FailUsage(cli, absl::StrCat("trace: unknown flag --", u,
                                   absl::c_linear_search(NamesOf(kLiveFlags, false), u) ||
                                           absl::c_linear_search(kLiveCollectFlags, u)
                                       ? " (only with --live)"
@@ -366,48 +408,48 @@ int Trace(const Args& args) {
   if (args.Has("live")) {
     for (const char* req : {"src", "dst"}) {
       if (!args.Has(req)) {
-        return FailUsage(absl::StrCat("trace --live: --", req, " is required"));
+        return FailUsage(cli, absl::StrCat("trace --live: --", req, " is required"));
       }
     }
     std::string format = args.Get("o", args.Get("output", "text"));
     if (format != "text" && format != "json" && format != "dot") {
-      return Fail(kExitBadInput,
+      return Fail(cli, kExitBadInput,
                   absl::StrCat("invalid -o '", format, "': expected text, json or dot"));
     }
-    return TraceLive(args, format);
+    return TraceLive(cli, args, format);
   }
   for (const char* req : {"snapshot", "src", "dst"}) {
     if (!args.Has(req)) {
-      return FailUsage(absl::StrCat("trace: --", req, " is required"));
+      return FailUsage(cli, absl::StrCat("trace: --", req, " is required"));
     }
   }
   std::string format = args.Get("o", args.Get("output", "text"));
   if (format != "text" && format != "json" && format != "dot") {
-    return Fail(kExitBadInput,
+    return Fail(cli, kExitBadInput,
                 absl::StrCat("invalid -o '", format, "': expected text, json or dot"));
   }
   auto query = sarena::diag::ParseQuery(args.Get("src"), args.Get("dst"));
-  if (!query.ok()) return Fail(kExitBadInput, query.status());
+  if (!query.ok()) return Fail(cli, kExitBadInput, query.status());
   uint32_t v = 0;
   if (args.Has("sport")) {
     if (!ParseUint(args.Get("sport"), 65535, &v)) {
-      return Fail(kExitBadInput, absl::StrCat("invalid --sport '", args.Get("sport"), "'"));
+      return Fail(cli, kExitBadInput, absl::StrCat("invalid --sport '", args.Get("sport"), "'"));
     }
     query->sport = static_cast<uint16_t>(v);
   }
   if (args.Has("ttl")) {
     if (!ParseUint(args.Get("ttl"), 255, &v) || v == 0) {
-      return Fail(kExitBadInput, absl::StrCat("invalid --ttl '", args.Get("ttl"), "'"));
+      return Fail(cli, kExitBadInput, absl::StrCat("invalid --ttl '", args.Get("ttl"), "'"));
     }
     query->ttl = static_cast<uint8_t>(v);
   }
   if (args.Has("size")) {
-    auto size = sarena::diag::ParsePacketSize(args.Get("size"));
-    if (!size.ok()) return Fail(kExitBadInput, size.status());
+    auto size = sarena::diag::ParsePacketSize(args.Get("size"), query->proto);
+    if (!size.ok()) return Fail(cli, kExitBadInput, size.status());
     query->size = *size;
   }
   auto snap = sarena::model::Snapshot::Open(args.Get("snapshot"));
-  if (!snap.ok()) return Fail(kExitBadInput, snap.status());
+  if (!snap.ok()) return Fail(cli, kExitBadInput, snap.status());
 
   // Nodes of the query, for --cni auto.
   std::vector<std::string> nodes;
@@ -423,29 +465,31 @@ int Trace(const Args& args) {
     }
   }
   auto plugin = sarena::diag::SelectPlugin(args.Get("cni", "auto"), **snap, nodes);
-  if (!plugin.ok()) return Fail(kExitBadInput, plugin.status());
+  if (!plugin.ok()) return Fail(cli, kExitBadInput, plugin.status());
 
   sarena::diag::TraceOptions opts;
   opts.reply = !args.Has("no-reply");
   auto result = sarena::diag::Trace(**snap, *query, **plugin, opts);
-  if (!result.ok()) return Fail(kExitBadInput, result.status());
+  if (!result.ok()) return Fail(cli, kExitBadInput, result.status());
 
   std::string out;
   if (format == "json") {
     auto json = sarena::diag::ToJson(result->graph);
-    if (!json.ok()) return Fail(1, json.status());
+    if (!json.ok()) return Fail(cli, 1, json.status());
     out = *json;
   } else if (format == "dot") {
     out = sarena::diag::ToDot(result->graph);
   } else {
     out = absl::StrCat("cni plugin: ", result->plugin, "\n", sarena::diag::ToText(result->graph));
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  // The SVG before the report: when it cannot be written the command fails with its error
+  // alone, so stdout holds one document (under -o json: the report or the error object).
   if (args.Has("svg")) {
     absl::Status st = sarena::diag::RenderSvg(sarena::diag::ToDot(result->graph), args.Get("svg"));
-    if (!st.ok()) return Fail(1, st);
+    if (!st.ok()) return Fail(cli, 1, st);
   }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
   // The snapshot of a large cluster (150k pods) takes ~1 s of system time to free; the process
   // ends here anyway, so the kernel reclaims it at once (bench/diag_scale.sh measures this).
   int code = FinishStdout(0);
@@ -453,18 +497,22 @@ int Trace(const Args& args) {
   std::_Exit(code);
 }
 
-int Collect(const Args& args) {
+int Collect(const Cli& cli, const Args& args) {
   if (std::string u = args.Unknown(NamesOf(kCollectFlags, false)); !u.empty()) {
-    return FailUsage(absl::StrCat("collect: unknown flag --", u));
+    return FailUsage(cli, absl::StrCat("collect: unknown flag --", u));
+  }
+  const std::string format = args.Get("o", args.Get("output", "text"));
+  if (format != "text" && format != "json") {
+    return Fail(cli, kExitBadInput, absl::StrCat("invalid -o '", format, "': expected text or json"));
   }
   sarena::collect::CollectOptions opts;
   opts.out_dir = args.Get("out");
-  if (opts.out_dir.empty()) return Fail(kExitBadInput, "collect: --out is required");
+  if (opts.out_dir.empty()) return Fail(cli, kExitBadInput, "collect: --out is required");
   opts.node = args.Get("node");
   opts.node_netns = args.Get("netns");
   for (const std::string& p : args.All("pod")) {
     auto spec = sarena::collect::ParsePodNetnsSpec(p);
-    if (!spec.ok()) return Fail(kExitBadInput, spec.status());
+    if (!spec.ok()) return Fail(cli, kExitBadInput, spec.status());
     opts.pods.push_back(*spec);
   }
   if (args.Has("socket")) opts.sarena_socket = args.Get("socket");
@@ -476,7 +524,13 @@ int Collect(const Args& args) {
     int code = absl::IsInvalidArgument(report.status()) || absl::IsNotFound(report.status())
                    ? kExitBadInput
                    : 1;
-    return Fail(code, report.status());
+    return Fail(cli, code, report.status());
+  }
+  if (format == "json") {
+    sarena::diag::v1::CollectResult result;
+    for (const std::string& w : report->written) result.add_written(w);
+    for (const std::string& s : report->skipped) result.add_skipped(s);
+    return Print(sarena::rpc::MessageToJson(result));
   }
   for (const std::string& w : report->written) std::printf("wrote %s\n", w.c_str());
   for (const std::string& s : report->skipped) std::printf("skipped %s\n", s.c_str());
@@ -508,16 +562,29 @@ std::string ParseDurationFlag(const std::string& text, absl::Duration max, absl:
 }
 
 // `drops`: flags here, the stream in libsarena/live (StreamDrops).
-int Drops(const Args& args) {
+int Drops(const Cli& cli, const Args& args) {
   if (std::string u = args.Unknown(NamesOf(kDropsFlags, false)); !u.empty()) {
-    return FailUsage(absl::StrCat("drops: unknown flag --", u));
+    return FailUsage(cli, absl::StrCat("drops: unknown flag --", u));
+  }
+  // Its stream is JSON already (one object a line): -o json is accepted and changes nothing.
+  if (const std::string format = args.Get("o", args.Get("output", "json")); format != "json") {
+    return Fail(cli, kExitBadInput,
+                absl::StrCat("invalid -o '", format, "': drops prints json only (one object a line)"));
   }
   if (args.Has("explained-by")) {
     const std::string code = args.Get("explained-by");
     if (!sarena::diag::FindSuspicionCode(code)) {
-      return Fail(kExitBadInput,
+      return Fail(cli, kExitBadInput,
                   absl::StrCat("drops --explained-by: unknown suspicion code '", code,
                                "' (sarena-diag codes lists them)"));
+    }
+    if (args.Has("o") || args.Has("output")) {
+      sarena::diag::v1::DropReasonsExplained result;
+      result.set_code(code);
+      for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
+        result.add_kernel_reasons(absl::StrCat("SKB_DROP_REASON_", r));
+      }
+      return Print(sarena::rpc::MessageToJson(result));
     }
     for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
       std::printf("SKB_DROP_REASON_%s\n", r.c_str());
@@ -529,7 +596,7 @@ int Drops(const Args& args) {
     absl::Duration d;
     if (std::string why = ParseDurationFlag(args.Get("duration"), kMaxDropsDuration, &d);
         !why.empty()) {
-      return Fail(kExitBadInput, absl::StrCat("invalid --duration '", args.Get("duration"),
+      return Fail(cli, kExitBadInput, absl::StrCat("invalid --duration '", args.Get("duration"),
                                               "': ", why, " (want 0..",
                                               absl::FormatDuration(kMaxDropsDuration),
                                               ", e.g. 10s, 500ms, 2m or seconds)"));
@@ -543,7 +610,7 @@ int Drops(const Args& args) {
   // kNotFound/kInvalidArgument also come from the tracer (no BTF: ESRCH; a missing
   // tracepoint: ENOENT; a verifier EINVAL), which is no fault of the command line.
   if (auto ns = sarena::live::ResolveDropStreamNetns(opts); !ns.ok()) {
-    return Fail(kExitBadInput, Prefixed("drops: ", ns.status()));
+    return Fail(cli, kExitBadInput, Prefixed("drops: ", ns.status()));
   }
   opts.ready_file = args.Get("ready-file");
   opts.symbols = !args.Has("no-symbols");
@@ -568,7 +635,7 @@ int Drops(const Args& args) {
         return true;
       },
       &stats);
-  if (!st.ok()) return Fail(kExitFailure, Prefixed("drops: ", st));
+  if (!st.ok()) return Fail(cli, kExitFailure, Prefixed("drops: ", st));
   // Not failures (the stream ran), but the output is incomplete: say so on stderr.
   if (stats.lost > 0) {
     std::fprintf(stderr,
@@ -579,7 +646,7 @@ int Drops(const Args& args) {
     std::fprintf(stderr, "sarena-diag: drops: events still queued at the stop were not read\n");
   }
   if (write_errno != 0) {
-    return Fail(kExitFailure,
+    return Fail(cli, kExitFailure,
                 absl::StrCat("drops: write standard output: ", std::strerror(write_errno)));
   }
   return 0;
@@ -588,9 +655,17 @@ int Drops(const Args& args) {
 int Main(int argc, char** argv) {
   const std::vector<std::string> all_args(argv + 1, argv + argc);
   if (sarena::PrintHelpIfAsked(all_args, Doc())) return 0;
-  g_json_errors = sarena::AsksForJsonOutput(all_args);
-  if (argc < 2) return FailUsage("missing command");
-  std::string cmd = argv[1];
+  const Cli cli{.json_errors = sarena::AsksForJsonOutput(all_args)};
+  // Flags before the command word ("sarena-diag -o json trace ..."), against every command's
+  // flags; the command's own table then checks they are its flags.
+  std::vector<sarena::FlagDoc> every_flag = Doc().extra_flags;
+  auto global =
+      sarena::ParseFlagTable(all_args, every_flag, {.stop_at_positional = true});
+  if (!global.ok()) return FailUsage(cli, global.status().message());
+  if (global->positional.empty()) return FailUsage(cli, "missing command");
+  const std::string cmd = global->positional.front();
+  const std::vector<std::string> rest(global->positional.begin() + 1, global->positional.end());
+  const auto& before = global->values;
   if (cmd == "help") {
     std::fputs(sarena::HelpText(Doc()).c_str(), stdout);
     return 0;
@@ -601,23 +676,23 @@ int Main(int argc, char** argv) {
     for (const sarena::FlagDoc& f : kCollectFlags) {
       if (absl::c_linear_search(kLiveCollectFlags, f.name)) table.push_back(f);
     }
-    Args args(argc, argv, 2, table);
-    if (!args.error().empty()) return FailUsage(absl::StrCat("trace: ", args.error()));
-    return Trace(args);
+    Args args(rest, table, before);
+    if (!args.error().empty()) return FailUsage(cli, absl::StrCat("trace: ", args.error()));
+    return Trace(cli, args);
   }
   if (cmd == "collect") {
-    Args args(argc, argv, 2, kCollectFlags);
-    if (!args.error().empty()) return FailUsage(absl::StrCat("collect: ", args.error()));
-    return Collect(args);
+    Args args(rest, kCollectFlags, before);
+    if (!args.error().empty()) return FailUsage(cli, absl::StrCat("collect: ", args.error()));
+    return Collect(cli, args);
   }
   if (cmd == "drops") {
-    Args args(argc, argv, 2, kDropsFlags);
-    if (!args.error().empty()) return FailUsage(absl::StrCat("drops: ", args.error()));
-    return Drops(args);
+    Args args(rest, kDropsFlags, before);
+    if (!args.error().empty()) return FailUsage(cli, absl::StrCat("drops: ", args.error()));
+    return Drops(cli, args);
   }
   if (cmd == "codes") {
-    Args args(argc, argv, 2, kCodesFlags);
-    if (!args.error().empty()) return FailUsage(absl::StrCat("codes: ", args.error()));
+    Args args(rest, kCodesFlags, before);
+    if (!args.error().empty()) return FailUsage(cli, absl::StrCat("codes: ", args.error()));
     std::string format = args.Get("o", args.Get("output", "text"));
     if (format == "json") {
       Print(absl::StrCat(sarena::diag::SuspicionCodesJson(), "\n"));
@@ -629,12 +704,12 @@ int Main(int argc, char** argv) {
                     sarena::diag::LevelsText(c.levels).c_str(), std::string(c.meaning).c_str());
       }
     } else {
-      return Fail(kExitBadInput,
+      return Fail(cli, kExitBadInput,
                   absl::StrCat("invalid -o '", format, "': expected text, json or markdown"));
     }
     return 0;
   }
-  return FailUsage(absl::StrCat("unknown command '", cmd, "'"));
+  return FailUsage(cli, absl::StrCat("unknown command '", cmd, "'"));
 }
 
 }  // namespace
