@@ -29,7 +29,7 @@ namespace sarena::live {
 struct LiveOptions {
   std::string src;  // IPv4 address (required)
   std::string dst;  // "IPv4:PORT/PROTO", PROTO tcp|udp (required)
-  /// The packet's size (IP total length) as diag::ParsePacketSize defines it: 28..65535, or 0
+  /// The packet's size (IP total length) as diag::ParsePacketSize defines it: its headers (tcp 40, udp 28)..65535, or 0
   /// = full size, the MTU of the source's outgoing device. The UDP probe's datagrams and the
   /// walk's packet (TCP: the walk's only; the probe is one SYN).
   uint32_t size = 0;

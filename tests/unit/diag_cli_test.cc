@@ -218,6 +218,18 @@ TEST(DiagCli, SizeMinimumIsTheProtocolsHeaders) {
                  {"28..65535 for icmp"});
 }
 
+// A --size packet is --size's, not "the sender's MTU" (it was called that); a full-size one
+// (no --size) still is.
+TEST(DiagCli, ForcedSizeIsNotCalledTheSendersMtu) {
+  const std::string args =
+      TraceArgs(CaseDir("CAL-MTU-01"), "pod:default/client", "10.65.2.8:8080/udp");
+  auto forced = Diag(args + " --size 65535");
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("65535-byte packets (--size) exceed the MTU"), std::string::npos)
+      << forced.out;
+  EXPECT_EQ(forced.out.find("sender's MTU"), std::string::npos) << forced.out;
+}
+
 // --dst names its protocol: "IP:PORT" alone was taken as tcp (docs/cli.md: strict).
 TEST(DiagCli, DstWithoutProtocolIsAnError) {
   for (const char* dst : {"10.0.0.1:80", "pod:web/www:80", "svc:web/www:80"}) {

@@ -91,7 +91,12 @@ SizeFlag Walker::DeviceMtuFlag(Vertex v, const Interface& dev, absl::string_view
   return [this, v, name = dev.name, mtu = dev.mtu, whose = std::string(whose)](
              uint32_t size, bool forced, const std::string& tcp) {
     std::string what = SizeText(size, tcp);
-    if (tcp.empty() && !whose.empty()) absl::StrAppend(&what, " (", whose, " MTU)");
+    // A forced size is --size's, not an MTU: only a full-size packet is "the sender's MTU".
+    if (tcp.empty() && forced) {
+      absl::StrAppend(&what, " (--size)");
+    } else if (tcp.empty() && !whose.empty()) {
+      absl::StrAppend(&what, " (", whose, " MTU)");
+    }
     Suspect(v, forced ? Level::kFatal : Level::kWarning, "mtu_mismatch",
             absl::StrCat(what, " exceed the MTU ", mtu, " of ", name,
                          forced ? ": dropped (DF set)"
