@@ -9,8 +9,10 @@
 //                     [--socket PATH] [--bpffs DIR] [--sarena PATH] [--no-programs]
 //   sarena-diag collect --out DIR [--node NAME] [--netns NETNS] [--pod NS/NAME=NETNS]...
 //                       [--sarena PATH] [--socket PATH] [--bpffs DIR] [--no-programs]
+//                       [-o text|json]
 //   sarena-diag drops [--netns NAME]... [--duration D] [--ready-file PATH] [--no-symbols]
-//   sarena-diag drops --explained-by CODE
+//                     [-o json]
+//   sarena-diag drops --explained-by CODE [-o json]
 //
 // SRC/DST: pod:NS/NAME | node:NAME | svc:NS/NAME (destination only) | IPv4.
 // Exit status: 0 when the walk ran (whatever it found), 2 for bad input (unknown pod / Service /
