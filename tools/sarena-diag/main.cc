@@ -519,8 +519,8 @@ int Drops(const Args& args) {
                   absl::StrCat("drops --explained-by: unknown suspicion code '", code,
                                "' (sarena-diag codes lists them)"));
     }
-    for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
-      std::printf("SKB_DROP_REASON_%s\n", r.c_str());
+    for (absl::string_view r : sarena::diag::DropReasonsOf(*sarena::diag::FindSuspicionCode(code))) {
+      std::printf("SKB_DROP_REASON_%s\n", std::string(r).c_str());
     }
     return 0;
   }
