@@ -6,11 +6,13 @@
 #include "google/protobuf/util/json_util.h"
 #include "libsarena/diag/report.pb.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace sarena::diag {
 
 const std::vector<SuspicionCode>& AllSuspicionCodes() {
-#define SARENA_CODE_ENTRY_(code, levels, meaning) SuspicionCode{code, levels, meaning},
+#define SARENA_CODE_ENTRY_(code, levels, drop_reasons, meaning) \
+  SuspicionCode{code, levels, drop_reasons, meaning},
   static const auto* all = new std::vector<SuspicionCode>{SARENA_SUSPICION_CODES(SARENA_CODE_ENTRY_)};
 #undef SARENA_CODE_ENTRY_
   return *all;
@@ -21,6 +23,10 @@ const SuspicionCode* FindSuspicionCode(absl::string_view code) {
   auto it = std::lower_bound(all.begin(), all.end(), code,
                              [](const SuspicionCode& c, absl::string_view k) { return c.code < k; });
   return it != all.end() && it->code == code ? &*it : nullptr;
+}
+
+std::vector<absl::string_view> DropReasonsOf(const SuspicionCode& code) {
+  return absl::StrSplit(code.drop_reasons, ' ', absl::SkipEmpty());
 }
 
 bool CodeAllowsLevel(absl::string_view code, Level level) {
@@ -40,9 +46,14 @@ std::string LevelsText(uint8_t levels) {
 }
 
 std::string SuspicionCodesMarkdown() {
-  std::string out = "| code | level | meaning |\n|------|-------|---------|\n";
+  std::string out =
+      "| code | level | kernel drop reasons | meaning |\n"
+      "|------|-------|---------------------|---------|\n";
   for (const SuspicionCode& c : AllSuspicionCodes()) {
-    absl::StrAppend(&out, "| `", c.code, "` | ", LevelsText(c.levels), " | ", c.meaning, " |\n");
+    std::vector<absl::string_view> reasons = DropReasonsOf(c);
+    std::string reasons_text = reasons.empty() ? "" : absl::StrCat("`", absl::StrJoin(reasons, "` `"), "`");
+    absl::StrAppend(&out, "| `", c.code, "` | ", LevelsText(c.levels), " | ", reasons_text, " | ",
+                    c.meaning, " |\n");
   }
   return out;
 }
@@ -55,6 +66,7 @@ std::string SuspicionCodesJson() {
     for (Level l : {Level::kFatal, Level::kCritical, Level::kWarning, Level::kInfo}) {
       if (CodeAllowsLevel(c.code, l)) info->add_levels(std::string(ToString(l)));
     }
+    for (absl::string_view r : DropReasonsOf(c)) info->add_drop_reasons(std::string(r));
     info->set_meaning(std::string(c.meaning));
   }
   std::string out;

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <optional>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
+#include "libsarena/diag/codes.h"
 #include "libsarena/diag/report.h"
 #include "libsarena/diag/report.pb.h"
 
@@ -17,85 +17,6 @@ namespace sarena::diag {
 namespace {
 
 constexpr absl::string_view kReasonPrefix = "SKB_DROP_REASON_";
-
-// Suspicion code -> the kernel drop reasons (enum skb_drop_reason without the prefix, as of
-// Linux 6.x; names a kernel does not have are simply never reported) the mechanism behind the
-// code frees the skb with. Source: include/net/dropreason-core.h and the call sites named.
-const absl::flat_hash_map<std::string, std::vector<std::string>>& Table() {
-  static const auto* t = new absl::flat_hash_map<std::string, std::vector<std::string>>{
-      // fib_validate_source() failing in ip_route_input_slow / ip_rcv_finish_core.
-      {"rp_filter_drop", {"IP_RPFILTER"}},
-      {"rp_filter", {"IP_RPFILTER"}},
-      {"martian_packet", {"IP_INVALID_SOURCE", "IP_LOCALNET", "IP_RPFILTER", "IP_INADDRERRORS"}},
-      // ip_route_input_slow no_route / ip_route_output: ICMP unreachable and the skb dropped;
-      // ip_error() names it by the route error: ENETUNREACH -> IP_INNOROUTES (seen on 6.18 for a
-      // forwarded packet with no route at all), EHOSTUNREACH -> IP_INADDRERRORS.
-      {"no_route",
-       {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES", "IP_INVALID_DEST",
-        "NO_ROUTE"}},
-      {"fib_lookup_failed", {"IP_NOROUTE", "IP_INNOROUTES", "IP_INADDRERRORS", "IP_OUTNOROUTES"}},
-      // neigh_invalidate: the gateway the wrong route picks answers no ARP (FATAL at this hop);
-      // a router the route hands unencapsulated pod traffic to has no route for pods (ip_error:
-      // ENETUNREACH -> IP_INNOROUTES, EHOSTUNREACH -> IP_INADDRERRORS).
-      {"route_mismatch", {"NEIGH_FAILED", "IP_INNOROUTES", "IP_INADDRERRORS"}},
-      // ip_forward disabled: the input route lookup fails as no route (EHOSTUNREACH).
-      {"ip_forward_disabled", {"IP_NOROUTE", "IP_INADDRERRORS", "IP_FORWARDING", "NOT_SPECIFIED"}},
-      {"iface_forwarding_disabled",
-       {"IP_NOROUTE", "IP_INADDRERRORS", "IP_FORWARDING", "NOT_SPECIFIED"}},
-      // nf_hook_slow: NF_DROP (DROP, REJECT and kube-proxy's REJECT / DROP rules alike).
-      {"netfilter_drop", {"NETFILTER_DROP"}},
-      {"tunnel_port_blocked", {"NETFILTER_DROP"}},
-      // The un-NATed pod address has no route back outside the cluster: a router forwarding the
-      // reply finds none (ip_error, ENETUNREACH), or the server's own output route lookup fails
-      // (then no skb is freed with a reason: tcp_conn_request counts TcpExtListenDrops).
-      {"nat_outgoing_missing", {"IP_INNOROUTES", "IP_OUTNOROUTES", "IP_NOROUTE"}},
-      // br_forward / br_flood free a frame no port may take (kfree_skb: NOT_SPECIFIED; an unknown
-      // unicast nobody takes: NO_TX_TARGET); a flooded frame reaches the pods whose ports still
-      // flood (OTHERHOST there); two isolated ports never see each other's ARP (NEIGH_FAILED).
-      {"bridge_flood", {"NO_TX_TARGET", "OTHERHOST", "NOT_SPECIFIED", "NEIGH_FAILED"}},
-      {"bridge_hairpin", {"NOT_SPECIFIED"}},
-      {"bridge_isolated", {"NOT_SPECIFIED", "NEIGH_FAILED"}},
-      {"bridge_netfilter", {"NETFILTER_DROP"}},
-      // ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT (no endpoint) has no
-      // route on a node without a default one, and routing comes before the filter's REJECT.
-      {"service_no_endpoints", {"NETFILTER_DROP", "IP_INNOROUTES"}},
-      {"source_range_denied", {"NETFILTER_DROP"}},
-      {"external_traffic_policy_local_drop", {"NETFILTER_DROP"}},
-      {"asymmetric_return", {"NETFILTER_DROP", "NO_SOCKET", "TCP_INVALID_SEQUENCE", "IP_RPFILTER"}},
-      // ip_forward: TTL <= 1.
-      {"ttl_exceeded", {"IP_INHDR", "IP_TTL_EXCEEDED", "TTL_EXCEEDED"}},
-      // tcp_v4_rcv / __udp4_lib_rcv with no socket (the kernel answers RST / port unreachable).
-      {"not_listening", {"NO_SOCKET", "TCP_CLOSE", "SOCKET_FILTER"}},
-      // A device down or without carrier on the way (veth_xmit to a down peer, dev not ready).
-      // neigh_invalidate: the ARP for the next hop dies in the down link, the queued packet with it.
-      // ip_error: fib_sync_down_dev took the routes via the down device, a forwarded packet finds none.
-      {"link_down",
-       {"DEV_READY", "NOT_SPECIFIED", "NETDEV_DOWN", "IP_NOROUTE", "IP_OUTNOROUTES",
-        "NEIGH_FAILED", "IP_INNOROUTES"}},
-      {"link_missing", {"DEV_READY", "IP_NOROUTE", "IP_OUTNOROUTES"}},
-      // The neighbour never resolved: the queued packets are freed when the entry fails.
-      {"neighbor_missing", {"NEIGH_FAILED", "NEIGH_QUEUEFULL", "NEIGH_DEAD", "NEIGH_CREATEFAIL"}},
-      // A stale cached lladdr: the receiver's eth_type_trans marks the frame PACKET_OTHERHOST.
-      {"neighbor_stale", {"OTHERHOST"}},
-      // Too big with DF: ip_forward / ip_fragment (ICMP frag needed sent back).
-      // ____dev_forward_skb (veth_xmit): a frame above the receiving peer's MTU, plain kfree_skb.
-      {"mtu_mismatch", {"PKT_TOO_BIG", "FRAG_TOO_FAR", "IP_INHDR", "NOT_SPECIFIED"}},
-      {"overlay_mtu_too_big", {"PKT_TOO_BIG", "FRAG_TOO_FAR"}},
-      // A tc/TCX BPF program returned TC_ACT_SHOT (sarena's datapath, Calico's, Cilium's).
-      {"endpoint_map_missing", {"TC_INGRESS", "TC_EGRESS", "TC_DROP"}},
-      {"endpoint_ifindex_mismatch", {"TC_INGRESS", "TC_EGRESS", "TC_DROP"}},
-      {"program_not_attached", {"TC_INGRESS", "TC_EGRESS", "TC_DROP", "IP_RPFILTER"}},
-      {"bpf", {"TC_INGRESS", "TC_EGRESS", "TC_DROP"}},
-      // A frame to a MAC the pod does not own: eth_type_trans marks it PACKET_OTHERHOST.
-      {"endpoint_mac_mismatch", {"OTHERHOST", "TC_INGRESS", "TC_EGRESS"}},
-      // Tunnels.
-      {"vxlan_fdb_missing", {"VXLAN_NO_REMOTE", "NEIGH_FAILED", "NO_SOCKET"}},
-      {"wrong_vni", {"VXLAN_VNI_NOT_FOUND", "NO_SOCKET"}},
-      {"tunnel_missing", {"NO_SOCKET", "IP_NOPROTO", "VXLAN_INVALID_HDR", "VXLAN_VNI_NOT_FOUND"}},
-      {"tunnel_entry_missing", {"NO_SOCKET", "IP_NOPROTO"}},
-  };
-  return *t;
-}
 
 absl::string_view Strip(absl::string_view reason) {
   absl::ConsumePrefix(&reason, kReasonPrefix);
@@ -399,22 +320,11 @@ void JudgeProbe(const PathGraph& graph, const model::ProbeOutcome& p, JoinedEvid
 
 }  // namespace
 
-const std::vector<std::string>& ReasonsExplainedBy(absl::string_view code) {
-  static const std::vector<std::string>* empty = new std::vector<std::string>();
-  auto it = Table().find(std::string(code));
-  return it == Table().end() ? *empty : it->second;
-}
-
-std::vector<std::string> CodesWithDropReasons() {
-  std::vector<std::string> codes;
-  for (const auto& [code, reasons] : Table()) codes.push_back(code);
-  std::sort(codes.begin(), codes.end());
-  return codes;
-}
-
 bool CodeExplainsDrop(absl::string_view code, absl::string_view kernel_reason) {
   absl::string_view r = Strip(kernel_reason);
-  for (const std::string& e : ReasonsExplainedBy(code)) {
+  const SuspicionCode* c = FindSuspicionCode(code);
+  if (c == nullptr) return false;
+  for (absl::string_view e : DropReasonsOf(*c)) {
     if (e == r) return true;
   }
   return false;

@@ -30,15 +30,9 @@ namespace sarena::diag {
 
 /// Whether the model's suspicion `code` (codes.h vocabulary, e.g. "rp_filter_drop") explains
 /// a kernel drop with reason `kernel_reason` (full enum name, "SKB_DROP_REASON_IP_RPFILTER", or
-/// without the "SKB_DROP_REASON_" prefix). Unknown codes explain nothing.
+/// without the "SKB_DROP_REASON_" prefix): one of the code's drop_reasons in codes.h (the one
+/// list). Unknown codes explain nothing.
 bool CodeExplainsDrop(absl::string_view code, absl::string_view kernel_reason);
-
-/// The SKB_DROP_REASON_* names (prefix stripped) that `code` explains; empty for unknown codes.
-const std::vector<std::string>& ReasonsExplainedBy(absl::string_view code);
-
-/// Every suspicion code that has drop reasons (sorted): each must be a code of codes.h, which a
-/// unit test checks, so the table cannot keep a key the walk never reports.
-std::vector<std::string> CodesWithDropReasons();
 
 /// One joined finding (see the file comment).
 struct EvidenceItem {

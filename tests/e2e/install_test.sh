@@ -154,6 +154,19 @@ build_cmake() {
 }
 sn_check "examples/ standalone: CMake with find_package(libsarena CONFIG)" build_cmake
 
+# The offline path model links no kernel-facing library: example_trace_snapshot, linked against
+# sarena::diag alone, needs neither libbpf nor libmnl (its NEEDED entries), while
+# example_list_endpoints (sarena::datapath) does need libbpf, so the check can tell them apart.
+offline_links_no_libbpf() {
+  local needed
+  needed=$(readelf -d "$SN_DIR/ex-cmake/example_trace_snapshot" | grep NEEDED) || return 1
+  echo "$needed"
+  if grep -Eq 'libbpf|libmnl' <<<"$needed"; then echo "example_trace_snapshot needs libbpf/libmnl"; return 1; fi
+  readelf -d "$SN_DIR/ex-cmake/example_list_endpoints" | grep NEEDED | grep -q libbpf ||
+    { echo "example_list_endpoints does not need libbpf: the check would not see it"; return 1; }
+}
+sn_check "example_trace_snapshot (sarena::diag only) needs no libbpf or libmnl" offline_links_no_libbpf
+
 build_pkgconfig() {
   local src name
   mkdir -p "$SN_DIR/ex-pc"

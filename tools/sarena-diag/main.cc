@@ -580,16 +580,18 @@ int Drops(const Cli& cli, const Args& args) {
                   absl::StrCat("drops --explained-by: unknown suspicion code '", code,
                                "' (sarena-diag codes lists them)"));
     }
+    const std::vector<absl::string_view> reasons =
+        sarena::diag::DropReasonsOf(*sarena::diag::FindSuspicionCode(code));
     if (args.Has("o") || args.Has("output")) {
       sarena::diag::v1::DropReasonsExplained result;
       result.set_code(code);
-      for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
+      for (absl::string_view r : reasons) {
         result.add_kernel_reasons(absl::StrCat("SKB_DROP_REASON_", r));
       }
       return Print(sarena::rpc::MessageToJson(result));
     }
-    for (const std::string& r : sarena::diag::ReasonsExplainedBy(code)) {
-      std::printf("SKB_DROP_REASON_%s\n", r.c_str());
+    for (absl::string_view r : reasons) {
+      std::printf("SKB_DROP_REASON_%s\n", std::string(r).c_str());
     }
     return 0;
   }
