@@ -141,7 +141,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "kube-proxy's rules do not translate the Service (FATAL), or there are no kube-proxy rules " \
     "and the endpoints are used instead (INFO)")                                                 \
   X("snapshot_incomplete", kLevelWarning,                                                        \
-    "a node or netns the path reaches is not in the snapshot")                                   \
+    "a node, netns or file the path needs is not in the snapshot: the path ends unchecked")      \
   X("snat", kLevelInfo, "an SNAT / MASQUERADE at this hop")                                      \
   X("source_range_denied", kLevelFatal,                                                          \
     "loadBalancerSourceRanges: kube-proxy drops a source outside the allowed ranges")            \
