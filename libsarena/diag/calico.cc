@@ -52,6 +52,11 @@ constexpr absl::string_view kTunl = "tunl0";
 constexpr absl::string_view kVxlanDev = "vxlan.calico";
 constexpr absl::string_view kWgDev = "wireguard.cali";
 
+// The checks that read cluster/ippools.json (SnapshotInput::kIpPools). Without it they are not
+// made: the kernel's routes and tunnels, which the walk follows, are in the node files.
+constexpr absl::string_view kPoolChecks =
+    "the Calico IP pool checks (pool membership, encapsulation mode, natOutgoing)";
+
 bool IsCalicoDevice(absl::string_view n) {
   return absl::StartsWith(n, "cali") || n == kTunl || n == kVxlanDev || n == kWgDev;
 }
@@ -74,6 +79,7 @@ class CalicoPlugin : public Plugin {
   void CheckPod(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
                 const HookPacket& p) override {
     if (!w.pod || !w.pod->pod_ip || !w.ns || !w.node) return;
+    if (!ctx.Need(w, hop, SnapshotInput::kIpPools, kPoolChecks)) return;
     const IpPool* pool = ctx.cluster->FindIpPool(*w.pod->pod_ip);
     if (!pool) {
       if (ctx.cluster->has_ip_pools()) {
@@ -304,6 +310,7 @@ class CalicoPlugin : public Plugin {
                                 bool netfilter_known, const model::RouteResult& route) override {
     if (before.reply || !w.node) return PluginAction::Continue();
     const model::Cluster& c = *ctx.cluster;
+    if (!ctx.Need(w, hop, SnapshotInput::kIpPools, kPoolChecks)) return PluginAction::Continue();
     const IpPool* src_pool = c.FindIpPool(before.packet.src);
     if (!src_pool || IsCalicoDevice(route.oif)) return PluginAction::Continue();
     if (!src_pool->nat_outgoing) return PluginAction::Continue();

@@ -197,7 +197,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "kube-proxy's rules do not translate the Service (FATAL), or there are no kube-proxy rules "   \
     "and the endpoints are used instead (INFO)")                                                   \
   X("snapshot_incomplete", kLevelWarning, "",                                                      \
-    "a node or netns the path reaches is not in the snapshot")                                     \
+    "a node, netns or file the path needs is not in the snapshot: the path ends unchecked")        \
   X("snat", kLevelInfo, "", "an SNAT / MASQUERADE at this hop")                                    \
   X("source_range_denied", kLevelFatal, "NETFILTER_DROP",                                          \
     "loadBalancerSourceRanges: kube-proxy drops a source outside the allowed ranges")              \
@@ -251,8 +251,8 @@ std::string SuspicionCodesMarkdown();
 
 /// The list as JSON (protobuf's JSON mapping of sarena.diag.v1.SuspicionCodeList):
 /// {"codes": [{"code": "asymmetric_return", "levels": ["FATAL", "CRITICAL"], "drop_reasons":
-/// ["NETFILTER_DROP", ...], "meaning": "..."}, ...]}. CRITICAL is listed for every code that may be FATAL. What `sarena-diag codes -o json`
-/// prints.
+/// ["NETFILTER_DROP", ...], "meaning": "..."}, ...]}. CRITICAL is listed for every code that may be
+/// FATAL. What `sarena-diag codes -o json` prints.
 std::string SuspicionCodesJson();
 
 }  // namespace sarena::diag

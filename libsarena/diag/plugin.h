@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "libsarena/diag/path_graph.h"
 #include "libsarena/diag/query.h"
+#include "libsarena/diag/snapshot_input.h"
 #include "libsarena/model/k8s.h"
 #include "libsarena/model/netfilter.h"
 #include "libsarena/model/netstack.h"
@@ -107,10 +108,24 @@ struct PluginContext {
 
   /// The walk's once-per-branch keys (owned by the walk; null outside one).
   absl::flat_hash_set<std::string>* branch_seen = nullptr;
+  /// The walk's absent-data rule (snapshot_input.h), set by the walk: true when `input` (of
+  /// `w`'s namespace, or of cluster/) is in the snapshot; else the INFO file_missing on `hop`
+  /// (once per namespace and file) and, for Absent::kEnd, the WARNING snapshot_incomplete.
+  std::function<bool(const Where& w, PathGraph::Vertex hop, SnapshotInput input,
+                     absl::string_view what, Absent then)>
+      need;
 
   void Suspect(PathGraph::Vertex hop, Level level, absl::string_view code,
                absl::string_view message) const {
     graph->AddSuspicion(hop, level, code, message);
+  }
+  /// A plugin check that reads `input` asks here first (`need`; outside a walk, whether the
+  /// input is in the snapshot, nothing recorded): when false, the check is not made — absent
+  /// data is never evidence. `what` names the check in the file_missing message.
+  bool Need(const Where& w, PathGraph::Vertex hop, SnapshotInput input, absl::string_view what,
+            Absent then = Absent::kSkip) const {
+    if (need) return need(w, hop, input, what, then);
+    return HasSnapshotInput(*cluster, w.ns, input);
   }
   /// True the first time `key` is seen on the current branch of the walk (always true outside a
   /// walk). For checks whose findings belong to every path that crosses a place (a node's

@@ -1,8 +1,12 @@
 // Corrupt or inconsistent snapshot input (docs/diag-snapshot.md): a corrupt file fails the trace
 // with an error naming the file, the field and the value, never read as absent; a snapshot that
 // loads but contradicts itself is walked and the contradiction is reported at the hop that meets
-// it. Each case copies a real fixture (RPF-05, rpf-05-fixed) and corrupts one thing.
+// it. Each case copies a real fixture (RPF-05, rpf-05-fixed) and corrupts one thing. A file that
+// is absent is reported (file_missing, snapshot_incomplete), never taken as evidence
+// (libsarena/diag/snapshot_input.h).
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -15,6 +19,7 @@ namespace sarena::diag {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::CaseDir;
 using testing::FindSuspicion;
 using testing::HopOf;
 using testing::Scratch;
@@ -186,6 +191,86 @@ TEST(DiagSnapshotInput, MissingLinksDoNotProveTheTunnelMissing) {
   EXPECT_EQ(HopOf(t.report, w)->id(), "node-b") << t.text;
   EXPECT_THAT(w->message(), HasSubstr("cannot check which ipip device on"));
   EXPECT_NE(t.report.verdict(), "unreachable") << t.text;
+}
+
+
+// One file deleted from a real case (what a new user saw, one row each). Without it the trace may
+// end earlier, but it concludes nothing the complete snapshot does not: no FATAL, CRITICAL or
+// WARNING beyond the complete trace's, except the snapshot_incomplete that ends an unchecked
+// path; and the file is named by a file_missing.
+struct AbsentRow {
+  const char* saw;      // what the deletion used to produce
+  const char* fixture;  // tests/data/cases/<fixture>
+  const char* remove;   // the deleted file
+  const char* src;
+  const char* dst;
+  bool ends;  // the path ends unchecked: snapshot_incomplete
+};
+
+constexpr AbsentRow kAbsentRows[] = {
+    {"pod ip-link.json: FATAL netfilter_drop on the reply", "neigh-stale",
+     "nodes/node-a/pods/default/server/ip-link.json", "pod:default/server",
+     "203.0.113.10:443/tcp", true},
+    {"bridge node ip-link.json: an invented routing loop", "bridge-node",
+     "nodes/node-a/ip-link.json", "pod:default/client", "pod:default/server:8080/tcp", true},
+    {"bridge node ip-link.json: an invented martian", "bridge-node", "nodes/node-a/ip-link.json",
+     "node:node-a", "pod:default/client:8080/tcp", true},
+    {"RPF-05 node-a ip-link.json: the IPIP tunnel taken for an underlay", "RPF-05",
+     "nodes/node-a/ip-link.json", "node:node-a", "10.32.2.7:8080/tcp", true},
+    {"pod ip-route.json: FATAL no_route", "neigh-stale",
+     "nodes/node-a/pods/default/server/ip-route.json", "pod:default/server",
+     "pod:default/client:8080/tcp", true},
+    {"node ip-addr.json: FATAL no_route (no source address)", "rpf-05-fixed",
+     "nodes/node-a/ip-addr.json", "node:node-a", "203.0.113.10:443/tcp", true},
+    {"node ip-addr.json: FATAL no_route (tunnel outer route)", "rpf-05-fixed",
+     "nodes/node-a/ip-addr.json", "node:node-a", "pod:default/api:8080/tcp", true},
+    {"node ip-addr.json: FATAL route_mismatch on the reply", "rpf-05-fixed",
+     "nodes/node-b/ip-addr.json", "node:node-a", "node:node-b:22/tcp", true},
+    {"node ip-addr.json: FATAL neighbor_missing (bridge port)", "rpf-05-fixed",
+     "nodes/node-b/ip-addr.json", "node:node-a", "pod:default/api:8080/tcp", true},
+    {"router ip-addr.json: FATAL neighbor_missing (ARP)", "router-noreturn-fixed",
+     "nodes/router/ip-addr.json", "node:node-a", "node:node-c:22/tcp", false},
+    {"node ip-addr.json: FATAL netfilter_drop (MASQUERADE)", "neigh-stale",
+     "nodes/node-a/ip-addr.json", "pod:default/client", "203.0.113.10:443/tcp", true},
+    {"pod ip-addr.json: FATAL route_mismatch", "neigh-stale",
+     "nodes/node-a/pods/default/server/ip-addr.json", "pod:default/server",
+     "pod:default/client:8080/tcp", true},
+    {"endpointslices.json: FATAL service_no_endpoints saying 1 ready", "kp-01-fixed",
+     "cluster/endpointslices.json", "pod:web/client", "svc:web/www:80/tcp", true},
+    {"node iptables-save.txt: FATAL asymmetric_return on the assumed DNAT", "kp-01-fixed",
+     "nodes/node-a/iptables-save.txt", "pod:web/client", "svc:web/www:80/tcp", false},
+    {"ippools.json: no file_missing", "calico-ipip", "cluster/ippools.json", "pod:default/client",
+     "pod:default/web-2:8080/tcp", false},
+    {"ip-rule.json: no file_missing", "rpf-05-fixed", "nodes/node-a/ip-rule.json", "node:node-a",
+     "pod:default/api:8080/tcp", false},
+};
+
+TEST(DiagSnapshotInput, AbsentFileIsReportedNeverEvidence) {
+  for (const AbsentRow& r : kAbsentRows) {
+    SCOPED_TRACE(absl::StrCat(r.saw, ": ", r.fixture, " without ", r.remove, ", ", r.src, " -> ",
+                              r.dst));
+    auto whole = TraceLib(CaseDir(r.fixture), r.src, r.dst);
+    ASSERT_TRACED(whole);
+    std::set<std::tuple<std::string, std::string, std::string>> before;
+    for (const auto& sus : whole.report.suspicions()) {
+      before.emplace(sus.level(), sus.code(), sus.hop());
+    }
+    Scratch s(r.fixture);
+    s.Remove(r.remove);
+    auto t = TraceLib(s.dir(), r.src, r.dst);
+    ASSERT_TRACED(t);
+    bool named = false;
+    for (const auto& sus : t.report.suspicions()) {
+      if (sus.code() == "file_missing" && absl::StrContains(sus.message(), r.remove)) named = true;
+      if (sus.level() == "INFO" || sus.code() == "snapshot_incomplete") continue;
+      EXPECT_TRUE(before.contains({sus.level(), sus.code(), sus.hop()}))
+          << sus.level() << " " << sus.code() << " @ " << sus.hop() << ": " << sus.message()
+          << " drawn from the absent file\n"
+          << t.text;
+    }
+    EXPECT_TRUE(named) << "no file_missing names " << r.remove << "\n" << t.text;
+    if (r.ends) EXPECT_NE(FindSuspicion(t.report, "snapshot_incomplete", "WARNING"), nullptr) << t.text;
+  }
 }
 
 }  // namespace

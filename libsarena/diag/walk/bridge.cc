@@ -5,6 +5,9 @@
 
 namespace sarena::diag::internal {
 
+// What a bridge with no port toward a next hop needs: the next hop may be the bridge's own.
+constexpr absl::string_view kBridgeOwnsNexthop = "the bridge's own addresses";
+
 absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const Where& w,
                                                                          const Interface& bridge,
                                                                          const net::Ipv4& nexthop) {
@@ -30,6 +33,7 @@ absl::StatusOr<Next> Walker::BridgePort(const Where& w, Vertex v, const Interfac
                                         const std::string& label) {
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(w, bridge, nexthop));
   if (!t) {
+    if (!Need(w, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", w.node_name, " owns it)"));
@@ -157,6 +161,7 @@ absl::StatusOr<Next> Walker::BridgeForward(const Where& node, const std::string&
   if (!f.reply) br.request_netns.insert(node.ns->id);
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(node, bridge, nexthop));
   if (!t) {
+    if (!Need(node, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
     Drop(v, "neighbor_missing",
          absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
                       " (no pod netns on ", node.node_name, " owns it)"));
@@ -178,6 +183,12 @@ absl::StatusOr<Next> Walker::BridgeForward(const Where& node, const std::string&
       if (nf.dropped) return Done();
       f.pkt = nf.accepted.front().packet;
     }
+    if (f.reply) UnDnat(node, &f.pkt, br);
+  } else {
+    // No rules to evaluate, but conntrack still reverses the NAT this walk applied on the node
+    // (a Service's DNAT taken from its endpoints).
+    Need(node, v, SnapshotInput::kIptables, "netfilter (iptables)");
+    if (f.reply) UnSnat(node, &f.pkt, br);
     if (f.reply) UnDnat(node, &f.pkt, br);
   }
   graph_.hop(v).packet = f.pkt;

@@ -48,7 +48,7 @@ const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResul
            absl::StrCat("route '", route.ToString(), "' uses device '", route.oif,
                         "' which does not exist"));
     } else {
-      Need(w, v, NetstackSource::kLinks, "links");
+      Need(w, v, SnapshotInput::kLinks, "links");
       Suspect(
           v, Level::kWarning, "snapshot_incomplete",
           absl::StrCat("cannot follow ", Tuple(f.pkt), " out of ", route.oif, ": no link data"));
@@ -132,6 +132,14 @@ absl::StatusOr<Next> Walker::Dispatch(const Where& w, Vertex v, const Interface&
   // br_netfilter's bridged DNAT sends back into the same bridge (BridgePort).
   std::string bridge_in = std::move(f.bridge_in);
   f.bridge_in.clear();
+  // The device's kind (veth, bridge, tunnel, physical) decides what carries the packet on:
+  // ip-addr.json lists the devices but not their kinds, so without ip-link.json it is unknown.
+  if (!oif.loopback &&
+      !Need(w, v, SnapshotInput::kLinks,
+            absl::StrCat("what kind of device ", oif.name, " is (veth, bridge, tunnel)"),
+            Absent::kEnd)) {
+    return Done();
+  }
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {

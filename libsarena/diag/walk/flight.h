@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "libsarena/diag/snapshot_input.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/model/tunnel.h"
 
@@ -34,6 +36,20 @@ using Vertex = PathGraph::Vertex;
 constexpr uint32_t kIpipOverhead = *model::TunnelOverheadOf("ipip");
 constexpr uint32_t kVxlanOverhead = *model::TunnelOverheadOf("vxlan");
 constexpr uint32_t kWireguardOverhead = *model::TunnelOverheadOf("wireguard");
+
+// ---- absent data (absent.cc; the rule is libsarena/diag/snapshot_input.h) ----
+// What the file_missing of an absent ip-rule.json names: lookups go on with the kernel's default
+// rules (most hosts have no others), but a failed lookup proves nothing (ReportRouteError).
+inline constexpr absl::string_view kRulesAssumed =
+    "policy routing (the kernel's default rules assumed)";
+// The inputs besides the routes a drop by input routing (`in`, decision kDrop) rests on, each
+// with the check it names; empty when the drop follows from the snapshot's data whatever the
+// missing files hold.
+std::vector<std::pair<SnapshotInput, std::string>> InputDropRestsOn(const model::InputResult& in);
+
+// True when the netfilter outcome `o` was decided by the namespace's addresses (MASQUERADE with
+// no address on the egress device drops).
+bool RestsOnNetstack(const NfOutcome& o);
 
 // Defined in hops.cc.
 std::string Ep(const net::Ipv4& ip, uint16_t port);

@@ -66,18 +66,34 @@ Vertex Walker::AddHop(Hop hop, const Prev& prev) {
   return v;
 }
 
+void Walker::Drop(Vertex v, absl::string_view code, absl::string_view msg) {
+  Suspect(v, Level::kFatal, code, msg);
+  graph_.hop(v).action = HopAction::kDrop;
+}
+
 void Walker::InfoOnce(Vertex v, absl::string_view key, absl::string_view code,
                       absl::string_view msg) {
   if (!once_.insert(std::string(key)).second) return;
   Suspect(v, Level::kInfo, code, msg);
 }
 
-bool Walker::Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what) {
-  if (w.ns == nullptr) return false;
-  if (w.ns->netstack.Has(src)) return true;
-  std::string file = absl::StrCat(w.ns->dir, "/", model::ToString(src));
-  InfoOnce(v, absl::StrCat("missing|", file, "|", what), "file_missing",
+// The absent-data rule (snapshot_input.h): true when `in` is in the snapshot; else the INFO
+// file_missing (once per namespace and file, whatever check asked first) and, for Absent::kEnd,
+// the WARNING snapshot_incomplete that ends the path at `v` (the caller returns Done()). A
+// namespace with no directory at all is the caller's to report.
+bool Walker::Need(const Where& w, Vertex v, SnapshotInput in, absl::string_view what,
+                  Absent then) {
+  if (HasSnapshotInput(cluster_, w.ns, in)) return true;
+  std::string file = SnapshotInputFile(w.ns, in);
+  if (file.empty()) return false;
+  InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
            absl::StrCat("cannot check ", what, ": file ", file, " missing"));
+  if (then == Absent::kEnd) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot check ", what,
+                         IsClusterInput(in) ? "" : absl::StrCat(" in ", w.ns->id), " (", file,
+                         " missing): the path beyond cannot be checked"));
+  }
   return false;
 }
 

@@ -60,7 +60,7 @@ absl::StatusOr<Next> Walker::Ingress(const Where& w, Vertex v, std::string iif, 
                                      Branch br) {
   const Netstack& ns = w.ns->netstack;
   f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
-  if (Need(w, v, NetstackSource::kLinks, "links")) {
+  if (Need(w, v, SnapshotInput::kLinks, "links")) {
     const Interface* in = ns.FindInterface(iif);
     if (in == nullptr) {
       Drop(v, "link_missing",
@@ -140,7 +140,7 @@ absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::
                                            Flight f, Branch br) {
   const Netstack& ns = w.ns->netstack;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
-  if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
+  if (!Need(w, v, SnapshotInput::kRoutes, "routing")) {
     if (w.in_pod() && w.pod->pod_ip && pkt.dst == *w.pod->pod_ip) {
       return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
     }
@@ -149,14 +149,18 @@ absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::
         absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id, ": no routes in the snapshot"));
     return Done();
   }
+  Need(w, v, SnapshotInput::kRules, kRulesAssumed);
   bool sysctls = ns.Has(NetstackSource::kSysctls);
   model::InputResult in = ns.RouteInput(InputFlow(pkt, iif));
-  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return Done();
-  if (!sysctls) {
-    std::string file = absl::StrCat(w.ns->dir, "/", model::kSysctlFile);
-    InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
-             absl::StrCat("cannot check rp_filter and forwarding: file ", file, " missing"));
+  bool proven = true;
+  for (const auto& [input, what] : InputDropRestsOn(in)) proven = Need(w, v, input, what) && proven;
+  if (!proven) {
+    // The check that drops rests on absent data: it is not made, the packet goes on as routed.
+    in.decision = in.route.type == RouteType::kLocal ? InputDecision::kLocal
+                                                     : InputDecision::kForward;
   }
+  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return Done();
+  if (!sysctls) Need(w, v, SnapshotInput::kSysctls, "rp_filter and forwarding");
   if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
     return Then(
         InputStep{InputStep::Stage::kLocalDelivery, w, v, iif, std::move(f), std::move(br)});

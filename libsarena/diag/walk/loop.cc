@@ -160,6 +160,8 @@ absl::StatusOr<Next> Walker::RunStep(ServiceBranchStep& s) {
 // ---- the loop (after the specializations it instantiates) ----
 
 absl::Status Walker::Run() {
+  pctx_.need = [this](const Where& w, Vertex v, SnapshotInput in, absl::string_view what,
+                      Absent then) { return Need(w, v, in, what, then); };
   SARENA_ASSIGN_OR_RETURN(Next first, Start());
   return RunSteps(std::move(first));
 }

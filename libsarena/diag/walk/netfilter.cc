@@ -13,11 +13,7 @@ NfPass Walker::RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt,
                        std::optional<net::Ipv4> nexthop) {
   NfPass pass;
   if (w.ns == nullptr || !w.ns->netfilter) {
-    if (w.ns != nullptr && !w.in_pod()) {
-      std::string file = absl::StrCat(w.ns->dir, "/", model::kIptablesFile);
-      InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
-               absl::StrCat("cannot check netfilter (iptables): file ", file, " missing"));
-    }
+    if (!w.in_pod()) Need(w, v, SnapshotInput::kIptables, "netfilter (iptables)");
     NfOutcome o;
     o.packet = pkt;
     pass.accepted.push_back(std::move(o));
@@ -30,6 +26,11 @@ NfPass Walker::RunHook(const Where& w, Vertex v, NfHook hook, const Packet& pkt,
   ctx.netstack = &w.ns->netstack;
   std::vector<NfOutcome> outs = w.ns->netfilter->EvaluateHook(hook, pkt, ctx);
   NfDrops drops = SortOutcomes(w, v, hook, outs, &pass);
+  if (drops.first && pass.accepted.empty() && RestsOnNetstack(*drops.first) &&
+      !Need(w, v, SnapshotInput::kAddrs, "the address MASQUERADE picks", Absent::kEnd)) {
+    pass.dropped = true;  // the path ends here, unconcluded
+    return pass;
+  }
   ReportNfDrops(v, hook, pkt, drops, &pass);
   return pass;
 }

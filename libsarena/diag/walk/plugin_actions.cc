@@ -100,7 +100,7 @@ absl::StatusOr<Next> Walker::EncapsulateWithKey(const Where& w, Vertex v, const 
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
-  if (tun == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+  if (tun == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
     // No link data: the device's absence is unknown, not proven.
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(a.label, ": cannot check tunnel device ", a.tunnel_dev, " on ",
@@ -142,7 +142,7 @@ absl::StatusOr<Next> Walker::Redirect(const Where& w, Vertex v, const PluginActi
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;
-  if (oif == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+  if (oif == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(a.label, ": cannot check device ", a.oif,
                          " (no link data): the path beyond cannot be checked"));

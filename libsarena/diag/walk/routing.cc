@@ -73,6 +73,9 @@ void Walker::NotePolicyRoute(Vertex v, const RouteResult& r) {
 
 void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
                               absl::string_view what, const Where* w) {
+  // A failed lookup proves that no route exists only with the namespace's own rules: a policy
+  // rule the snapshot lacks could route the packet (snapshot_input.h).
+  if (w && w->ns && !Need(*w, v, SnapshotInput::kRules, kRulesAssumed, Absent::kEnd)) return;
   if (w) {
     const Interface* d = DownDeviceFor(*w, p.dst);
     if (d == nullptr && !w->in_pod() && !r.route && r.error == ENETUNREACH) {
@@ -123,7 +126,7 @@ void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
 void Walker::CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
                            const std::optional<net::Ipv4>& gateway) {
   if (!gateway || dev.noarp || dev.loopback) return;
-  if (!Need(w, v, NetstackSource::kNeighbors, "neighbour entries")) return;
+  if (!Need(w, v, SnapshotInput::kNeighbors, "neighbour entries")) return;
   const model::Neighbor* n = w.ns->netstack.FindNeighbor(*gateway, dev.name);
   if (n == nullptr) {
     if (w.in_pod()) return;  // a pod's gateway is resolved by ARP / proxy ARP on first use

@@ -62,6 +62,10 @@ absl::StatusOr<std::optional<Next>> Walker::ServiceStage(const Where& w, Vertex 
     if (b.ready) ready.push_back(b);
   }
   if (ready.empty()) {
+    // Without the endpoints file nothing is known of the backends: no finding about them.
+    if (!Need(w, s, SnapshotInput::kEndpointSlices, "the Service's endpoints", Absent::kEnd)) {
+      return Done();
+    }
     NoReadyEndpoints(w, s, iif, *m, pkt, all.size(), originated);
     return Done();
   }
@@ -190,11 +194,9 @@ std::optional<std::vector<Walker::ServiceTarget>> Walker::ServiceTargets(
       return targets;
     }
     if (!NoTranslation(w, s, *m.svc, pkt, ready)) return std::nullopt;
-  } else if (w.ns) {
-    std::string file = absl::StrCat(w.ns->dir, "/", model::kIptablesFile);
-    InfoOnce(s, absl::StrCat("missing|", file), "file_missing",
-             absl::StrCat("cannot check kube-proxy rules: file ", file,
-                          " missing; backends taken from the Service's endpoints"));
+  } else {
+    Need(w, s, SnapshotInput::kIptables,
+         "kube-proxy rules (backends taken from the Service's endpoints)");
   }
   for (const auto& b : eligible) {
     Packet p = pkt;

@@ -58,14 +58,15 @@ absl::StatusOr<Next> Walker::Originate(const Where& w, Flight f, Branch br, cons
 absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
                                              bool service_done) {
   const Netstack& ns = w.ns->netstack;
-  if (!Need(w, v, NetstackSource::kRoutes, "routing")) {
-    if (!w.in_pod()) {
-      Suspect(v, Level::kWarning, "snapshot_incomplete",
-              absl::StrCat("cannot route ", Tuple(f.pkt), " from ", w.node_name,
-                           ": no routes in the snapshot"));
-      return Done();
-    }
+  // Without routes nothing is known of where the packet goes, in a pod as on a node.
+  if (!Need(w, v, SnapshotInput::kRoutes, "routing")) {
+    Suspect(v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot route ", Tuple(f.pkt), " from ",
+                         w.in_pod() ? w.ns->id : w.node_name,
+                         ": no routes in the snapshot"));
+    return Done();
   }
+  Need(w, v, SnapshotInput::kRules, kRulesAssumed);
   model::Flow fl;
   fl.dst = f.pkt.dst;
   if (!f.pkt.src.is_unspecified()) fl.src = f.pkt.src;
@@ -76,6 +77,8 @@ absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f,
   RouteResult r = ns.RouteOutput(fl);
   if (!r.ok()) {
     if (r.error == EINVAL && fl.src && !ns.IsLocalAddress(*fl.src)) {
+      // Only the namespace's addresses tell that the source is not one of them.
+      if (!Need(w, v, SnapshotInput::kAddrs, "the source address", Absent::kEnd)) return Done();
       Drop(v, "route_mismatch",
            absl::StrCat("source ", fl.src->to_string(), " is not an address of ", w.ns->id,
                         ": the kernel refuses to send from it"));
@@ -87,6 +90,9 @@ absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f,
   NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
+      if (!Need(w, v, SnapshotInput::kAddrs, "source address selection", Absent::kEnd)) {
+        return Done();
+      }
       Drop(v, "no_route",
            absl::StrCat("no source address for ", f.pkt.dst.to_string(), " via ", r.oif));
       return Done();

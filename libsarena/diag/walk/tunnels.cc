@@ -39,7 +39,7 @@ absl::StatusOr<Next> Walker::Decapsulate(const Where& w, Vertex v, Flight f, Bra
       }
     }
   }
-  if (!tun && !Need(w, v, NetstackSource::kLinks, "links")) {
+  if (!tun && !Need(w, v, SnapshotInput::kLinks, "links")) {
     // No link data: the device's absence is unknown, not proven.
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat("cannot check which ", f.encap_kind, " device on ", w.ns->id,
@@ -112,7 +112,7 @@ std::optional<Walker::EncapPlan> Walker::VxlanPlan(const Where& w, Vertex v, con
   const Netstack& ns = w.ns->netstack;
   net::Ipv4 nh = route.gateway.value_or(f.pkt.dst);
   std::optional<net::Ipv4> vtep;
-  if (Need(w, v, NetstackSource::kNeighbors, "VXLAN neighbour entries")) {
+  if (Need(w, v, SnapshotInput::kNeighbors, "VXLAN neighbour entries")) {
     const model::Neighbor* n = ns.FindNeighbor(nh, tun.name);
     if (n == nullptr || !n->Usable() || !n->lladdr) {
       Drop(v, "neighbor_missing",
@@ -122,7 +122,7 @@ std::optional<Walker::EncapPlan> Walker::VxlanPlan(const Where& w, Vertex v, con
                         "programs these entries; ARP does not cross the overlay)"));
       return std::nullopt;
     }
-    if (Need(w, v, NetstackSource::kFdb, "VXLAN forwarding entries (bridge fdb)")) {
+    if (Need(w, v, SnapshotInput::kFdb, "VXLAN forwarding entries (bridge fdb)")) {
       for (const model::FdbEntry* e : ns.FindFdb(tun.name, *n->lladdr)) {
         if (e->dst) {
           vtep = e->dst;
@@ -226,6 +226,12 @@ absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface
     fl.dport = outer.dport;
     r = ns.RouteOutput(fl);
     if (!r.ok()) {
+      // EINVAL: the tunnel's local address is not one of the node's, which only ip-addr.json
+      // tells.
+      if (r.error == EINVAL && outer_src &&
+          !Need(w, v, SnapshotInput::kAddrs, "the tunnel's local address", Absent::kEnd)) {
+        return Done();
+      }
       ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
       return Done();
     }
@@ -238,7 +244,7 @@ absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);
-  if (under == nullptr && !Need(w, v, NetstackSource::kLinks, "links")) {
+  if (under == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
     Suspect(v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat("cannot check the ", kind, " outer route's device '", r.oif,
                          "' (no link data): the path beyond cannot be checked"));

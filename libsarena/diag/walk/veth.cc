@@ -14,7 +14,12 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
     const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
     bool cached = n && n->Usable();
     std::string why;
-    if (!cached && !model::AnswersArp(peer.ns->netstack, pif, nexthop, f.outer ? f.outer->src : f.pkt.src, &why)) {
+    // Whether the peer answers rests on its addresses and its arp / proxy_arp sysctls.
+    if (!cached &&
+        !model::AnswersArp(peer.ns->netstack, pif, nexthop, f.outer ? f.outer->src : f.pkt.src,
+                           &why) &&
+        Need(peer, v, SnapshotInput::kAddrs, "ARP resolution (the peer's addresses)") &&
+        Need(peer, v, SnapshotInput::kSysctls, "ARP resolution (the peer's arp sysctls)")) {
       std::string where_to =
           peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
       Drop(v, "neighbor_missing",

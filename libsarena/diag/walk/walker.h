@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "libsarena/base/status_macros.h"
+#include "libsarena/diag/snapshot_input.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/diag/walk/flight.h"
 #include "libsarena/diag/walk/step.h"
@@ -62,11 +63,9 @@ class Walker {
   void Suspect(Vertex v, Level level, absl::string_view code, absl::string_view msg) {
     graph_.AddSuspicion(v, level, code, msg);
   }
-  void Drop(Vertex v, absl::string_view code, absl::string_view msg) {
-    Suspect(v, Level::kFatal, code, msg);
-    graph_.hop(v).action = HopAction::kDrop;
-  }
-  bool Need(const Where& w, Vertex v, NetstackSource src, absl::string_view what);
+  void Drop(Vertex v, absl::string_view code, absl::string_view msg);  // FATAL; the hop drops
+  bool Need(const Where& w, Vertex v, SnapshotInput in, absl::string_view what,
+            Absent then = Absent::kSkip);  // the absent-data rule: snapshot_input.h, hops.cc
   void InfoOnce(Vertex v, absl::string_view key, absl::string_view code, absl::string_view msg);
 
   // ---- placement (placement.cc) ----
