@@ -152,6 +152,19 @@ absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::
   bool sysctls = ns.Has(NetstackSource::kSysctls);
   model::InputResult in = ns.RouteInput(InputFlow(pkt, iif));
   if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return Done();
+  // A local route on a device the links lack: the kernel removes a device's local routes with
+  // its addresses, so the snapshot is inconsistent — reported, not delivered.
+  // (A local result's oif is "lo"; the route's own device is its next hop's.)
+  if (in.decision == InputDecision::kLocal && in.route.type == RouteType::kLocal &&
+      !in.route.nexthops.empty() && !in.route.nexthops[0].dev.empty() &&
+      ns.Has(NetstackSource::kLinks) && ns.FindInterface(in.route.nexthops[0].dev) == nullptr) {
+    Drop(v, "link_missing",
+         absl::StrCat("local route '",
+                      in.route.route != nullptr ? in.route.route->ToString() : in.route.ToString(),
+                      "' uses device '",
+                      in.route.nexthops[0].dev, "' which does not exist"));
+    return Done();
+  }
   if (!sysctls) {
     std::string file = absl::StrCat(w.ns->dir, "/", model::kSysctlFile);
     InfoOnce(v, absl::StrCat("missing|", file), "file_missing",
