@@ -120,6 +120,16 @@ class CalicoPlugin : public Plugin {
   PluginAction AfterRoute(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
                           const HookPacket& p, const model::RouteResult& route) override {
     if (!w.node) return PluginAction::Continue();
+    // A route on a device the snapshot's links lack (an inconsistent snapshot: the kernel
+    // deletes a device's routes with it) is not Calico's to judge unless the device is one of
+    // Calico's own (its tunnels and workload veths, checked below: tunnel_missing /
+    // link_missing): the walk's egress check reports it as link_missing, naming the route and
+    // the device.
+    if (!route.oif.empty() && !IsCalicoDevice(route.oif) &&
+        w.node->netstack.Has(model::NetstackSource::kLinks) &&
+        w.node->netstack.FindInterface(route.oif) == nullptr) {
+      return PluginAction::Continue();
+    }
     const model::Cluster& c = *ctx.cluster;
     const net::Ipv4& dst = p.packet.dst;
     const IpPool* pool = c.FindIpPool(dst);

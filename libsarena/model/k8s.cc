@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -163,6 +164,15 @@ absl::StatusOr<std::vector<std::pair<const JsonValue*, std::string>>> Items(cons
   bool status = kind != nullptr && kind->is_string() && kind->str() == "Status";
   // A kubectl Status (an API error answer, which has "metadata" too) is not an object of the
   // list: JsonListItems names it.
+  // A list kind ("List", "PodList", ...) without "items" is a truncated or foreign document,
+  // never one object: kubectl -o json prints "items": [] for an empty list.
+  bool list_kind = kind != nullptr && kind->is_string() && absl::EndsWith(kind->str(), "List");
+  if (list_kind && root.Find("items", false) == nullptr) {
+    return JsonFieldError(doc.file_name(), "items",
+                          absl::StrCat("missing: a ", kind->str(),
+                                       " without \"items\" (kubectl -o json prints \"items\": [] "
+                                       "for an empty list)"));
+  }
   if (root.is_object() && root.Find("items", false) == nullptr && root.Find("metadata") != nullptr &&
       !status) {
     out.emplace_back(&root, std::string());

@@ -173,6 +173,9 @@ class Cluster {
   // --- Parsing (kubectl -o json List or a bare array of objects). Errors: kInvalidArgument
   // "parse <file_name>: items[12].status.podIP: invalid IPv4 'x'" (JSON path of the field), or
   // "parse <file_name>: JSON syntax error at byte N: ...". IPv6 values are skipped, not errors.
+  // A list kind without "items" ({"kind": "PodList", "metadata": {...}}: kubectl prints
+  // "items": [] for an empty list) is "parse <file_name>: items: missing: a PodList without
+  // "items" ...", never read as one object.
   absl::Status ParsePods(absl::string_view json, absl::string_view file_name = "pods.json");
   absl::Status ParseNodes(absl::string_view json, absl::string_view file_name = "nodes.json");
   absl::Status ParseServices(absl::string_view json, absl::string_view file_name = "services.json");

@@ -21,6 +21,9 @@ namespace {
 
 uint32_t U32(const net::Ipv4& ip) { return ip.to_uint(); }
 
+// IPV4_MIN_MTU (include/net/ip.h): the smallest MTU a device keeps IPv4 on.
+constexpr int64_t kIpv4MinMtu = 68;
+
 uint32_t MaskOf(uint8_t len) { return len == 0 ? 0u : (0xffffffffu << (32 - len)); }
 
 bool InPrefix(const net::Ipv4Prefix& p, uint32_t ip) {
@@ -123,6 +126,26 @@ absl::StatusOr<std::optional<net::Mac>> GetMac(const JsonValue& obj, absl::strin
     return JsonFieldError(file, absl::StrCat(path, ".", key), absl::StrCat("invalid MAC '", *s, "'"));
   }
   return std::optional<net::Mac>(*mac);
+}
+
+// A neighbour's lladdr: a 6-byte MAC, or nullopt when absent or an address of another link
+// type as iproute2 prints it (ll_addr_n2a: IPv4 text on an ipip/gre/sit tunnel; hex bytes of
+// another length on a device whose link_type, known from ip-link.json, is not "ether").
+// Anything else is corrupt: an error naming the value, never read as "no entry".
+absl::StatusOr<std::optional<net::Mac>> GetNeighLladdr(const JsonValue& obj, absl::string_view file,
+                                                       absl::string_view path,
+                                                       const Interface* dev) {
+  SARENA_ASSIGN_OR_RETURN(auto s, JsonGetString(obj, "lladdr", file, path));
+  if (!s.has_value()) return std::optional<net::Mac>();
+  if (s->size() == 17) return GetMac(obj, "lladdr", file, path);
+  bool hex_bytes = s->size() % 3 == 2;
+  for (size_t i = 0; hex_bytes && i < s->size(); ++i) {
+    hex_bytes = i % 3 == 2 ? (*s)[i] == ':' : absl::ascii_isxdigit(static_cast<unsigned char>((*s)[i]));
+  }
+  bool other_link_type = dev != nullptr && !dev->link_type.empty() && dev->link_type != "ether";
+  if ((hex_bytes && other_link_type) || net::ParseIpv4(*s).ok()) return std::optional<net::Mac>();
+  return JsonFieldError(file, absl::StrCat(path, ".lladdr"),
+                        absl::StrCat("invalid link-layer address '", *s, "'"));
 }
 
 int ErrorOfType(RouteType t) {
@@ -358,7 +381,24 @@ absl::Status FillLinkAttrs(const JsonValue& it, absl::string_view file, const st
   ifc->loopback = Contains(ifc->flags, "LOOPBACK");
   ifc->noarp = Contains(ifc->flags, "NOARP");
   SARENA_ASSIGN_OR_RETURN(auto mtu, JsonGetInt(it, "mtu", file, p, 0, UINT32_MAX));
+  // Below IPV4_MIN_MTU (68) the kernel removes a device's IPv4 configuration (devinet.c:
+  // inetdev_event, NETDEV_CHANGEMTU, !inetdev_valid_mtu -> inetdev_destroy) and refuses to
+  // create it (NETDEV_REGISTER): such a device carries no IPv4 path, and mtu 0 would otherwise
+  // read as "unknown".
+  if (mtu && *mtu < kIpv4MinMtu) {
+    return JsonFieldError(file, absl::StrCat(p, ".mtu"),
+                          absl::StrCat(*mtu, " is below 68 (IPV4_MIN_MTU): the kernel removes "
+                                       "the IPv4 configuration of such a device"));
+  }
   if (mtu) ifc->mtu = static_cast<uint32_t>(*mtu);
+  // iproute2 prints every link's flags (print_link_flags): a null or missing array would read as
+  // "not UP", a device down that the kernel reports up.
+  if (const JsonValue* fl = it.Find("flags", /*null_is_absent=*/false); fl == nullptr || fl->is_null()) {
+    return JsonFieldError(file, absl::StrCat(p, ".flags"),
+                          fl == nullptr ? "missing (iproute2 prints every link's flags)"
+                                        : "null: expected an array of strings (iproute2 prints "
+                                          "every link's flags)");
+  }
   SARENA_ASSIGN_OR_RETURN(auto op, JsonGetString(it, "operstate", file, p));
   if (op) ifc->operstate = std::string(*op);
   SARENA_ASSIGN_OR_RETURN(auto lt, JsonGetString(it, "link_type", file, p));
@@ -541,6 +581,13 @@ absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file
   SARENA_ASSIGN_OR_RETURN(JsonDoc doc, JsonDoc::ParseBorrowed(json, file_name));
   std::string prefix;
   SARENA_ASSIGN_OR_RETURN(const JsonValue* items, JsonListItems(doc, &prefix));
+  // Every network namespace has lo (created with it, never deleted), so `ip -j link` lists at
+  // least one link: an empty list is a failed or truncated capture, not "no links".
+  if (items->size() == 0) {
+    return JsonFieldError(file_name, prefix,
+                          "no links: ip -j link always lists lo, so an empty list is a failed "
+                          "or truncated capture");
+  }
   for (size_t i = 0; i < items->size(); ++i) {
     const JsonValue& it = (*items)[i];
     std::string p = Path(prefix, i);
@@ -816,7 +863,11 @@ absl::Status Netstack::ParseNeighbors(absl::string_view json, absl::string_view 
     n.dst = *ip;
     SARENA_ASSIGN_OR_RETURN(auto dev, JsonGetString(it, "dev", file_name, p));
     if (dev) n.dev = std::string(*dev);
-    SARENA_ASSIGN_OR_RETURN(n.lladdr, GetMac(it, "lladdr", file_name, p));
+    const Interface* ndev = nullptr;
+    if (auto f = index_->by_name.find(n.dev); f != index_->by_name.end()) {
+      ndev = &interfaces_[f->second];
+    }
+    SARENA_ASSIGN_OR_RETURN(n.lladdr, GetNeighLladdr(it, file_name, p, ndev));
     SARENA_ASSIGN_OR_RETURN(n.state, GetStringArray(it, "state", file_name, p));
     n.router = it.Find("router", false) != nullptr;
     neighbors_.push_back(std::move(n));

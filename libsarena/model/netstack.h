@@ -357,7 +357,18 @@ class Netstack {
   // "parse <file_name>: [<index>].<field>: <cause>" (JSON path of the bad field) or
   // "parse <file_name>: JSON syntax error at byte N: <cause>".
 
-  /// `ip -j -d link show`. Interfaces keep file order.
+  /// `ip -j -d link show`. Interfaces keep file order. Refused (kInvalidArgument, naming file
+  /// and field):
+  ///   - an empty list ("parse <file>: (root): no links: ..."): every netns has lo, which
+  ///     `ip -j link` always lists, so an empty list is a failed or truncated capture;
+  ///   - a link whose "flags" is null or missing ("parse <file>: [i].flags: null: ..."): iproute2
+  ///     prints every link's flags (print_link_flags), and reading none would call an UP device
+  ///     down;
+  ///   - a "mtu" below 68 ("parse <file>: [i].mtu: 0 is below 68 (IPV4_MIN_MTU) ..."): the
+  ///     kernel removes the IPv4 configuration of a device below IPV4_MIN_MTU
+  ///     (net/ipv4/devinet.c inetdev_event, NETDEV_CHANGEMTU -> inetdev_destroy), so no IPv4
+  ///     path the model walks crosses it. The same flags and mtu rules apply to the link
+  ///     attributes of ParseAddrs entries.
   absl::Status ParseLinks(absl::string_view json, absl::string_view file_name = "ip-link.json");
   /// `ip -j addr show`: fills Interface::addresses (and creates interfaces missing from the link
   /// file, since `ip -j addr` carries the same link attributes).
@@ -367,7 +378,12 @@ class Netstack {
   /// `ip -j rule show`. Without this file the kernel's three default rules are assumed
   /// (0 lookup local, 32766 lookup main, 32767 lookup default).
   absl::Status ParseRules(absl::string_view json, absl::string_view file_name = "ip-rule.json");
-  /// `ip -j neigh show` (IPv6 entries skipped).
+  /// `ip -j neigh show` (IPv6 entries skipped). An "lladdr" must be a MAC
+  /// ("aa:bb:cc:dd:ee:ff"), or another link type's address as iproute2's ll_addr_n2a prints it
+  /// (IPv4 text on a tunnel; hex bytes of another length on a device ParseLinks gave a
+  /// link_type other than "ether"; read as no MAC); anything else is
+  /// kInvalidArgument "parse <file>: [i].lladdr: invalid link-layer address '<value>'" (or
+  /// "invalid MAC '<value>'"), never read as a missing neighbour.
   absl::Status ParseNeighbors(absl::string_view json, absl::string_view file_name = "ip-neigh.json");
   /// `bridge -j fdb show`.
   absl::Status ParseFdb(absl::string_view json, absl::string_view file_name = "bridge-fdb.json");

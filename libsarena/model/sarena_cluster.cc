@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/status_macros.h"
+#include "absl/container/flat_hash_map.h"
 #include "libsarena/model/proto_json.h"
 #include "libsarena/model/sarena_node.pb.h"
 
@@ -85,6 +86,8 @@ absl::StatusOr<SarenaCluster> ParseSarenaCluster(absl::string_view json, absl::s
                             Ipv4PrefixField(f.config().pod_cidr(), file, "config.pod_cidr"));
     SARENA_ASSIGN_OR_RETURN(c.node_ip, Ipv4Field(f.config().node_ip(), file, "config.node_ip", true));
   }
+  // The tunnel map is an LPM trie keyed by the CIDR: one entry per prefix.
+  absl::flat_hash_map<std::string, int> tunnel_at;
   for (int i = 0; i < f.tunnels_size(); ++i) {
     const snapshot::v1::TunnelEntry& e = f.tunnels(i);
     const std::string p = absl::StrCat("tunnels[", i, "]");
@@ -94,6 +97,12 @@ absl::StatusOr<SarenaCluster> ParseSarenaCluster(absl::string_view json, absl::s
     SARENA_ASSIGN_OR_RETURN(auto cidr, Ipv4PrefixField(e.cidr(), file, p + ".cidr"));
     if (!cidr) return ProtoFieldError(file, p + ".cidr", "missing");
     t.cidr = *cidr;
+    if (auto [it, inserted] = tunnel_at.try_emplace(t.cidr.to_string(), i); !inserted) {
+      return ProtoFieldError(file, p + ".cidr",
+                             absl::StrCat("duplicate key '", t.cidr.to_string(), "': tunnels[",
+                                          it->second, "] has it too (the tunnel map holds one "
+                                          "entry per prefix)"));
+    }
     SARENA_ASSIGN_OR_RETURN(t.underlay, RequireIpv4(e.underlay(), file, p + ".underlay"));
     if (e.mode().empty()) return ProtoFieldError(file, p + ".mode", "missing");
     if (e.mode() == "tunnel") {

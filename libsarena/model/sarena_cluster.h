@@ -94,7 +94,10 @@ struct SarenaCluster {
 /// Errors: kInvalidArgument "parse <file>: <path>: <cause>" naming the field (a value of the
 /// wrong JSON type, an address that is not IPv4 text, a mode other than "tunnel"/"native", a
 /// family other than "ipv4"/"ipv6", a number out of range such as a vni above 2^24-1 or a
-/// node_id >= SARENA_MAX_PEERS (16384)). IPv6 tunnel and peer entries are skipped.
+/// node_id >= SARENA_MAX_PEERS (16384)), and a tunnel whose cidr repeats an earlier entry's
+/// ("parse <file>: tunnels[j].cidr: duplicate key '<cidr>': tunnels[i] has it too": the tunnel
+/// map is an LPM trie keyed by the prefix, so a dump has one entry per prefix; never resolved by
+/// order). IPv6 tunnel and peer entries are skipped.
 absl::StatusOr<SarenaCluster> ParseSarenaCluster(absl::string_view json,
                                                  absl::string_view file = kSarenaClusterFile);
 

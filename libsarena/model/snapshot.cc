@@ -33,6 +33,17 @@ absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_vi
   SARENA_RETURN_IF_ERROR(ParseProtoJson(json, file, &f, legacy));
   std::vector<SarenaEndpoint> out;
   out.reserve(f.endpoints_size());
+  // sarenad keys an endpoint by its ref, its BPF endpoint map by the pod address, and the host
+  // veth belongs to one pod: a second entry with any of these keys contradicts the first.
+  absl::flat_hash_map<std::string, int> by_ref, by_ip, by_host_ifname;
+  auto unique = [&](absl::flat_hash_map<std::string, int>& seen, const std::string& key, int i,
+                    absl::string_view field, absl::string_view what) -> absl::Status {
+    auto [it, inserted] = seen.try_emplace(key, i);
+    if (inserted) return absl::OkStatus();
+    return ProtoFieldError(file, absl::StrCat("endpoints[", i, "].", field),
+                           absl::StrCat("duplicate ", what, " '", key, "': endpoints[", it->second,
+                                        "] has it too"));
+  };
   for (int i = 0; i < f.endpoints_size(); ++i) {
     const snapshot::v1::Endpoint& e = f.endpoints(i);
     const std::string p = absl::StrCat("endpoints[", i, "]");
@@ -50,6 +61,15 @@ absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(absl::string_vi
     ep.mtu = e.mtu();
     ep.pod_namespace = e.pod_namespace();
     ep.pod_name = e.pod_name();
+    if (!ep.container_id.empty()) {
+      SARENA_RETURN_IF_ERROR(unique(by_ref, absl::StrCat(ep.container_id, "/", ep.ifname), i,
+                                    "ref", "endpoint ref (containerId/ifname)"));
+    }
+    if (ep.ip) SARENA_RETURN_IF_ERROR(unique(by_ip, ep.ip->to_string(), i, "ip", "address"));
+    if (!ep.host_ifname.empty()) {
+      SARENA_RETURN_IF_ERROR(
+          unique(by_host_ifname, ep.host_ifname, i, "host_ifname", "host interface"));
+    }
     out.push_back(std::move(ep));
   }
   return out;

@@ -48,7 +48,10 @@ struct SarenaEndpoint {
 /// Parses sarena-endpoints.json ({"endpoints": [...]}; snake_case or lowerCamelCase keys; the
 /// legacy shapes, a bare array or {"items": [...]}, are read alike). An IPv6 `ip` or `gateway`
 /// reads as absent. Errors: kInvalidArgument "parse <file>: endpoints[<i>].<field>: <cause>"
-/// (a value of the wrong JSON type, an address or MAC that does not parse).
+/// (a value of the wrong JSON type, an address or MAC that does not parse), and for an entry
+/// that repeats a key of an earlier one — its ref (containerId/ifname, sarenad's key), its ip
+/// (the BPF endpoint map's key) or its host_ifname — "parse <file>: endpoints[j].ip: duplicate
+/// address '<ip>': endpoints[i] has it too" (never resolved by order).
 absl::StatusOr<std::vector<SarenaEndpoint>> ParseSarenaEndpoints(
     absl::string_view json, absl::string_view file_name = kSarenaEndpointsFile);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -17,11 +18,6 @@ namespace sarena::model {
 
 namespace {
 
-// proc_dointvec: the kernel stores any int for these, and the model reads each value as the
-// kernel does (rp_filter 1 is strict and any other non-zero loose, __fib_validate_source; a
-// BOOLEAN is on when non-zero; arp_ignore's reserved 4-7 and unknown values answer, arp_ignore()).
-constexpr std::pair<int64_t, int64_t> kAnyInt{INT32_MIN, INT32_MAX};
-
 // The net.ipv4.conf.<dev>.<name> keys the model interprets.
 bool InterpretedConfKey(absl::string_view name) {
   return name == "rp_filter" || name == "arp_ignore" || name == "forwarding" ||
@@ -30,26 +26,79 @@ bool InterpretedConfKey(absl::string_view name) {
          name == "proxy_arp";
 }
 
+// The per-device directories: <prefix><dev>.<leaf>, where no leaf name holds a dot, so everything
+// between the prefix and the last dot is the device name.
+constexpr absl::string_view kPerDevicePrefixes[] = {"net.ipv4.conf.", "net.ipv6.conf.",
+                                                    "net.ipv4.neigh.", "net.ipv6.neigh."};
+
+// The key in sysctl -a's spelling: '.' separators, and a '.' inside a device name written '/'.
+//  - The /proc/sys path form ("net/ipv4/conf/vxlan.calico/forwarding", which sysctl(8) also
+//    accepts): when the first separator is '/', every '/' and '.' swap, as procps-ng's
+//    slashdot() does — "net.ipv4.conf.vxlan/calico.forwarding".
+//  - A dotted key whose device's '.' was left unescaped ("net.ipv4.conf.vxlan.calico.forwarding"):
+//    under a per-device directory the device is everything up to the last dot, so its dots
+//    become '/'.
+std::string CanonicalKey(absl::string_view key) {
+  std::string k(key);
+  size_t first = k.find_first_of("./");
+  if (first != std::string::npos && k[first] == '/') {
+    for (char& c : k) {
+      if (c == '/') {
+        c = '.';
+      } else if (c == '.') {
+        c = '/';
+      }
+    }
+  }
+  for (absl::string_view prefix : kPerDevicePrefixes) {
+    if (!absl::StartsWith(k, prefix)) continue;
+    size_t last = k.rfind('.');
+    if (last == std::string::npos || last <= prefix.size()) break;
+    std::replace(k.begin() + static_cast<std::ptrdiff_t>(prefix.size()),
+                 k.begin() + static_cast<std::ptrdiff_t>(last), '.', '/');
+    break;
+  }
+  return k;
+}
+
+// proc_dointvec prints an int with "%d" (proc_put_long): an optional '-' and digits with no
+// leading zero, never "+1", "01" or "-0".
+bool IsCanonicalInt(absl::string_view v) {
+  const bool negative = absl::ConsumePrefix(&v, "-");
+  if (v.empty()) return false;
+  for (char c : v) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  if (v[0] == '0') return v.size() == 1 && !negative;  // "0", never "00" or "-0"
+  return true;
+}
+
 }  // namespace
 
-std::optional<std::pair<int64_t, int64_t>> Sysctls::InterpretedRange(absl::string_view key) {
+std::optional<SysctlCheck> Sysctls::Interpreted(absl::string_view key) {
   // The kernel bounds these itself: proc_dointvec_minmax (0-3), and br_netfilter stores any
   // non-zero write as 1 (brnf_sysctl_call_tables), so a dump holds 0 or 1.
-  if (key == "net.ipv4.fib_multipath_hash_policy") return std::make_pair(int64_t{0}, int64_t{3});
-  if (key == "net.bridge.bridge-nf-call-iptables") return std::make_pair(int64_t{0}, int64_t{1});
-  if (key == "net.ipv4.ip_forward") return kAnyInt;
+  if (key == "net.ipv4.fib_multipath_hash_policy") return SysctlCheck::Bounded(0, 3);
+  if (key == "net.bridge.bridge-nf-call-iptables") return SysctlCheck::Bounded(0, 1);
+  // proc_dointvec: the kernel stores any int for these, and the model reads each value as the
+  // kernel does (rp_filter 1 is strict and any other non-zero loose, __fib_validate_source; a
+  // BOOLEAN is on when non-zero; arp_ignore's reserved 4-7 and unknown values answer,
+  // arp_ignore()).
+  if (key == "net.ipv4.ip_forward") return SysctlCheck::AnyInt();
   constexpr absl::string_view kConf = "net.ipv4.conf.";
   if (!absl::StartsWith(key, kConf)) return std::nullopt;
   absl::string_view rest = key.substr(kConf.size());
   size_t dot = rest.rfind('.');
   if (dot == absl::string_view::npos || dot == 0) return std::nullopt;  // no <dev>
   if (!InterpretedConfKey(rest.substr(dot + 1))) return std::nullopt;
-  return kAnyInt;
+  return SysctlCheck::AnyInt();
 }
 
 absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view file_name) {
   Sysctls out;
   out.values_.reserve(2048);
+  absl::flat_hash_map<std::string, int> first_line;  // key -> line it was read from
+  first_line.reserve(2048);
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -67,28 +116,41 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
       return absl::InvalidArgumentError(absl::StrCat("parse ", file_name, ": line ", line_no,
                                                      ": invalid key '", key, "'"));
     }
-    // `sysctl -a` may also print keys with '/' separators (-N / procfs paths): normalise to dots
-    // only when there is no dot at all (then every '/' is a separator).
-    std::string k(key);
-    if (k.find('.') == std::string::npos) std::replace(k.begin(), k.end(), '/', '.');
-    // A key the model interprets must hold one integer in the kernel's range: a corrupt value
-    // is an error here, never read later as "unset".
-    if (auto range = InterpretedRange(k); range.has_value()) {
+    std::string k = CanonicalKey(key);
+    // A key the model interprets must hold one integer in the kernel's range, as the kernel
+    // prints it: a corrupt value is an error here, never read later as "unset".
+    if (std::optional<SysctlCheck> check = Interpreted(k); check.has_value()) {
+      const bool bounded = check->kind == SysctlCheck::Kind::kBounded;
       int64_t n = 0;
       if (!absl::SimpleAtoi(value, &n)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "parse ", file_name, ": line ", line_no, ": key '", k, "': value '", value,
             "' is not an integer",
-            *range == kAnyInt ? std::string()
-                              : absl::StrCat(" (expected ", range->first, "-", range->second, ")")));
+            bounded ? absl::StrCat(" (expected ", check->min, "-", check->max, ")")
+                    : std::string()));
       }
-      if (n < range->first || n > range->second) {
+      if (!IsCanonicalInt(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parse ", file_name, ": line ", line_no, ": key '", k, "': value '", value,
+            "' is not an integer as the kernel prints it ('", n, "'): not a sysctl -a dump"));
+      }
+      if (n < check->min || n > check->max) {
         return absl::InvalidArgumentError(absl::StrCat(
             "parse ", file_name, ": line ", line_no, ": key '", k, "': value ", n,
-            " out of range [", range->first, ", ", range->second, "]"));
+            " out of range [", check->min, ", ", check->max, "]",
+            bounded ? "" : " (a C int: proc_dointvec)"));
       }
     }
-    out.values_.insert_or_assign(std::move(k), std::string(value));
+    // `sysctl -a` prints each key once: a second line for a key (in any of its spellings) is
+    // a contradiction or a spliced file, never resolved by order.
+    auto [seen, inserted] = first_line.try_emplace(k, line_no);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parse ", file_name, ": line ", line_no, ": key '", k, "' (value '", value,
+          "') is already set at line ", seen->second, " (value '", out.values_[k],
+          "'): sysctl -a prints each key once"));
+    }
+    out.values_.emplace(std::move(k), std::string(value));
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #ifndef LIBSARENA_MODEL_SYSCTL_H_
 #define LIBSARENA_MODEL_SYSCTL_H_
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,23 @@ struct SysctlValue {
   bool known = false;
 };
 
+/// How the value of a key the model interprets is validated (Sysctls::Interpreted).
+struct SysctlCheck {
+  enum class Kind {
+    /// Any C int (the kernel's proc_dointvec stores every int written).
+    kAnyInt,
+    /// An int in [min, max] (proc_dointvec_minmax, or a handler that clamps the write).
+    kBounded,
+  };
+  Kind kind = Kind::kAnyInt;
+  int64_t min = INT32_MIN;
+  int64_t max = INT32_MAX;
+
+  static SysctlCheck AnyInt() { return {}; }
+  static SysctlCheck Bounded(int64_t lo, int64_t hi) { return {Kind::kBounded, lo, hi}; }
+  bool operator==(const SysctlCheck&) const = default;
+};
+
 /// A `sysctl -a` dump ("key = value" per line; keys with dots, interface names with '.' written
 /// as '/' — e.g. "net.ipv4.conf.vxlan/calico.rp_filter" for device "vxlan.calico").
 class Sysctls {
@@ -32,27 +50,44 @@ class Sysctls {
   /// Parses `sysctl -a` text. Blank lines and lines starting with '#' or ';' are skipped; lines
   /// "sysctl: permission denied on key ..." (what sysctl prints on stderr when merged) are skipped.
   /// Values keep their text (multi-value keys like ip_local_port_range keep the tab/space
-  /// separated text). The keys the model interprets (InterpretedRange) are validated: their value
-  /// must be one decimal integer inside the range, so a corrupt value is never read as "unset".
+  /// separated text).
+  /// Keys are stored in sysctl -a's spelling: '.' separators, a '.' inside a device name written
+  /// '/' ("net.ipv4.conf.vxlan/calico.forwarding" for device "vxlan.calico"). Two other
+  /// spellings are read as that key: the /proc/sys path form
+  /// "net/ipv4/conf/vxlan.calico/forwarding" (first separator '/': every '/' and '.' swap, as
+  /// procps-ng sysctl's slashdot() does), and, under net.ipv{4,6}.conf. and net.ipv{4,6}.neigh.
+  /// (whose leaf names hold no dot), a dotted key with the device's dot unescaped,
+  /// "net.ipv4.conf.vxlan.calico.forwarding".
+  /// The keys the model interprets (Interpreted) are validated: their value must be one decimal
+  /// integer written as the kernel prints it (proc_dointvec's "%d": no '+', no leading zero)
+  /// inside the kernel's range, so a corrupt value is never read as "unset" or guessed at.
   /// Errors, all kInvalidArgument naming file and line:
   ///   "parse <file_name>: line N: expected 'key = value', got '<line>'";
   ///   "parse <file_name>: line N: invalid key '<key>'";
   ///   "parse <file_name>: line N: key '<key>': value '<value>' is not an integer[ (expected A-B)]";
-  ///   "parse <file_name>: line N: key '<key>': value V out of range [A, B]".
+  ///   "parse <file_name>: line N: key '<key>': value '<value>' is not an integer as the kernel
+  ///    prints it ('<n>'): not a sysctl -a dump" (e.g. "+1", "01");
+  ///   "parse <file_name>: line N: key '<key>': value V out of range [A, B]" (kAnyInt adds
+  ///    " (a C int: proc_dointvec)");
+  ///   "parse <file_name>: line N: key '<key>' (value '<v>') is already set at line M (value
+  ///    '<w>'): sysctl -a prints each key once" — a key given twice, in any spelling, even with
+  ///    the same value.
   static absl::StatusOr<Sysctls> Parse(absl::string_view text, absl::string_view file_name = "sysctl.txt");
 
-  /// The [min, max] range of a key the model interprets (Parse rejects a value that is not an
-  /// integer in it), or nullopt for a free-form key. The range is the one the kernel itself
-  /// enforces, so that every value a real kernel prints is accepted and read as the kernel reads
-  /// it: net.ipv4.fib_multipath_hash_policy 0-3 (proc_dointvec_minmax);
-  /// net.bridge.bridge-nf-call-iptables 0-1 (br_netfilter stores a non-zero write as 1); any
-  /// int (proc_dointvec: [INT32_MIN, INT32_MAX]) for net.ipv4.ip_forward and
-  /// net.ipv4.conf.<dev>.rp_filter, .arp_ignore, .forwarding, .accept_local, .route_localnet,
-  /// .src_valid_mark, .send_redirects, .ignore_routes_with_linkdown, .proxy_arp
-  /// (Documentation/networking/ip-sysctl.rst documents their meaningful values; the kernel does
-  /// not refuse others). `key` uses dots as in sysctl -a (<dev> is any non-empty text, including
+  /// How Parse validates the value of a key the model interprets, or nullopt for a free-form
+  /// key. The rule is the one the kernel itself enforces, so that every value a real kernel
+  /// prints is accepted and read as the kernel reads it:
+  ///   kBounded [0, 3]: net.ipv4.fib_multipath_hash_policy (proc_dointvec_minmax);
+  ///   kBounded [0, 1]: net.bridge.bridge-nf-call-iptables (br_netfilter stores a non-zero
+  ///     write as 1);
+  ///   kAnyInt (proc_dointvec, a C int): net.ipv4.ip_forward and net.ipv4.conf.<dev>.rp_filter,
+  ///     .arp_ignore, .forwarding, .accept_local, .route_localnet, .src_valid_mark,
+  ///     .send_redirects, .ignore_routes_with_linkdown, .proxy_arp
+  ///     (Documentation/networking/ip-sysctl.rst documents their meaningful values; the kernel
+  ///     does not refuse others).
+  /// `key` is in sysctl -a's spelling (dots; <dev> is any non-empty text, including
   /// "all"/"default").
-  static std::optional<std::pair<int64_t, int64_t>> InterpretedRange(absl::string_view key);
+  static std::optional<SysctlCheck> Interpreted(absl::string_view key);
 
   /// Sets or overrides one key (tests, synthetic snapshots). Not validated: an interpreted key set
   /// to a non-integer reads as absent.

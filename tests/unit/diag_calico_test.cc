@@ -245,6 +245,59 @@ TEST(DiagCalico, LocalPodRouteMustUseItsCaliVeth) {
   EXPECT_NE(m->message().find(CalicoVethName("default", "web-1")), std::string::npos);
 }
 
+// Adds `json` (one route object) to the front of node-a's ip-route.json, so it wins over the
+// fixture's own routes of the same prefix.
+void AddRouteFirst(Scratch& s, const std::string& json) {
+  const std::string f = "nodes/node-a/ip-route.json";
+  std::string text = testing::ReadAll(s.Path(f));
+  size_t open = text.find('[');
+  ASSERT_NE(open, std::string::npos) << f;
+  text.insert(open + 1, absl::StrCat(json, ","));
+  s.Write(f, text);
+}
+
+TEST(DiagCalico, RouteViaAMissingDeviceIsLinkMissingNotRouteMismatch) {
+  // An inconsistent snapshot: a route to the remote pod names ghost0, which ip-link.json lacks
+  // (the kernel deletes a device's routes with it). The walk says link_missing; Calico's route
+  // check must not call it a wrong Calico route.
+  Scratch s("calico-ipip");
+  AddRouteFirst(s, R"({"dst": "10.65.2.8", "dev": "ghost0", "scope": "link", "flags": []})");
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "link_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+  EXPECT_NE(m->message().find("uses device 'ghost0' which does not exist"), std::string::npos)
+      << m->message();
+  EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
+
+  // A local pod's route via ghost0 likewise.
+  Scratch l("calico-ipip");
+  AddRouteFirst(l, R"({"dst": "10.65.1.7", "dev": "ghost0", "scope": "link", "flags": []})");
+  auto lt = TraceLib(l.dir(), "pod:default/client", "pod:default/web-1:8080/tcp");
+  ASSERT_TRACED(lt);
+  EXPECT_EQ(lt.report.verdict(), "unreachable") << lt.text;
+  ASSERT_NE(FindSuspicion(lt.report, "link_missing", "FATAL"), nullptr) << lt.text;
+  EXPECT_EQ(FindSuspicion(lt.report, "route_mismatch"), nullptr) << lt.text;
+}
+
+TEST(DiagCalico, LocalTableRouteViaAMissingDeviceIsLinkMissing) {
+  // "local 10.65.2.8 dev ghost0 table local": the kernel removes a device's local routes with
+  // its addresses, so this is an inconsistent snapshot, not a delivery to node-a.
+  Scratch s("calico-ipip");
+  AddRouteFirst(s, R"({"type": "local", "dst": "10.65.2.8", "dev": "ghost0", "table": "local",
+                      "protocol": "kernel", "scope": "host", "prefsrc": "10.65.2.8", "flags": []})");
+  auto t = TraceLib(s.dir(), kClientToFiles[0], kClientToFiles[1]);
+  ASSERT_TRACED(t);
+  EXPECT_EQ(t.report.verdict(), "unreachable") << t.text;
+  const v1::Suspicion* m = FindSuspicion(t.report, "link_missing", "FATAL");
+  ASSERT_NE(m, nullptr) << t.text;
+  EXPECT_EQ(HopOf(t.report, m)->node(), "node-a");
+  EXPECT_NE(m->message().find("ghost0"), std::string::npos) << m->message();
+  EXPECT_EQ(FindSuspicion(t.report, "route_mismatch"), nullptr) << t.text;
+}
+
 TEST(DiagCalico, RemoteNodeWithoutIpv4AddressAnnotation) {
   Scratch s("calico-ipip");
   s.EditJson("cluster/nodes.json", [](google::protobuf::Value* v) {

@@ -16,6 +16,7 @@ namespace sarena::model {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 net::Ipv4 Ip(const char* s) { return net::Ipv4::from_string(s); }
 net::Ipv4Prefix Pfx(const char* s) { return *net::ParseIpv4Prefix(s); }
@@ -68,6 +69,24 @@ TEST(K8sPods, FieldsAndLookups) {
   EXPECT_EQ(c.PodsOnNode("node-b").size(), 3u);
   EXPECT_FALSE(c.FindPod("default", "pending")->pod_ip.has_value());
   EXPECT_EQ(c.FindPod("default", "nope"), nullptr);
+}
+
+TEST(K8sPods, ListKindWithoutItemsNamesTheShape) {
+  // A PodList with no "items" (kubectl prints "items": [] for an empty list) is not one pod.
+  Cluster c;
+  absl::Status st = c.ParsePods(
+      R"({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "42"}})",
+      "cluster/pods.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("parse cluster/pods.json: items: missing: a PodList without \"items\""));
+  EXPECT_THAT(std::string(st.message()), Not(HasSubstr("metadata.name")));
+  // "items": null (kubectl's empty list) and one bare object still load.
+  Cluster empty;
+  EXPECT_TRUE(empty.ParsePods(R"({"kind": "PodList", "items": null})").ok());
+  Cluster one;
+  EXPECT_TRUE(one.ParsePods(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "d"}})").ok());
 }
 
 TEST(K8sNodes, AddressesCidrsCalicoAnnotations) {

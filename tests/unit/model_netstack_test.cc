@@ -774,12 +774,175 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->RpFilter("eth0").value, 2);
   EXPECT_EQ(ok->IpForward().value, 2);
-  EXPECT_EQ(Sysctls::InterpretedRange("net.ipv4.conf.lxc.abc.rp_filter"),
-            std::make_pair(int64_t{INT32_MIN}, int64_t{INT32_MAX}));
-  EXPECT_EQ(Sysctls::InterpretedRange("net.ipv4.fib_multipath_hash_policy"),
-            std::make_pair(int64_t{0}, int64_t{3}));
-  EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.all.log_martians").has_value());
-  EXPECT_FALSE(Sysctls::InterpretedRange("net.ipv4.conf.rp_filter").has_value());  // no <dev>
+  EXPECT_EQ(Sysctls::Interpreted("net.ipv4.conf.lxc.abc.rp_filter"), SysctlCheck::AnyInt());
+  EXPECT_EQ(Sysctls::Interpreted("net.ipv4.conf.lxc.abc.rp_filter")->kind,
+            SysctlCheck::Kind::kAnyInt);
+  EXPECT_EQ(Sysctls::Interpreted("net.ipv4.fib_multipath_hash_policy"),
+            SysctlCheck::Bounded(0, 3));
+  EXPECT_FALSE(Sysctls::Interpreted("net.ipv4.conf.all.log_martians").has_value());
+  EXPECT_FALSE(Sysctls::Interpreted("net.ipv4.conf.rp_filter").has_value());  // no <dev>
+}
+
+TEST(NetstackSysctl, DuplicateKeyIsAnErrorNamingBothLines) {
+  // sysctl -a prints each key once: a repeated key is refused even with the same value, and
+  // whatever its spelling.
+  for (const char* second : {"net.ipv4.conf.all.rp_filter = 1",
+                             "net.ipv4.conf.all.rp_filter = 2",
+                             "net/ipv4/conf/all/rp_filter = 1",
+                             "net.ipv4.conf.all.log_martians_typo = 1\nnet.ipv4.conf.all.rp_filter = 1"}) {
+    std::string text = absl::StrCat("net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\n",
+                                    second, "\n");
+    auto s = Sysctls::Parse(text, "nodes/n1/sysctl.txt");
+    ASSERT_FALSE(s.ok()) << second;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.status().message()),
+                HasSubstr("parse nodes/n1/sysctl.txt: line ")) << second;
+    EXPECT_THAT(std::string(s.status().message()),
+                HasSubstr("key 'net.ipv4.conf.all.rp_filter' (value '")) << second;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr("is already set at line 2 (value '1')"))
+        << second;
+  }
+  // A free-form key twice too.
+  auto s = Sysctls::Parse("net.core.somaxconn = 4096\nnet.core.somaxconn = 4096\n", "sysctl.txt");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("parse sysctl.txt: line 2: key 'net.core.somaxconn' (value '4096') is "
+                        "already set at line 1 (value '4096')"));
+}
+
+TEST(NetstackSysctl, DottedDeviceNameAppliesInEverySpelling) {
+  // Device "vxlan.calico": sysctl -a writes net.ipv4.conf.vxlan/calico.forwarding, /proc/sys has
+  // net/ipv4/conf/vxlan.calico/forwarding, and an unescaped dotted key names it too.
+  for (const char* line : {"net.ipv4.conf.vxlan/calico.forwarding = 0",
+                           "net/ipv4/conf/vxlan.calico/forwarding = 0",
+                           "net.ipv4.conf.vxlan.calico.forwarding = 0"}) {
+    auto s = Sysctls::Parse(absl::StrCat("net.ipv4.ip_forward = 1\n"
+                                         "net.ipv4.conf.all.forwarding = 1\n",
+                                         line, "\n"));
+    ASSERT_TRUE(s.ok()) << line << ": " << s.status();
+    EXPECT_EQ(s->Forwarding("vxlan.calico").value, 0) << line;
+    EXPECT_TRUE(s->Forwarding("vxlan.calico").known) << line;
+    EXPECT_EQ(s->Get("net.ipv4.conf.vxlan/calico.forwarding"), "0") << line;
+    EXPECT_EQ(s->Forwarding("eth0").value, 1) << line;  // others: conf.all
+  }
+  auto rp = Sysctls::Parse("net/ipv4/conf/vxlan.calico/rp_filter = 2\n");
+  ASSERT_TRUE(rp.ok()) << rp.status();
+  EXPECT_EQ(rp->RpFilter("vxlan.calico").value, 2);
+  // The two spellings of one key contradict each other: refused, not resolved by order.
+  auto both = Sysctls::Parse(
+      "net.ipv4.conf.vxlan/calico.forwarding = 1\nnet/ipv4/conf/vxlan.calico/forwarding = 0\n",
+      "sysctl.txt");
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(std::string(both.status().message()),
+              HasSubstr("line 2: key 'net.ipv4.conf.vxlan/calico.forwarding' (value '0') is "
+                        "already set at line 1 (value '1')"));
+  // A corrupt value in the path spelling names the canonical key.
+  auto bad = Sysctls::Parse("net/ipv4/conf/vxlan.calico/forwarding = x\n", "sysctl.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("key 'net.ipv4.conf.vxlan/calico.forwarding': value 'x' is not an integer"));
+}
+
+TEST(NetstackSysctl, NonCanonicalIntegerInAnInterpretedKeyIsRefused) {
+  // proc_dointvec prints "%d": a dump never holds "+1" or "01".
+  for (const char* v : {"+1", "01", "-0", "00", "+0", "-01"}) {
+    auto s = Sysctls::Parse(absl::StrCat("net.ipv4.conf.all.rp_filter = ", v, "\n"),
+                            "nodes/n1/sysctl.txt");
+    ASSERT_FALSE(s.ok()) << v;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << v;
+    EXPECT_THAT(std::string(s.status().message()),
+                HasSubstr(absl::StrCat("parse nodes/n1/sysctl.txt: line 1: key "
+                                       "'net.ipv4.conf.all.rp_filter': value '", v,
+                                       "' is not an integer as the kernel prints it")))
+        << v;
+  }
+  auto h = Sysctls::Parse("net.ipv4.fib_multipath_hash_policy = 01\n");
+  ASSERT_FALSE(h.ok());
+  // The canonical forms load; free-form keys keep any text.
+  auto ok = Sysctls::Parse(
+      "net.ipv4.conf.all.rp_filter = 0\nnet.ipv4.conf.eth0.rp_filter = -1\n"
+      "net.ipv4.conf.eth1.rp_filter = 10\nnet.core.somaxconn = 04096\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->RpFilter("eth1").value, 10);
+}
+
+TEST(NetstackParse, EmptyLinkListIsRefused) {
+  // Every netns has lo, which `ip -j link` always lists: [] is a failed capture, not "no links".
+  for (const char* json : {"[]", R"({"items": []})"}) {
+    Netstack ns;
+    absl::Status st = ns.ParseLinks(json, "nodes/n1/ip-link.json");
+    ASSERT_FALSE(st.ok()) << json;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("parse nodes/n1/ip-link.json: "));
+    EXPECT_THAT(std::string(st.message()), HasSubstr("no links: ip -j link always lists lo"));
+    EXPECT_FALSE(ns.Has(NetstackSource::kLinks));
+  }
+}
+
+TEST(NetstackParse, NullOrMissingLinkFlagsAreAnErrorNotDown) {
+  struct Case {
+    const char* json;
+    const char* want;
+  };
+  for (const Case& c : {
+           Case{R"([{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP","LOWER_UP"],"mtu":65536},
+                    {"ifindex":2,"ifname":"eth0","flags":null,"mtu":1500,"operstate":"UP"}])",
+                "parse ip-link.json: [1].flags: null: expected an array of strings"},
+           Case{R"([{"ifindex":2,"ifname":"eth0","mtu":1500,"operstate":"UP"}])",
+                "parse ip-link.json: [0].flags: missing"},
+       }) {
+    Netstack ns;
+    absl::Status st = ns.ParseLinks(c.json, "ip-link.json");
+    ASSERT_FALSE(st.ok()) << c.json;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.want));
+  }
+}
+
+TEST(NetstackParse, LinkMtuBelowIpv4MinimumIsRefused) {
+  // IPV4_MIN_MTU: below 68 the kernel removes the device's IPv4 configuration.
+  for (int mtu : {0, 67}) {
+    Netstack ns;
+    absl::Status st = ns.ParseLinks(
+        absl::StrCat(R"([{"ifindex":2,"ifname":"eth0","flags":["UP","LOWER_UP"],"mtu":)", mtu,
+                     "}]"),
+        "nodes/n1/ip-link.json");
+    ASSERT_FALSE(st.ok()) << mtu;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr(absl::StrCat("parse nodes/n1/ip-link.json: [0].mtu: ", mtu,
+                                       " is below 68 (IPV4_MIN_MTU)")));
+  }
+  Netstack ok;
+  ASSERT_TRUE(ok.ParseLinks(R"([{"ifindex":2,"ifname":"eth0","flags":["UP"],"mtu":68}])").ok());
+}
+
+TEST(NetstackParse, MalformedNeighbourLladdrIsALoadError) {
+  for (const char* ll : {"zz:zz:zz:zz:zz:zz", "not-a-mac", "aa:bb:cc:dd:ee:f", "aa-bb-cc-dd-ee-ff",
+                         "02:42:ac:11:00", ""}) {
+    Netstack ns;
+    absl::Status st = ns.ParseNeighbors(
+        absl::StrCat(R"([{"dst":"10.0.0.1","dev":"eth0","lladdr":"02:00:00:00:00:01","state":["REACHABLE"]},)"
+                     R"({"dst":"10.0.0.2","dev":"eth0","lladdr":")", ll, R"(","state":["REACHABLE"]}])"),
+        "nodes/n1/ip-neigh.json");
+    ASSERT_FALSE(st.ok()) << ll;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("parse nodes/n1/ip-neigh.json: [1].lladdr: "))
+        << ll;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(absl::StrCat("'", ll, "'"))) << ll;
+  }
+  // Other link types' addresses as iproute2 prints them read as no MAC: IPv4 text on a tunnel,
+  // hex bytes of another length on a device that ip-link.json says is not Ethernet.
+  Netstack ns;
+  ASSERT_TRUE(ns.ParseLinks(R"([{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP"],"mtu":65536},
+                               {"ifindex":9,"ifname":"ib0","flags":["UP"],"mtu":2044,
+                                "link_type":"infiniband"}])")
+                  .ok());
+  absl::Status st = ns.ParseNeighbors(
+      R"([{"dst":"10.0.0.1","dev":"tunl0","lladdr":"192.168.1.2","state":["PERMANENT"]},)"
+      R"({"dst":"10.0.0.3","dev":"ib0","lladdr":"80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:0f:4e:7d","state":["REACHABLE"]},)"
+      R"({"dst":"10.0.0.2","dev":"eth0","state":["FAILED"]}])");
+  EXPECT_TRUE(st.ok()) << st;
 }
 
 TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {

@@ -280,6 +280,43 @@ TEST(SarenaNodeFiles, MalformedClusterNamesTheField) {
   }
 }
 
+TEST(SarenaNodeFiles, DuplicateKeysAreAnErrorNamingTheKey) {
+  // Never resolved by order: the tunnel map has one entry per prefix, the endpoint map one per
+  // address, sarenad one endpoint per ref, a host veth one pod.
+  auto t = ParseSarenaCluster(
+      R"({"tunnels": [{"cidr": "10.2.0.0/24", "underlay": "192.168.0.2", "mode": "tunnel"},
+                      {"cidr": "10.3.0.0/24", "underlay": "192.168.0.3", "mode": "tunnel"},
+                      {"cidr": "10.2.0.0/24", "underlay": "192.168.0.9", "mode": "native"}]})",
+      "nodes/a/sarena-cluster.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("parse nodes/a/sarena-cluster.json: tunnels[2].cidr: duplicate key "
+                        "'10.2.0.0/24': tunnels[0] has it too"));
+  struct Case {
+    const char* json;
+    const char* want;
+  };
+  for (const Case& c : {
+           Case{R"({"endpoints": [{"ref": {"container_id": "c1", "ifname": "eth0"}, "ip": "10.1.1.2"},
+                                  {"ref": {"container_id": "c1", "ifname": "eth0"}, "ip": "10.1.1.3"}]})",
+                "endpoints[1].ref: duplicate endpoint ref (containerId/ifname) 'c1/eth0': "
+                "endpoints[0] has it too"},
+           Case{R"({"endpoints": [{"ip": "10.1.1.2", "host_ifname": "lxc1"},
+                                  {"ip": "10.1.1.2", "host_ifname": "lxc2"}]})",
+                "endpoints[1].ip: duplicate address '10.1.1.2': endpoints[0] has it too"},
+           Case{R"({"endpoints": [{"ip": "10.1.1.2", "host_ifname": "lxc1"},
+                                  {"ip": "10.1.1.3", "host_ifname": "lxc1"}]})",
+                "endpoints[1].host_ifname: duplicate host interface 'lxc1': endpoints[0] has it too"},
+       }) {
+    auto eps = ParseSarenaEndpoints(c.json, "nodes/a/sarena-endpoints.json");
+    ASSERT_FALSE(eps.ok()) << c.json;
+    EXPECT_EQ(eps.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(eps.status().message()),
+                HasSubstr(absl::StrCat("parse nodes/a/sarena-endpoints.json: ", c.want)));
+  }
+}
+
 TEST(SarenaNodeFiles, MalformedProgramsNameTheField) {
   for (const Bad& b : {
            Bad{R"({"programs": {"ifname": "eth0"}})", "programs: expected an array, got an object"},

@@ -87,6 +87,18 @@ absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f,
     ReportRouteError(v, r, f.pkt, "output route to", &w);
     return Done();
   }
+  // A local route on a device the links lack: the kernel removes a device's local routes with
+  // its addresses, so the snapshot is inconsistent — reported, not delivered.
+  // (A local result's oif is "lo"; the route's own device is its next hop's.)
+  if (r.type == RouteType::kLocal && !r.nexthops.empty() && !r.nexthops[0].dev.empty() &&
+      ns.Has(NetstackSource::kLinks) && ns.FindInterface(r.nexthops[0].dev) == nullptr) {
+    Drop(v, "link_missing",
+         absl::StrCat("local route '",
+                      r.route != nullptr ? r.route->ToString() : r.ToString(),
+                      "' uses device '", r.nexthops[0].dev,
+                      "' which does not exist"));
+    return Done();
+  }
   NotePolicyRoute(v, r);
   if (f.pkt.src.is_unspecified()) {
     if (!r.prefsrc) {
