@@ -28,9 +28,14 @@ absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const W
   return std::nullopt;
 }
 
-absl::StatusOr<Next> Walker::BridgePort(const Where& w, Vertex v, const Interface& bridge,
-                                        const net::Ipv4& nexthop, Flight f, Branch br,
-                                        const std::string& label) {
+absl::StatusOr<Next> Walker::BridgePort(LinkStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& bridge = *s.oif;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const std::string& label = s.label;
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(w, bridge, nexthop));
   if (!t) {
     if (!Need(w, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
@@ -134,9 +139,14 @@ bool Walker::BridgePortFlagsPass(const Where& node, Vertex v, const Interface& b
 // br_netfilter (net.bridge.bridge-nf-call-iptables=1, which kube-proxy requires) it still passes
 // iptables and conntrack — that is what reverses a Service DNAT for a reply between two pods of
 // one bridge; without it the reply keeps the backend's address.
-absl::StatusOr<Next> Walker::BridgeForward(const Where& node, const std::string& in_port,
-                                           const Interface& bridge, const net::Ipv4& nexthop,
-                                           Flight f, Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::BridgeForward(BridgeForwardStep& s) {
+  const Where& node = s.node;
+  const std::string& in_port = s.in_port;
+  const Interface& bridge = *s.bridge;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const Prev& prev = s.prev;
   Hop h;
   h.kind = HopKind::kNode;
   h.id = HopId(node, f.reply);

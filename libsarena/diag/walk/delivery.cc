@@ -7,7 +7,11 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Ends of the path.
 
-absl::StatusOr<Next> Walker::Serve(const Where& w, Vertex v, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Serve(LocalStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  Flight& f = s.f;
+  Branch& br = s.br;
   Hop& h = graph_.hop(v);
   h.action = HopAction::kServe;
   h.packet = f.pkt;
@@ -77,7 +81,11 @@ absl::StatusOr<Next> Walker::Serve(const Where& w, Vertex v, Flight f, Branch br
   return Done();
 }
 
-absl::StatusOr<Next> Walker::StartReply(const Where& w, Vertex v, const Flight& f, Branch br) {
+absl::StatusOr<Next> Walker::StartReply(LocalStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Flight& f = s.f;
+  Branch& br = s.br;
   Flight rf;
   rf.pkt = f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
@@ -104,7 +112,11 @@ absl::StatusOr<Next> Walker::StartReply(const Where& w, Vertex v, const Flight& 
   return Then(OriginateStep{w, std::move(rf), std::move(br), Prev{v, "reply"}});
 }
 
-absl::StatusOr<Next> Walker::External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::External(ExternalStep& s) {
+  const net::Ipv4& ip = s.ip;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const Prev& prev = s.prev;
   // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
   if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
   Hop h;

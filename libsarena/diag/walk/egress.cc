@@ -8,10 +8,16 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Egress.
 
-absl::StatusOr<Next> Walker::Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
-                                      Branch br) {
+absl::StatusOr<Next> Walker::Transmit(TransmitStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  RouteResult& route = s.route;
+  Flight& f = s.f;
+  Branch& br = s.br;
   // Callers fork a multipath route right after its lookup; this catches any other way in.
-  if (route.nexthops.size() > 1) return ForkNexthops(w, v, route, TransmitStep{w, v, route, f, br});
+  if (std::optional<Next> fork = ForkNexthops(w, v, route, [&] { return Step(s); })) {
+    return std::move(*fork);
+  }
   const Interface* oif = EgressDevice(w, v, route, f);
   if (oif == nullptr) return Done();
   SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, Postrouting(w, v, *oif, route, f, br));
@@ -34,8 +40,8 @@ absl::StatusOr<Next> Walker::Transmit(const Where& w, Vertex v, const RouteResul
       return Done();
     }
   }
-  return Then(
-      DeviceStep{DeviceStep::Stage::kDispatch, w, v, oif, route, std::move(f), std::move(br)});
+  return Then(DeviceStep{DeviceStep::Stage::kDispatch, w, v, oif, std::move(route), std::move(f),
+                         std::move(br)});
 }
 
 const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
@@ -124,8 +130,13 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
   return true;
 }
 
-absl::StatusOr<Next> Walker::Dispatch(const Where& w, Vertex v, const Interface& oif,
-                                      const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Dispatch(DeviceStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& oif = *s.dev;
+  RouteResult& route = s.route;
+  Flight& f = s.f;
+  Branch& br = s.br;
   // A forwarded tunnel packet is routed by its outer header.
   net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
   // The node routed the packet: a bridge port it came in by matters no more, except to a frame
@@ -143,8 +154,8 @@ absl::StatusOr<Next> Walker::Dispatch(const Where& w, Vertex v, const Interface&
   const std::string& kind = oif.kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
       (oif.tunnel && oif.tunnel->proto == "ipip")) {
-    return Then(DeviceStep{DeviceStep::Stage::kEncapsulate, w, v, &oif, route, std::move(f),
-                           std::move(br)});
+    return Then(DeviceStep{DeviceStep::Stage::kEncapsulate, w, v, &oif, std::move(route),
+                           std::move(f), std::move(br)});
   }
   CheckNeighbor(w, v, oif, route.gateway);
   if (kind == "veth") {
@@ -165,9 +176,14 @@ absl::StatusOr<Next> Walker::Dispatch(const Where& w, Vertex v, const Interface&
                                                     : std::string())});
 }
 
-absl::StatusOr<Next> Walker::Underlay(const Where& w, Vertex v, const Interface& oif,
-                                      const net::Ipv4& nexthop, Flight f, Branch br,
-                                      const std::string& label) {
+absl::StatusOr<Next> Walker::Underlay(LinkStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& oif = *s.oif;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const std::string& label = s.label;
   SARENA_ASSIGN_OR_RETURN(std::optional<Next> to_node,
                           UnderlayToNode(w, v, oif, nexthop, f, br, label));
   if (to_node) return std::move(*to_node);

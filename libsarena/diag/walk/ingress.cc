@@ -5,8 +5,12 @@
 
 namespace sarena::diag::internal {
 
-absl::StatusOr<Next> Walker::Receive(const Where& w, const std::string& iif, Flight f, Branch br,
-                                     const Prev& prev) {
+absl::StatusOr<Next> Walker::Receive(ReceiveStep& s) {
+  const Where& w = s.w;
+  const std::string& iif = s.iif;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const Prev& prev = s.prev;
   Hop h;
   h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
   h.id = HopId(w, f.reply);
@@ -56,8 +60,12 @@ absl::StatusOr<Next> Walker::Receive(const Where& w, const std::string& iif, Fli
   return Then(InputStep{InputStep::Stage::kIngress, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::Ingress(const Where& w, Vertex v, std::string iif, Flight f,
-                                     Branch br) {
+absl::StatusOr<Next> Walker::Ingress(InputStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  std::string& iif = s.iif;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
   if (Need(w, v, SnapshotInput::kLinks, "links")) {
@@ -93,8 +101,12 @@ absl::StatusOr<Next> Walker::Ingress(const Where& w, Vertex v, std::string iif, 
   return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::ProcessInput(const Where& w, Vertex v, const std::string& iif,
-                                          Flight f, Branch br) {
+absl::StatusOr<Next> Walker::ProcessInput(InputStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const std::string& iif = s.iif;
+  Flight& f = s.f;
+  Branch& br = s.br;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   SetCtState(w, &pkt, f, br);
   if (f.reply && !f.outer) UnSnat(w, &pkt, br);
@@ -152,8 +164,12 @@ std::optional<std::string> LocalRouteDeviceMissing(const Netstack& ns,
 
 }  // namespace
 
-absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::string& iif,
-                                           Flight f, Branch br) {
+absl::StatusOr<Next> Walker::ContinueInput(InputStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const std::string& iif = s.iif;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   if (!Need(w, v, SnapshotInput::kRoutes, "routing")) {
@@ -185,7 +201,7 @@ absl::StatusOr<Next> Walker::ContinueInput(const Where& w, Vertex v, const std::
     return Then(
         InputStep{InputStep::Stage::kLocalDelivery, w, v, iif, std::move(f), std::move(br)});
   }
-  return Then(ForwardStep{w, v, iif, in.route, std::move(f), std::move(br)});
+  return Then(ForwardStep{w, v, iif, std::move(in.route), std::move(f), std::move(br)});
 }
 
 bool Walker::InputRoutingDrops(const Where& w, Vertex v, const std::string& iif,
@@ -250,8 +266,12 @@ void Walker::DropNotForwarded(const Where& w, Vertex v, const std::string& iif, 
   }
 }
 
-absl::StatusOr<Next> Walker::LocalDelivery(const Where& w, Vertex v, const std::string& iif,
-                                           Flight f, Branch br) {
+absl::StatusOr<Next> Walker::LocalDelivery(InputStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const std::string& iif = s.iif;
+  Flight& f = s.f;
+  Branch& br = s.br;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
@@ -264,8 +284,13 @@ absl::StatusOr<Next> Walker::LocalDelivery(const Where& w, Vertex v, const std::
   return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::Forward(const Where& w, Vertex v, const std::string& iif,
-                                     const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Forward(ForwardStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const std::string& iif = s.iif;
+  RouteResult& route = s.route;
+  Flight& f = s.f;
+  Branch& br = s.br;
   Packet& pkt = f.outer ? *f.outer : f.pkt;
   NotePolicyRoute(v, route);
   if (pkt.ttl <= 1) {
@@ -275,18 +300,26 @@ absl::StatusOr<Next> Walker::Forward(const Where& w, Vertex v, const std::string
   }
   --pkt.ttl;
   // A multipath route: FORWARD, the MSS clamp and the plugin see each next hop's device.
-  if (route.nexthops.size() > 1) {
-    return ForkNexthops(w, v, route, ForwardRoutedStep{w, v, iif, route, pkt, f, br});
+  if (std::optional<Next> fork = ForkNexthops(w, v, route, [&] {
+        return Step(ForwardRoutedStep{w, v, iif, route, pkt, f, br});
+      })) {
+    return std::move(*fork);
   }
   // `pkt` refers into `f`: copy it before `f` is moved (argument evaluation order is
   // unspecified).
   Packet routed = pkt;
-  return Then(ForwardRoutedStep{w, v, iif, route, std::move(routed), std::move(f), std::move(br)});
+  return Then(ForwardRoutedStep{w, v, iif, std::move(route), std::move(routed), std::move(f),
+                                std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::ForwardRouted(const Where& w, Vertex v, const std::string& iif,
-                                           const RouteResult& route, Packet pkt, Flight f,
-                                           Branch br) {
+absl::StatusOr<Next> Walker::ForwardRouted(ForwardRoutedStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const std::string& iif = s.iif;
+  RouteResult& route = s.route;
+  Packet& pkt = s.pkt;
+  Flight& f = s.f;
+  Branch& br = s.br;
   NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, route.oif, route.gateway);
   if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
   if (nf.dropped) return Done();
@@ -299,7 +332,7 @@ absl::StatusOr<Next> Walker::ForwardRouted(const Where& w, Vertex v, const std::
     SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
     if (stop) return std::move(*stop);
   }
-  return Then(TransmitStep{w, v, route, std::move(f), std::move(br)});
+  return Then(TransmitStep{w, v, std::move(route), std::move(f), std::move(br)});
 }
 
 // A namespace of the snapshot that is not a Kubernetes node (nodes.json lists others): a router

@@ -17,7 +17,10 @@ std::string NexthopText(const model::Nexthop& nh) {
 
 }  // namespace
 
-Next Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const Step& cont) {
+std::optional<Next> Walker::ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
+                                         absl::FunctionRef<Step()> make_cont) {
+  if (route.nexthops.size() <= 1) return std::nullopt;
+  const Step cont = make_cont();
   const model::SysctlValue policy = w.ns->netstack.sysctls().FibMultipathHashPolicy();
   uint64_t total = 0;
   std::vector<std::string> hops;

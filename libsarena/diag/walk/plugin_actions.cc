@@ -67,9 +67,13 @@ absl::StatusOr<std::optional<Next>> Walker::HandlePluginAction(const Where& w, V
   return std::nullopt;
 }
 
-absl::StatusOr<Next> Walker::DeliverToPod(const model::Pod& pod, const std::string& ifname,
-                                          Flight f, Branch br, const Prev& prev,
-                                          const PluginAction& action) {
+absl::StatusOr<Next> Walker::DeliverToPod(DeliverToPodStep& s) {
+  const model::Pod& pod = *s.pod;
+  const std::string& ifname = s.ifname;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const Prev& prev = s.prev;
+  const PluginAction& action = s.action;
   SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(pod));
   if (action.at_target.empty() && !action.drop_at_target) {
     return Then(ReceiveStep{pw, ifname, std::move(f), std::move(br), prev});
@@ -95,8 +99,12 @@ absl::StatusOr<Next> Walker::DeliverToPod(const model::Pod& pod, const std::stri
   return Then(InputStep{InputStep::Stage::kIngress, pw, v, ifname, std::move(f), std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a,
-                                                Flight f, Branch br) {
+absl::StatusOr<Next> Walker::EncapsulateWithKey(ActionStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const PluginAction& a = s.a;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   const Interface* tun = ns.FindInterface(a.tunnel_dev);
   graph_.hop(v).oif = a.tunnel_dev;
@@ -137,8 +145,12 @@ absl::StatusOr<Next> Walker::EncapsulateWithKey(const Where& w, Vertex v, const 
                             std::move(f), std::move(br), std::move(label)});
 }
 
-absl::StatusOr<Next> Walker::Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                      Branch br) {
+absl::StatusOr<Next> Walker::Redirect(ActionStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const PluginAction& a = s.a;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   const Interface* oif = ns.FindInterface(a.oif);
   graph_.hop(v).oif = a.oif;

@@ -29,8 +29,8 @@ std::optional<Walker::ServiceMatch> Walker::MatchService(const Where& w, const P
 }
 
 absl::StatusOr<std::optional<Next>> Walker::ServiceStage(const Where& w, Vertex v,
-                                                         const std::string& iif, Flight f,
-                                                         Branch br, bool originated) {
+                                                         const std::string& iif, const Flight& f,
+                                                         const Branch& br, bool originated) {
   const Packet& pkt = f.pkt;
   std::optional<ServiceMatch> m = MatchService(w, pkt);
   if (!m) return std::nullopt;
@@ -75,8 +75,7 @@ absl::StatusOr<std::optional<Next>> Walker::ServiceStage(const Where& w, Vertex 
   std::optional<std::vector<ServiceTarget>> targets =
       ServiceTargets(w, s, iif, *m, pkt, *eligible, ready.size(), originated);
   if (!targets) return Done();
-  return WalkServiceTargets(w, s, h, iif, std::move(*targets), std::move(f), std::move(br),
-                            originated);
+  return WalkServiceTargets(w, s, h, iif, std::move(*targets), f, br, originated);
 }
 
 void Walker::NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif,
@@ -249,8 +248,8 @@ bool Walker::NoTranslation(const Where& w, Vertex s, const model::Service& svc, 
 
 // One branch per backend (at most opts_.max_backends), each DNAT'ed and walked on.
 Next Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
-                                std::vector<ServiceTarget> targets, Flight f, Branch br,
-                                bool originated) {
+                                std::vector<ServiceTarget> targets, const Flight& f,
+                                const Branch& br, bool originated) {
   const Packet pkt = f.pkt;
   if (targets.size() > opts_.max_backends) {
     Suspect(s, Level::kInfo, "service_backends",

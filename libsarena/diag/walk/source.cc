@@ -7,7 +7,11 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Entry points of a netns.
 
-absl::StatusOr<Next> Walker::Originate(const Where& w, Flight f, Branch br, const Prev& prev) {
+absl::StatusOr<Next> Walker::Originate(OriginateStep& s) {
+  const Where& w = s.w;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  const Prev& prev = s.prev;
   Hop h;
   h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
   h.id = HopId(w, f.reply);
@@ -55,8 +59,12 @@ absl::StatusOr<Next> Walker::Originate(const Where& w, Flight f, Branch br, cons
   return Then(OriginateRoutedStep{w, v, std::move(f), std::move(br), /*service_done=*/false});
 }
 
-absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
-                                             bool service_done) {
+absl::StatusOr<Next> Walker::OriginateRouted(OriginateRoutedStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  bool service_done = s.service_done;
   const Netstack& ns = w.ns->netstack;
   // Without routes nothing is known of where the packet goes, in a pod as on a node.
   if (!Need(w, v, SnapshotInput::kRoutes, "routing")) {
@@ -117,14 +125,21 @@ absl::StatusOr<Next> Walker::OriginateRouted(const Where& w, Vertex v, Flight f,
   }
   // A multipath route: the socket's MSS, OUTPUT, the MSS clamp and the plugin see each next
   // hop's device.
-  if (r.nexthops.size() > 1) {
-    return ForkNexthops(w, v, r, OriginateViaStep{w, v, r, f, br, service_done});
+  if (std::optional<Next> fork = ForkNexthops(w, v, r, [&] {
+        return Step(OriginateViaStep{w, v, r, f, br, service_done});
+      })) {
+    return std::move(*fork);
   }
-  return Then(OriginateViaStep{w, v, r, std::move(f), std::move(br), service_done});
+  return Then(OriginateViaStep{w, v, std::move(r), std::move(f), std::move(br), service_done});
 }
 
-absl::StatusOr<Next> Walker::OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
-                                          Branch br, bool service_done) {
+absl::StatusOr<Next> Walker::OriginateVia(OriginateViaStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  RouteResult& r = s.route;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  bool service_done = s.service_done;
   const Netstack& ns = w.ns->netstack;
   // The ends' SYNs, from the route the socket uses (before OUTPUT, whose TCPMSS rules may clamp
   // them; a Service's DNAT re-routes the packet, not the socket).
@@ -189,7 +204,7 @@ absl::StatusOr<Next> Walker::OriginateVia(const Where& w, Vertex v, const RouteR
     SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
     if (stop) return std::move(*stop);
   }
-  return Then(TransmitStep{w, v, r, std::move(f), std::move(br)});
+  return Then(TransmitStep{w, v, std::move(r), std::move(f), std::move(br)});
 }
 
 }  // namespace sarena::diag::internal

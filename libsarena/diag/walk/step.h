@@ -21,7 +21,7 @@ namespace sarena::diag::internal {
 
 struct Step;
 
-// One struct per stage: its arguments, in the order of the stage's parameters (walker.h). A
+// One struct per stage: its arguments (the stage, walker.h, takes the struct by reference). A
 // device is a pointer into the snapshot (it outlives the walk).
 struct OriginateStep {
   Where w;
@@ -242,9 +242,11 @@ inline void SetRoute(Step& s, const RouteResult& r) {
 }
 
 inline Next Done() { return {}; }
-inline Next Then(Step s) {
+// The one step that follows, built in place.
+template <typename S>
+Next Then(S&& s) {
   Next n;
-  n.push_back(std::move(s));
+  n.emplace_back(std::forward<S>(s));
   return n;
 }
 

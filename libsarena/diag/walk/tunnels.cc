@@ -4,7 +4,11 @@
 
 namespace sarena::diag::internal {
 
-absl::StatusOr<Next> Walker::Decapsulate(const Where& w, Vertex v, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Decapsulate(LocalStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   const Packet& outer = *f.outer;
   const Interface* tun = nullptr;
@@ -85,8 +89,13 @@ absl::StatusOr<Next> Walker::Decapsulate(const Where& w, Vertex v, Flight f, Bra
   return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::Encapsulate(const Where& w, Vertex v, const Interface& tun,
-                                         const RouteResult& route, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::Encapsulate(DeviceStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& tun = *s.dev;
+  const RouteResult& route = s.route;
+  Flight& f = s.f;
+  Branch& br = s.br;
   std::optional<EncapPlan> plan;
   if (tun.kind == "vxlan" && tun.vxlan) {
     plan = VxlanPlan(w, v, tun, route, f);
@@ -209,11 +218,19 @@ std::optional<Walker::EncapPlan> Walker::IpipPlan(Vertex v, const Interface& tun
   return p;
 }
 
-absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface& tun,
-                                       const std::string& kind, uint32_t overhead, Packet outer,
-                                       std::optional<net::Ipv4> outer_src, bool outer_fragments,
-                                       Flight f, Branch br, std::string label,
-                                       const RouteResult* via) {
+absl::StatusOr<Next> Walker::SendOuter(SendOuterStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& tun = *s.tun;
+  const std::string& kind = s.kind;
+  uint32_t overhead = s.overhead;
+  Packet& outer = s.outer;
+  std::optional<net::Ipv4>& outer_src = s.outer_src;
+  bool outer_fragments = s.outer_fragments;
+  Flight& f = s.f;
+  Branch& br = s.br;
+  std::string& label = s.label;
+  const RouteResult* via = s.via ? &*s.via : nullptr;
   const Netstack& ns = w.ns->netstack;
   RouteResult r;
   if (via) {
@@ -236,10 +253,11 @@ absl::StatusOr<Next> Walker::SendOuter(const Where& w, Vertex v, const Interface
       return Done();
     }
     // A multipath underlay route (e.g. two uplinks): the outer packet of each flow takes one.
-    if (r.nexthops.size() > 1) {
-      return ForkNexthops(w, v, r,
-                          SendOuterStep{w, v, &tun, kind, overhead, outer, outer_src,
-                                        outer_fragments, f, br, label, r});
+    if (std::optional<Next> fork = ForkNexthops(w, v, r, [&] {
+          return Step(SendOuterStep{w, v, &tun, kind, overhead, outer, outer_src, outer_fragments,
+                                    f, br, label, r});
+        })) {
+      return std::move(*fork);
     }
   }
   outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));

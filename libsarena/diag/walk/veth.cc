@@ -70,8 +70,13 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
   return true;
 }
 
-absl::StatusOr<Next> Walker::VethPeer(const Where& w, Vertex v, const Interface& oif,
-                                      const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethPeer(LinkStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& oif = *s.oif;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const Netstack& ns = w.ns->netstack;
   // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
   if (!oif.link.empty() && !oif.link_netnsid) {
@@ -94,8 +99,13 @@ absl::StatusOr<Next> Walker::VethPeer(const Where& w, Vertex v, const Interface&
                        std::move(br)});
 }
 
-absl::StatusOr<Next> Walker::VethToNode(const Where& w, Vertex v, const Interface& oif,
-                                        const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethToNode(LinkStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& oif = *s.oif;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
   // Pod -> node: the node-side device is the one with ifindex == our link_index.
   SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(w.node_name));
   std::string iif;
@@ -178,8 +188,13 @@ absl::StatusOr<std::optional<Next>> Walker::VethPeerByIfindex(const Where& w, Ve
                                                peer->where.node_name, ")")}});
 }
 
-absl::StatusOr<Next> Walker::VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
-                                               const net::Ipv4& nexthop, Flight f, Branch br) {
+absl::StatusOr<Next> Walker::VethPeerByAddress(LinkStep& s) {
+  const Where& w = s.w;
+  Vertex v = s.v;
+  const Interface& oif = *s.oif;
+  const net::Ipv4& nexthop = s.nexthop;
+  Flight& f = s.f;
+  Branch& br = s.br;
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {

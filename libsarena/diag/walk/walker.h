@@ -85,29 +85,28 @@ class Walker {
   // ---- the loop (loop.cc) ----
   // Runs `first` and every step it leads to, depth-first, from a stack of steps.
   absl::Status RunSteps(Next first);
-  // One step: the stage it names, Enter / Join or a branch's first hop (specialized in loop.cc).
+  // One step, in place: the stage it names, Enter / Join or a branch's first hop.
+  absl::StatusOr<Next> RunStep(Step& step);
+  // The stage of a step that names one of several (InputStep's, LocalStep's, ...).
   template <typename S>
-  absl::StatusOr<Next> RunStep(S& s);
+  absl::StatusOr<Next> RunStage(S& s);
 
   // ---- the walk ----
   // A stage does its work at one place and returns the steps that follow (step.h), empty when
-  // the path ends there. It returns a non-OK status only when the trace itself fails (a node's
-  // or pod's files cannot be loaded, a plugin bug); the loop stops at once. What the walk finds
-  // about the network is a suspicion on a hop, never an error.
-  absl::StatusOr<Next> Originate(const Where& w, Flight f, Branch br, const Prev& prev);
-  absl::StatusOr<Next> OriginateRouted(const Where& w, Vertex v, Flight f, Branch br,
-                                       bool service_done);
-  // OriginateRouted after the route lookup, with one next hop (`r`).
-  absl::StatusOr<Next> OriginateVia(const Where& w, Vertex v, const RouteResult& r, Flight f,
-                                    Branch br, bool service_done);
-  absl::StatusOr<Next> Receive(const Where& w, const std::string& iif, Flight f, Branch br,
-                               const Prev& prev);
-  absl::StatusOr<Next> Ingress(const Where& w, Vertex v, std::string iif, Flight f, Branch br);
-  absl::StatusOr<Next> ProcessInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                    Branch br);
+  // the path ends there. It takes its step (its arguments) by reference, in place on the loop's
+  // stack: it may move from the step, which is dropped once it returns. It returns a non-OK status
+  // only when the trace itself fails (a node's or pod's files cannot be loaded, a plugin bug); the
+  // loop stops at once. What the walk finds about the network is a suspicion on a hop, never an
+  // error.
+  absl::StatusOr<Next> Originate(OriginateStep& s);
+  absl::StatusOr<Next> OriginateRouted(OriginateRoutedStep& s);
+  // OriginateRouted after the route lookup, with one next hop (`s.route`).
+  absl::StatusOr<Next> OriginateVia(OriginateViaStep& s);
+  absl::StatusOr<Next> Receive(ReceiveStep& s);
+  absl::StatusOr<Next> Ingress(InputStep& s);
+  absl::StatusOr<Next> ProcessInput(InputStep& s);
   // Input routing after PREROUTING: local delivery or forwarding.
-  absl::StatusOr<Next> ContinueInput(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                     Branch br);
+  absl::StatusOr<Next> ContinueInput(InputStep& s);
   // True when input routing drops `pkt` (the FATAL is added to `v`); a forwarding drop whose
   // sysctls are unknown (`sysctls` false) is walked on.
   bool InputRoutingDrops(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
@@ -116,20 +115,16 @@ class Walker {
   void DropNotForwarded(const Where& w, Vertex v, const std::string& iif, const Packet& pkt,
                         const model::InputResult& in);
   // Local delivery: INPUT, then decapsulation of a tunnel packet or the local socket (Serve).
-  absl::StatusOr<Next> LocalDelivery(const Where& w, Vertex v, const std::string& iif, Flight f,
-                                     Branch br);
+  absl::StatusOr<Next> LocalDelivery(InputStep& s);
   // Forwarding: the TTL decrement and, per next hop of `route`, ForwardRouted.
-  absl::StatusOr<Next> Forward(const Where& w, Vertex v, const std::string& iif,
-                               const RouteResult& route, Flight f, Branch br);
-  absl::StatusOr<Next> Decapsulate(const Where& w, Vertex v, Flight f, Branch br);
+  absl::StatusOr<Next> Forward(ForwardStep& s);
+  absl::StatusOr<Next> Decapsulate(LocalStep& s);
   // A forwarded packet after the route lookup, with one next hop: FORWARD, the MSS clamp, the
   // plugin's AfterRoute, Transmit.
-  absl::StatusOr<Next> ForwardRouted(const Where& w, Vertex v, const std::string& iif,
-                                     const RouteResult& route, Packet pkt, Flight f, Branch br);
+  absl::StatusOr<Next> ForwardRouted(ForwardRoutedStep& s);
   // Egress of a routed packet (egress.cc): the egress device, POSTROUTING, the plugin's
   // OnEgress, the device MTU, Dispatch.
-  absl::StatusOr<Next> Transmit(const Where& w, Vertex v, const RouteResult& route, Flight f,
-                                Branch br);
+  absl::StatusOr<Next> Transmit(TransmitStep& s);
   // The route's output device, or null when it is missing or down (the suspicion is added).
   const Interface* EgressDevice(const Where& w, Vertex v, const RouteResult& route,
                                 const Flight& f);
@@ -145,19 +140,14 @@ class Walker {
   // POSTROUTING of the node's own or forwarded packet: the MSS clamp and SNAT (`snat_done`).
   bool NodePostrouting(const Where& w, Vertex v, const Interface& oif, const RouteResult& route,
                        Flight& f, Branch& br, bool* snat_done);
-  absl::StatusOr<Next> Dispatch(const Where& w, Vertex v, const Interface& oif,
-                                const RouteResult& route, Flight f, Branch br);
-  absl::StatusOr<Next> Encapsulate(const Where& w, Vertex v, const Interface& tun,
-                                   const RouteResult& route, Flight f, Branch br);
+  absl::StatusOr<Next> Dispatch(DeviceStep& s);
+  absl::StatusOr<Next> Encapsulate(DeviceStep& s);
   // The tail of every encapsulation: routes `outer` (OUTPUT, POSTROUTING: the tunnel device
   // sends it with ip_local_out), checks the underlay device and MTU, and sends it on.
   // `outer_fragments`: the outer header has no DF, so an oversize outer packet is fragmented.
   // `via`: the outer route already chosen (one next hop of a multipath route), or null to look
   // it up.
-  absl::StatusOr<Next> SendOuter(const Where& w, Vertex v, const Interface& tun,
-                                 const std::string& kind, uint32_t overhead, Packet outer,
-                                 std::optional<net::Ipv4> outer_src, bool outer_fragments, Flight f,
-                                 Branch br, std::string label, const RouteResult* via = nullptr);
+  absl::StatusOr<Next> SendOuter(SendOuterStep& s);
   // What an encapsulation puts around the packet: the outer header so far (destination,
   // protocol, port), its source if the device fixes it, the overhead in bytes, and the hop
   // label. Built by VxlanPlan / WireguardPlan / IpipPlan, nullopt when the packet stops there
@@ -181,16 +171,12 @@ class Walker {
   SizeFlag UnderlayMtuFlag(Vertex v, const std::string& kind, uint32_t overhead,
                            bool outer_fragments, const Interface& tun, const Interface& under);
   // PluginAction::kEncapsulate / kRedirect.
-  absl::StatusOr<Next> EncapsulateWithKey(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                          Branch br);
-  absl::StatusOr<Next> Redirect(const Where& w, Vertex v, const PluginAction& a, Flight f,
-                                Branch br);
+  absl::StatusOr<Next> EncapsulateWithKey(ActionStep& s);
+  absl::StatusOr<Next> Redirect(ActionStep& s);
   // Netfilter dropped an encapsulated packet's outer header at `hook`: name the tunnel port.
   void TunnelPortBlocked(const Where& w, Vertex v, const Flight& f, const Packet& outer,
                          absl::string_view hook);
-  absl::StatusOr<Next> Underlay(const Where& w, Vertex v, const Interface& oif,
-                                const net::Ipv4& nexthop, Flight f, Branch br,
-                                const std::string& label);
+  absl::StatusOr<Next> Underlay(LinkStep& s);
   // The underlay to a node of the snapshot: over a veth cable, to the next hop, or through a
   // router to the destination: the steps that follow, nullopt (nothing done) when no node is
   // there.
@@ -203,11 +189,9 @@ class Walker {
                                                              const Interface& oif,
                                                              const net::Ipv4& nexthop, Flight& f,
                                                              Branch& br, const std::string& label);
-  absl::StatusOr<Next> VethPeer(const Where& w, Vertex v, const Interface& oif,
-                                const net::Ipv4& nexthop, Flight f, Branch br);
+  absl::StatusOr<Next> VethPeer(LinkStep& s);
   // Pod -> node: the node-side device with the veth's peer ifindex (a bridge port: the bridge).
-  absl::StatusOr<Next> VethToNode(const Where& w, Vertex v, const Interface& oif,
-                                  const net::Ipv4& nexthop, Flight f, Branch br);
+  absl::StatusOr<Next> VethToNode(LinkStep& s);
   // Node -> the pod or node that holds the veth's peer by the ifindex pair; nullopt (nothing
   // done) when none does.
   absl::StatusOr<std::optional<Next>> VethPeerByIfindex(const Where& w, Vertex v,
@@ -216,14 +200,9 @@ class Walker {
                                                         Branch& br);
   // Node -> a peer not found by ifindex: the pod owning the address, an underlay segment or
   // uplink outside the snapshot, else snapshot_incomplete.
-  absl::StatusOr<Next> VethPeerByAddress(const Where& w, Vertex v, const Interface& oif,
-                                         const net::Ipv4& nexthop, Flight f, Branch br);
-  absl::StatusOr<Next> BridgePort(const Where& w, Vertex v, const Interface& bridge,
-                                  const net::Ipv4& nexthop, Flight f, Branch br,
-                                  const std::string& label);
-  absl::StatusOr<Next> BridgeForward(const Where& node, const std::string& in_port,
-                                     const Interface& bridge, const net::Ipv4& nexthop, Flight f,
-                                     Branch br, const Prev& prev);
+  absl::StatusOr<Next> VethPeerByAddress(LinkStep& s);
+  absl::StatusOr<Next> BridgePort(LinkStep& s);
+  absl::StatusOr<Next> BridgeForward(BridgeForwardStep& s);
   struct PortTarget {
     const Interface* port = nullptr;
     std::optional<Where> where;  // the pod behind the port
@@ -241,12 +220,11 @@ class Walker {
   // bridge_flood) and returns false when the kernel would not deliver the frame.
   bool BridgePortFlagsPass(const Where& node, Vertex v, const Interface& bridge,
                            const Interface* in_port, const PortTarget& t, const Flight& f);
-  absl::StatusOr<Next> DeliverToPod(const model::Pod& pod, const std::string& ifname, Flight f,
-                                    Branch br, const Prev& prev, const PluginAction& action);
-  absl::StatusOr<Next> Serve(const Where& w, Vertex v, Flight f, Branch br);
-  absl::StatusOr<Next> External(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
+  absl::StatusOr<Next> DeliverToPod(DeliverToPodStep& s);
+  absl::StatusOr<Next> Serve(LocalStep& s);
+  absl::StatusOr<Next> External(ExternalStep& s);
   void ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev);
-  absl::StatusOr<Next> StartReply(const Where& w, Vertex v, const Flight& f, Branch br);
+  absl::StatusOr<Next> StartReply(LocalStep& s);
   // A plugin's action: nullopt when the walk goes on here, else the steps that follow (none
   // when the packet stops).
   absl::StatusOr<std::optional<Next>> HandlePluginAction(const Where& w, Vertex v,
@@ -273,7 +251,8 @@ class Walker {
   // The steps that follow when the packet matched a Service (its backends' branches), else
   // nullopt.
   absl::StatusOr<std::optional<Next>> ServiceStage(const Where& w, Vertex v, const std::string& iif,
-                                                   Flight f, Branch br, bool originated);
+                                                   const Flight& f, const Branch& br,
+                                                   bool originated);
   // No ready endpoint: the FATAL with the selector's matches, and how the client fails.
   void NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m,
                         const Packet& pkt, size_t not_ready, bool originated);
@@ -293,7 +272,8 @@ class Walker {
   bool NoTranslation(const Where& w, Vertex s, const model::Service& svc, const Packet& pkt,
                      size_t ready);
   Next WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const std::string& iif,
-                          std::vector<ServiceTarget> targets, Flight f, Branch br, bool originated);
+                          std::vector<ServiceTarget> targets, const Flight& f, const Branch& br,
+                          bool originated);
 
   void ExplainNoEndpoints(const Where& w, Vertex s, const std::string& iif, const Packet& pkt,
                           bool originated);
@@ -406,14 +386,16 @@ class Walker {
   Next BranchHop(ServiceBranchStep& s);
   // A multipath route (more than one live next hop) forks the walk right after its lookup, so
   // that everything that depends on the egress device (FORWARD/OUTPUT `-o` rules, the MSS
-  // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: the step `cont`
-  // runs once per next hop with a clone of hop `v` and a one-next-hop route, the hash policy is
-  // noted (multipath.cc). At most kMaxNexthopBranches next hops of one route, and at most
-  // kMaxWalkWidth branches across nested forks; beyond that the heaviest next hop alone is
-  // walked and the INFO says so. Only for a route with more than one next hop.
+  // clamp, the socket's MSS, MTU checks, the plugin) is decided per next hop: the step that
+  // `make_cont` makes runs once per next hop with a clone of hop `v` and a one-next-hop route,
+  // the hash policy is noted (multipath.cc). At most kMaxNexthopBranches next hops of one
+  // route, and at most kMaxWalkWidth branches across nested forks; beyond that the heaviest next
+  // hop alone is walked and the INFO says so. Nullopt (and `make_cont` not called) for a route
+  // with one next hop.
   static constexpr size_t kMaxNexthopBranches = 16;
   static constexpr size_t kMaxWalkWidth = 64;
-  Next ForkNexthops(const Where& w, Vertex v, const RouteResult& route, const Step& cont);
+  std::optional<Next> ForkNexthops(const Where& w, Vertex v, const RouteResult& route,
+                                   absl::FunctionRef<Step()> make_cont);
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
