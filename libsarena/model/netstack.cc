@@ -1,5 +1,7 @@
 #include "libsarena/model/netstack.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <utility>
@@ -22,7 +24,6 @@ namespace {
 uint32_t U32(const net::Ipv4& ip) { return ip.to_uint(); }
 
 // IPV4_MIN_MTU (include/net/ip.h): the smallest MTU a device keeps IPv4 on.
-constexpr int64_t kIpv4MinMtu = 68;
 
 uint32_t MaskOf(uint8_t len) { return len == 0 ? 0u : (0xffffffffu << (32 - len)); }
 
@@ -129,8 +130,9 @@ absl::StatusOr<std::optional<net::Mac>> GetMac(const JsonValue& obj, absl::strin
 }
 
 // A neighbour's lladdr: a 6-byte MAC, or nullopt when absent or an address of another link
-// type as iproute2 prints it (ll_addr_n2a: IPv4 text on an ipip/gre/sit tunnel; hex bytes of
-// another length on a device whose link_type, known from ip-link.json, is not "ether").
+// type as iproute2 prints it (ll_addr_n2a: IPv4 text on an ipip/gre/sit tunnel, IPv6 text on an
+// ip6tnl/gre6 one; hex bytes of another length on a device whose link_type, known from
+// ip-link.json, is not "ether").
 // Anything else is corrupt: an error naming the value, never read as "no entry".
 absl::StatusOr<std::optional<net::Mac>> GetNeighLladdr(const JsonValue& obj, absl::string_view file,
                                                        absl::string_view path,
@@ -143,7 +145,10 @@ absl::StatusOr<std::optional<net::Mac>> GetNeighLladdr(const JsonValue& obj, abs
     hex_bytes = i % 3 == 2 ? (*s)[i] == ':' : absl::ascii_isxdigit(static_cast<unsigned char>((*s)[i]));
   }
   bool other_link_type = dev != nullptr && !dev->link_type.empty() && dev->link_type != "ether";
-  if ((hex_bytes && other_link_type) || net::ParseIpv4(*s).ok()) return std::optional<net::Mac>();
+  in6_addr v6{};
+  bool ip_text =
+      net::ParseIpv4(*s).ok() || inet_pton(AF_INET6, std::string(*s).c_str(), &v6) == 1;
+  if ((hex_bytes && other_link_type) || ip_text) return std::optional<net::Mac>();
   return JsonFieldError(file, absl::StrCat(path, ".lladdr"),
                         absl::StrCat("invalid link-layer address '", *s, "'"));
 }
@@ -382,14 +387,9 @@ absl::Status FillLinkAttrs(const JsonValue& it, absl::string_view file, const st
   ifc->noarp = Contains(ifc->flags, "NOARP");
   SARENA_ASSIGN_OR_RETURN(auto mtu, JsonGetInt(it, "mtu", file, p, 0, UINT32_MAX));
   // Below IPV4_MIN_MTU (68) the kernel removes a device's IPv4 configuration (devinet.c:
-  // inetdev_event, NETDEV_CHANGEMTU, !inetdev_valid_mtu -> inetdev_destroy) and refuses to
-  // create it (NETDEV_REGISTER): such a device carries no IPv4 path, and mtu 0 would otherwise
-  // read as "unknown".
-  if (mtu && *mtu < kIpv4MinMtu) {
-    return JsonFieldError(file, absl::StrCat(p, ".mtu"),
-                          absl::StrCat(*mtu, " is below 68 (IPV4_MIN_MTU): the kernel removes "
-                                       "the IPv4 configuration of such a device"));
-  }
+  // inetdev_event, NETDEV_CHANGEMTU, !inetdev_valid_mtu -> inetdev_destroy), but the mtu itself
+  // is valid wherever the driver's min_mtu allows it (lo, dummy, ifb: 0; CAN: 16): such a device
+  // loads, and carries no IPv4 path because it has no addresses or routes.
   if (mtu) ifc->mtu = static_cast<uint32_t>(*mtu);
   // iproute2 prints every link's flags (print_link_flags): a null or missing array would read as
   // "not UP", a device down that the kernel reports up.

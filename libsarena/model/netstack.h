@@ -364,11 +364,11 @@ class Netstack {
   ///   - a link whose "flags" is null or missing ("parse <file>: [i].flags: null: ..."): iproute2
   ///     prints every link's flags (print_link_flags), and reading none would call an UP device
   ///     down;
-  ///   - a "mtu" below 68 ("parse <file>: [i].mtu: 0 is below 68 (IPV4_MIN_MTU) ..."): the
-  ///     kernel removes the IPv4 configuration of a device below IPV4_MIN_MTU
-  ///     (net/ipv4/devinet.c inetdev_event, NETDEV_CHANGEMTU -> inetdev_destroy), so no IPv4
-  ///     path the model walks crosses it. The same flags and mtu rules apply to the link
-  ///     attributes of ParseAddrs entries.
+  ///   - a negative "mtu". An mtu below 68 (IPV4_MIN_MTU) loads: the kernel allows it where the
+  ///     driver's min_mtu does (lo, dummy, ifb: 0; CAN: 16) and removes only the device's IPv4
+  ///     configuration (net/ipv4/devinet.c inetdev_event, NETDEV_CHANGEMTU -> inetdev_destroy),
+  ///     so no IPv4 path the model walks crosses it. The same flags and mtu rules apply to the
+  ///     link attributes of ParseAddrs entries.
   absl::Status ParseLinks(absl::string_view json, absl::string_view file_name = "ip-link.json");
   /// `ip -j addr show`: fills Interface::addresses (and creates interfaces missing from the link
   /// file, since `ip -j addr` carries the same link attributes).

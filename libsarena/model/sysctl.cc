@@ -141,14 +141,18 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
             bounded ? "" : " (a C int: proc_dointvec)"));
       }
     }
-    // `sysctl -a` prints each key once: a second line for a key (in any of its spellings) is
-    // a contradiction or a spliced file, never resolved by order.
+    // `sysctl -a` prints a key the model interprets (one integer) once: a second line for it (in
+    // any of its spellings) is a contradiction or a spliced file, never resolved by order. Other
+    // keys may repeat: procps prints a multi-line value as one `key = line` per line
+    // (fs.pipe-keep, kernel.core_modes, dev.cdrom.info); the first line is kept.
+    const bool interpreted = Interpreted(k).has_value();
     auto [seen, inserted] = first_line.try_emplace(k, line_no);
+    if (!inserted && !interpreted) continue;
     if (!inserted) {
       return absl::InvalidArgumentError(absl::StrCat(
           "parse ", file_name, ": line ", line_no, ": key '", k, "' (value '", value,
           "') is already set at line ", seen->second, " (value '", out.values_[k],
-          "'): sysctl -a prints each key once"));
+          "'): sysctl -a prints each such key once"));
     }
     out.values_.emplace(std::move(k), std::string(value));
   }

@@ -70,8 +70,9 @@ class Sysctls {
   ///   "parse <file_name>: line N: key '<key>': value V out of range [A, B]" (kAnyInt adds
   ///    " (a C int: proc_dointvec)");
   ///   "parse <file_name>: line N: key '<key>' (value '<v>') is already set at line M (value
-  ///    '<w>'): sysctl -a prints each key once" — a key given twice, in any spelling, even with
-  ///    the same value.
+  ///    '<w>'): sysctl -a prints each such key once" — a key the model interprets given twice,
+  ///    in any spelling, even with the same value. Other keys may repeat (procps prints a
+  ///    multi-line value as one `key = line` per line, e.g. fs.pipe-keep); the first is kept.
   static absl::StatusOr<Sysctls> Parse(absl::string_view text, absl::string_view file_name = "sysctl.txt");
 
   /// How Parse validates the value of a key the model interprets, or nullopt for a free-form
