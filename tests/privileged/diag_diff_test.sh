@@ -1336,8 +1336,18 @@ run_scenario() {  # run_scenario ID FLOW FAULT...   (RETRYING=1: the second run 
   drops_start "$snap/drops.jsonl"
   kernel=$(ATTEMPT_ERR=$snap/attempt.err ATTEMPT_SPORT=$sport attempt $proto)
   if [ "$kernel" != ok ] && ! grep -qE "$LOCAL_SEND_ERRORS" "$snap/attempt.err"; then
+    # Wait for a drop the model's FATAL codes explain, not just any drop: a retransmitted SYN
+    # the server drops (NOT_SPECIFIED in tcp_v4_rcv) can come before the reply's neighbour fails
+    # (NEIGH_FAILED, ~3 s), and on a loaded machine it did (scenario 273, xsubnet_wide).
+    local want_reasons="" fd
+    want_reasons=$(awk '$1 == "FATAL" {print $2}' <<<"$sus" | sort -u |
+      while read -r c; do "$DIAG" drops --explained-by "$c" 2>/dev/null; done)
     for ((i = 0; i < DROP_GRACE_MS / 50; i++)); do
-      [ -n "$(flow_drops "$snap/drops.jsonl" $sport $proto)" ] && break
+      fd=$(flow_drops "$snap/drops.jsonl" $sport $proto)
+      if [ -n "$fd" ]; then
+        [ -z "$want_reasons" ] && break
+        jq -r .kernel_reason <<<"$fd" | grep -qxFf <(printf '%s\n' "$want_reasons") && break
+      fi
       sleep 0.05
     done
   fi
