@@ -274,7 +274,9 @@ class Args {
  public:
   Args(const std::vector<std::string>& args, const std::vector<sarena::FlagDoc>& table,
        const std::map<std::string, std::vector<std::string>>& before) {
-    for (const auto& [name, vals] : before) {
+    for (const auto& entry : before) {
+      // Not a structured binding: clang 14 (the ASan build) cannot capture one in a lambda.
+      const std::string& name = entry.first;
       if (absl::c_none_of(table, [&](const sarena::FlagDoc& f) { return f.name == name; })) {
         error_ = absl::StrCat("unknown flag ", name.size() == 1 ? "-" : "--", name);
         return;
