@@ -26,8 +26,10 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
 
 // X(code, levels, drop_reasons, meaning). Sorted by code. `levels` uses the kLevel* bits above
 // (CRITICAL is implied by FATAL). `drop_reasons` are the kernel drop reasons (enum
-// skb_drop_reason without SKB_DROP_REASON_, space-separated, as of Linux 6.x; names a kernel does
-// not have are simply never reported) that the mechanism behind the code frees the skb with:
+// skb_drop_reason without SKB_DROP_REASON_, space-separated) that the mechanism behind the code
+// frees the skb with. Each name is in the running kernel's BTF (6.18 here) or in the test's short
+// list of names other kernels use (SuspicionCodesTest.DropReasonsAreKernelNames): IP_TTL_EXCEEDED
+// (upstream after 6.18; IP_INHDR before), VXLAN_NO_REMOTE (6.13; NO_TX_TARGET since 6.14). This is
 // what `trace --live` accepts as the kernel agreeing (diag/evidence.h). Empty for a code that
 // names no drop. Source: include/net/dropreason-core.h and these call sites:
 // - rp_filter_drop, rp_filter, martian_packet: fib_validate_source() failing in
@@ -39,7 +41,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
 //   this hop); a router the route hands unencapsulated pod traffic to has no route for pods
 //   (ip_error: ENETUNREACH -> IP_INNOROUTES, EHOSTUNREACH -> IP_INADDRERRORS).
 // - ip_forward_disabled, iface_forwarding_disabled: the input route lookup fails as no route
-//   (EHOSTUNREACH).
+//   (EHOSTUNREACH; ip_error on a device that does not forward: IP_INADDRERRORS).
 // - netfilter_drop, tunnel_port_blocked, bridge_netfilter, source_range_denied,
 //   external_traffic_policy_local_drop: nf_hook_slow: NF_DROP (DROP, REJECT and kube-proxy's
 //   REJECT / DROP rules alike).
@@ -53,7 +55,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
 // - service_no_endpoints: ip_route_input_slow -> ip_error: a ClusterIP kube-proxy did not DNAT
 //   (no endpoint) has no route on a node without a default one, and routing comes before the
 //   filter's REJECT.
-// - ttl_exceeded: ip_forward: TTL <= 1.
+// - ttl_exceeded: ip_forward: TTL <= 1 (IP_INHDR; IP_TTL_EXCEEDED where the kernel has it).
 // - not_listening: tcp_v4_rcv / __udp4_lib_rcv with no socket (the kernel answers RST / port
 //   unreachable).
 // - link_down, link_missing: a device down or without carrier on the way (veth_xmit to a down
@@ -75,7 +77,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("asymmetric_return", kLevelFatal, "NETFILTER_DROP NO_SOCKET TCP_INVALID_SEQUENCE IP_RPFILTER", \
     "the reply reaches the client from another address than it sent to: a NAT was not reversed "   \
     "(the reply bypassed the node, or bridged traffic skipped conntrack)")                         \
-  X("bpf", kLevelInfo, "TC_INGRESS TC_EGRESS TC_DROP",                                             \
+  X("bpf", kLevelInfo, "TC_INGRESS TC_EGRESS",                                                     \
     "what a BPF program of the datapath did with the packet at this hop")                          \
   X("bridge_flood", kLevelFatal, "NO_TX_TARGET OTHERHOST NOT_SPECIFIED NEIGH_FAILED",              \
     "a bridge port with learning and unicast flooding off and no fdb entry for the MAC behind "    \
@@ -97,33 +99,32 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("decap", kLevelInfo, "", "a tunnel device decapsulated the packet at this hop")                \
   X("dnat", kLevelInfo, "",                                                                        \
     "a DNAT (a Service's backend chosen by kube-proxy's rules) at this hop")                       \
-  X("endpoint_ifindex_mismatch", kLevelFatal, "TC_INGRESS TC_EGRESS TC_DROP",                      \
+  X("endpoint_ifindex_mismatch", kLevelFatal, "TC_INGRESS TC_EGRESS",                              \
     "sarena: the endpoint entry redirects to another device than the pod's veth")                  \
   X("endpoint_mac_mismatch", kLevelInfo, "OTHERHOST TC_INGRESS TC_EGRESS",                         \
     "sarena: the endpoint entry's MAC differs from the live veth MAC (the datapath rewrites "      \
     "it; reported for context)")                                                                   \
-  X("endpoint_map_missing", kLevelFatal | kLevelWarning, "TC_INGRESS TC_EGRESS TC_DROP",           \
+  X("endpoint_map_missing", kLevelFatal | kLevelWarning, "TC_INGRESS TC_EGRESS",                   \
     "sarena: a local pod address has no endpoint-map entry (from_host / from_container drop "      \
     "it), or the map could not be read")                                                           \
   X("external_source", kLevelInfo, "", "the packet comes from outside the snapshot's namespaces")  \
   X("external_traffic_policy_local_drop", kLevelFatal, "NETFILTER_DROP",                           \
     "externalTrafficPolicy: Local and no ready endpoint on this node: kube-proxy drops "           \
     "external traffic to the NodePort / LoadBalancer here")                                        \
-  X("fib_lookup_failed", kLevelFatal, "IP_NOROUTE IP_INNOROUTES IP_INADDRERRORS IP_OUTNOROUTES",   \
+  X("fib_lookup_failed", kLevelFatal, "IP_INNOROUTES IP_INADDRERRORS IP_OUTNOROUTES",              \
     "sarena: native-routing from_container found no usable route (bpf_fib_lookup) and drops")      \
   X("file_missing", kLevelInfo, "", "a check could not be made: the snapshot file is named")       \
-  X("iface_forwarding_disabled", kLevelFatal,                                                      \
-    "IP_NOROUTE IP_INADDRERRORS IP_FORWARDING NOT_SPECIFIED",                                      \
+  X("iface_forwarding_disabled", kLevelFatal, "IP_INADDRERRORS NOT_SPECIFIED",                     \
     "net.ipv4.conf.<iif>.forwarding is 0: the kernel does not forward what arrives on that "       \
     "device")                                                                                      \
-  X("ip_forward_disabled", kLevelFatal, "IP_NOROUTE IP_INADDRERRORS IP_FORWARDING NOT_SPECIFIED",  \
+  X("ip_forward_disabled", kLevelFatal, "IP_INADDRERRORS NOT_SPECIFIED",                           \
     "net.ipv4.ip_forward is 0 on a node that must forward the packet")                             \
   X("ippool", kLevelInfo, "", "the Calico IPPool the address belongs to and its encapsulation")    \
   X("ippool_not_found", kLevelWarning, "", "a pod address outside every Calico IPPool")            \
   X("link_down", kLevelFatal | kLevelWarning,                                                      \
-    "DEV_READY NOT_SPECIFIED NETDEV_DOWN IP_NOROUTE IP_OUTNOROUTES NEIGH_FAILED IP_INNOROUTES",    \
+    "DEV_READY NOT_SPECIFIED IP_OUTNOROUTES NEIGH_FAILED IP_INNOROUTES",                           \
     "a device on the path is down or has no carrier (FATAL when the packet must cross it)")        \
-  X("link_missing", kLevelFatal | kLevelWarning, "DEV_READY IP_NOROUTE IP_OUTNOROUTES",            \
+  X("link_missing", kLevelFatal | kLevelWarning, "DEV_READY IP_OUTNOROUTES",                       \
     "a device the path needs (veth peer, tunnel, sarena_host) does not exist")                     \
   X("martian_packet", kLevelFatal, "IP_INVALID_SOURCE IP_LOCALNET IP_RPFILTER IP_INADDRERRORS",    \
     "the kernel drops a martian source or destination")                                            \
@@ -135,7 +136,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "the route has several live next hops; the kernel hashes each flow onto one of them "          \
     "(fib_multipath_hash_policy) and every next hop is walked")                                    \
   X("nat_outgoing", kLevelInfo, "", "Calico natOutgoing masquerades the packet leaving the pool")  \
-  X("nat_outgoing_missing", kLevelFatal, "IP_INNOROUTES IP_OUTNOROUTES IP_NOROUTE",                \
+  X("nat_outgoing_missing", kLevelFatal, "IP_INNOROUTES IP_OUTNOROUTES",                           \
     "traffic leaving the cluster with a pod address is not masqueraded (Calico: a natOutgoing "    \
     "pool without the cali-nat-outgoing rule; kind: no MASQUERADE in KIND-MASQ-AGENT), so "        \
     "replies cannot return")                                                                       \
@@ -153,8 +154,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "an iptables rule drops or rejects the packet (WARNING when only an unevaluated match "        \
     "decides)")                                                                                    \
   X("netfilter_unknown", kLevelInfo, "", "a match or target the model does not evaluate exactly")  \
-  X("no_route", kLevelFatal,                                                                       \
-    "IP_NOROUTE IP_INNOROUTES IP_INADDRERRORS IP_OUTNOROUTES IP_INVALID_DEST NO_ROUTE",            \
+  X("no_route", kLevelFatal, "IP_INNOROUTES IP_INADDRERRORS IP_OUTNOROUTES IP_INVALID_DEST",       \
     "no route (or an unreachable/blackhole/prohibit route) for the destination in the tables "     \
     "the policy rules select")                                                                     \
   X("node_address_missing", kLevelFatal | kLevelWarning, "",                                       \
@@ -173,7 +173,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "a policy rule, not the main table, chose the route (WARNING where the CNI expects its "       \
     "main-table routes)")                                                                          \
   X("program_not_attached", kLevelFatal | kLevelWarning | kLevelInfo,                              \
-    "TC_INGRESS TC_EGRESS TC_DROP IP_RPFILTER",                                                    \
+    "TC_INGRESS TC_EGRESS IP_RPFILTER",                                                            \
     "sarena: a datapath program is not attached where the node's mode needs it")                   \
   X("remote_cidr_misrouted", kLevelFatal | kLevelWarning, "",                                      \
     "sarena: a remote pod CIDR's route is not the one its entry's mode needs, or is missing so "   \
@@ -204,8 +204,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
   X("stale_underlay", kLevelFatal | kLevelWarning, "",                                             \
     "sarena: a tunnel entry's underlay is not the peer's current address, or no underlay route "   \
     "reaches it")                                                                                  \
-  X("ttl_exceeded", kLevelFatal, "IP_INHDR IP_TTL_EXCEEDED TTL_EXCEEDED",                          \
-    "the TTL runs out on the path")                                                                \
+  X("ttl_exceeded", kLevelFatal, "IP_INHDR IP_TTL_EXCEEDED", "the TTL runs out on the path")       \
   X("tunnel_entry_missing", kLevelFatal | kLevelWarning, "NO_SOCKET IP_NOPROTO",                   \
     "sarena: a remote pod address with a route but no tunnel-map entry, or with neither")          \
   X("tunnel_missing", kLevelFatal, "NO_SOCKET IP_NOPROTO VXLAN_INVALID_HDR VXLAN_VNI_NOT_FOUND",   \
@@ -215,7 +214,7 @@ inline constexpr uint8_t kLevelFatal = 1u << static_cast<int>(Level::kFatal);
     "receiver INPUT)")                                                                             \
   X("unknown_peer", kLevelFatal, "",                                                               \
     "sarena: from_overlay drops VXLAN from an underlay address that is not a cluster member")      \
-  X("vxlan_fdb_missing", kLevelFatal, "VXLAN_NO_REMOTE NEIGH_FAILED NO_SOCKET",                    \
+  X("vxlan_fdb_missing", kLevelFatal, "NO_TX_TARGET VXLAN_NO_REMOTE NEIGH_FAILED NO_SOCKET",       \
     "the VXLAN device has no forwarding-database entry for the remote VTEP")                       \
   X("wrong_vni", kLevelFatal, "VXLAN_VNI_NOT_FOUND NO_SOCKET",                                     \
     "sarena: from_overlay drops VXLAN with another VNI than the cluster's")

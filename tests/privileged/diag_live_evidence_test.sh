@@ -9,7 +9,7 @@
 #      to a (outcome "agreed"); a's neighbour entry for its gateway is made permanent first,
 #      because rp_filter applies to ARP too and a cold cache would die there instead;
 #   3. the router's route to b's subnet deleted: model no_route at the router, kernel
-#      IP_INNOROUTES (ip_error: ENETUNREACH; IP_NOROUTE / IP_INADDRERRORS accepted) on the router's
+#      IP_INNOROUTES (ip_error: ENETUNREACH; IP_INADDRERRORS accepted) on the router's
 #      veth to a, the probe gets the router's ICMP net unreachable (result "unreachable");
 #   4. UDP to a port nobody listens on: the path delivers (model reachable: a snapshot has no
 #      sockets), the kernel frees the datagrams with NO_SOCKET in b and answers port unreachable
@@ -88,7 +88,7 @@ noroute() {
   jqt noroute '.verdict == "unreachable"' &&
     jqt noroute '.probe.result == "unreachable" and .probe.error == "Network is unreachable"' &&
     jqt noroute '[.evidence[] | select(.outcome == "agreed" and .device == "ra" and .place == "node:router"
-              and (.kernel_reason | test("SKB_DROP_REASON_(IP_NOROUTE|IP_INNOROUTES|IP_INADDRERRORS)")))] | length == 1' &&
+              and (.kernel_reason | test("SKB_DROP_REASON_(IP_INNOROUTES|IP_INADDRERRORS)")))] | length == 1' &&
     jqt noroute '.agreement == "agree"'
 }
 sn_check "route to b's subnet deleted: model no-route drop at router = kernel IP_INNOROUTES on ra (agreed)" noroute

@@ -14,7 +14,11 @@
 #include <string>
 #include <vector>
 
+#include <bpf/btf.h>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "tests/lib/test_util.h"
 
@@ -124,6 +128,52 @@ TEST(SuspicionCodesTest, DocsTableIsTheList) {
   EXPECT_NE(doc.find(table), std::string::npos)
       << "docs/diag-snapshot.md must hold `sarena-diag codes -o markdown` verbatim:\n"
       << table;
+}
+
+// The drop-reason column names kernel reasons: each is in the running kernel's enum
+// skb_drop_reason (read from its BTF, /sys/kernel/btf/vmlinux, as `trace --live` names the drops it
+// sees), or in the short list below of names other kernel versions use, each with its source. A
+// name in neither would never match a drop, and misleads a reader of the docs table.
+TEST(SuspicionCodesTest, DropReasonsAreKernelNames) {
+  const std::map<std::string, std::string> other_kernels = {
+      {"IP_TTL_EXCEEDED",
+       "added upstream after 6.18 (219c6b768ec7 'net: dropreason: add "
+       "SKB_DROP_REASON_IP_TTL_EXCEEDED'); ip_forward used IP_INHDR before"},
+      {"VXLAN_NO_REMOTE",
+       "6.13 (vxlan_xmit's kfree_skb_reason); renamed NO_TX_TARGET in 6.14 (46e0ccfb88f0)"},
+  };
+  btf* vmlinux = btf__load_vmlinux_btf();
+  ASSERT_NE(vmlinux, nullptr) << "no kernel BTF at /sys/kernel/btf/vmlinux";
+  std::set<std::string> kernel;
+  for (const char* enum_name : {"skb_drop_reason", "skb_drop_reason_core"}) {
+    int id = btf__find_by_name_kind(vmlinux, enum_name, BTF_KIND_ENUM);
+    if (id <= 0) continue;
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    const struct btf_enum* e = btf_enum(t);
+    for (int i = 0; i < btf_vlen(t); ++i) {
+      absl::string_view name = btf__name_by_offset(vmlinux, e[i].name_off);
+      if (absl::ConsumePrefix(&name, "SKB_DROP_REASON_")) kernel.insert(std::string(name));
+    }
+    break;
+  }
+  btf__free(vmlinux);
+  ASSERT_GT(kernel.size(), 50u) << "enum skb_drop_reason not found in the kernel's BTF";
+  std::set<std::string> used_others;
+  for (const SuspicionCode& c : AllSuspicionCodes()) {
+    for (absl::string_view r : DropReasonsOf(c)) {
+      std::string reason(r);
+      if (kernel.count(reason)) continue;
+      EXPECT_TRUE(other_kernels.count(reason))
+          << c.code << " names " << reason
+          << ", which this kernel's enum skb_drop_reason does not have and the list of other "
+             "kernels' names does not hold";
+      used_others.insert(reason);
+    }
+  }
+  for (const auto& [name, source] : other_kernels) {
+    EXPECT_TRUE(used_others.count(name) || kernel.count(name))
+        << name << " is listed as another kernel's name but no code uses it (" << source << ")";
+  }
 }
 
 }  // namespace

@@ -56,7 +56,6 @@ TEST(CodeExplainsDrop, KnownPairsAndPrefix) {
   EXPECT_TRUE(CodeExplainsDrop("rp_filter_drop", "SKB_DROP_REASON_IP_RPFILTER"));
   EXPECT_TRUE(CodeExplainsDrop("rp_filter_drop", "IP_RPFILTER"));
   EXPECT_TRUE(CodeExplainsDrop("netfilter_drop", "SKB_DROP_REASON_NETFILTER_DROP"));
-  EXPECT_TRUE(CodeExplainsDrop("no_route", "SKB_DROP_REASON_IP_NOROUTE"));
   EXPECT_TRUE(CodeExplainsDrop("no_route", "SKB_DROP_REASON_IP_INNOROUTES"));  // ip_error ENETUNREACH
   EXPECT_TRUE(CodeExplainsDrop("not_listening", "SKB_DROP_REASON_NO_SOCKET"));
   EXPECT_TRUE(CodeExplainsDrop("neighbor_missing", "SKB_DROP_REASON_NEIGH_FAILED"));
