@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "libsarena/base/numbers.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sarena::cluster {
@@ -190,8 +191,19 @@ std::string Endpoint::ToString() const {
 
 absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
   std::vector<Endpoint> out;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid etcd endpoints '", text, "': no endpoint given"));
+  }
+  size_t position = 0;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    ++position;
     part = absl::StripAsciiWhitespace(part);
+    // "a,", ",a" or "a,,b": an empty element is a typo, never an endpoint to skip.
+    if (part.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid etcd endpoints '", text,
+                                                      "': endpoint ", position, " is empty"));
+    }
     auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(
           absl::StrCat("invalid etcd endpoint '", part, "': ", why));
@@ -208,9 +220,9 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
       absl::ConsumeSuffix(&rest, "/");
       size_t colon = rest.rfind(':');
       if (colon == absl::string_view::npos || colon == 0) return bad("expected http://host:port");
-      uint32_t port = 0;
-      if (!absl::SimpleAtoi(rest.substr(colon + 1), &port) || port == 0 || port > 65535) {
-        return bad("the port is not a number in 1..65535");
+      const uint64_t port = ParseCanonicalUint(rest.substr(colon + 1), 65535).value_or(0);
+      if (port == 0) {
+        return bad("the port is not a decimal number in 1..65535");
       }
       ep.kind = Endpoint::Kind::kTcp;
       ep.host = std::string(rest.substr(0, colon));
@@ -222,10 +234,6 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
       return bad("expected unix:///path or http://host:port (https is not supported)");
     }
     out.push_back(std::move(ep));
-  }
-  if (out.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid etcd endpoints '", text,
-                                                   "': no endpoint given"));
   }
   return out;
 }

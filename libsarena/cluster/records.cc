@@ -4,10 +4,10 @@
 #include <boost/asio/ip/network_v6.hpp>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "libsarena/base/numbers.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sarena::cluster {
@@ -38,13 +38,14 @@ std::string NodeIdKey(uint32_t id) { return absl::StrCat(kNodeIdsPrefix, id); }
 
 absl::StatusOr<uint32_t> NodeIdFromKey(absl::string_view key) {
   absl::string_view rest = key;
-  uint32_t id = 0;
-  if (!absl::ConsumePrefix(&rest, kNodeIdsPrefix) || !absl::SimpleAtoi(rest, &id) || id == 0 ||
-      id > kMaxNodeId) {
+  const uint64_t id = absl::ConsumePrefix(&rest, kNodeIdsPrefix)
+                          ? ParseCanonicalUint(rest, kMaxNodeId).value_or(0)
+                          : 0;
+  if (id == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("key '", key, "' is not ", kNodeIdsPrefix, "<1..", kMaxNodeId, ">"));
   }
-  return id;
+  return static_cast<uint32_t>(id);
 }
 
 absl::Status ValidateNodeName(absl::string_view name) {

@@ -15,10 +15,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/log.h"
+#include "libsarena/base/numbers.h"
 #include "libsarena/daemon/metrics.h"
 
 namespace sarena::daemon {
@@ -52,8 +52,8 @@ absl::StatusOr<tcp::endpoint> ParseListenAddress(absl::string_view text, absl::s
       return bad("an IPv6 address goes in brackets, e.g. [::1]:9964");
     }
   }
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(port_text, &port) || port == 0 || port > 65535) {
+  const uint64_t port = ParseCanonicalUint(port_text, 65535).value_or(0);
+  if (port == 0) {
     return bad("the port is not a number in 1..65535");
   }
   if (host.empty()) {

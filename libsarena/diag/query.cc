@@ -1,8 +1,8 @@
 #include "libsarena/diag/query.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libsarena/base/numbers.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/model/packet.h"
 
@@ -106,10 +106,12 @@ absl::StatusOr<Query> ParseQuery(absl::string_view src, absl::string_view dst) {
         "--dst", dst,
         absl::StrCat("unknown protocol '", proto_text, "': want tcp, udp or icmp (lower case)"));
   }
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(port_text, &port) || port > 65535) {
-    return Bad("--dst", dst, absl::StrCat("invalid port '", port_text, "'"));
+  std::optional<uint64_t> parsed = ParseCanonicalUint(port_text, 65535);
+  if (!parsed) {
+    return Bad("--dst", dst,
+               absl::StrCat("invalid port '", port_text, "': a decimal number in 0..65535"));
   }
+  const uint64_t port = *parsed;
   if (q.proto == model::kProtoIcmp) {
     if (port != 0) {
       return Bad("--dst", dst,
@@ -131,8 +133,9 @@ uint32_t MinPacketSize(uint8_t proto) {
 
 absl::StatusOr<uint32_t> ParsePacketSize(absl::string_view text, uint8_t proto) {
   const uint32_t min = MinPacketSize(proto);
-  uint32_t v = 0;
-  if (!absl::SimpleAtoi(text, &v) || (v != kPacketSizeMtu && (v < min || v > 65535))) {
+  const std::optional<uint64_t> parsed = ParseCanonicalUint(text, 65535);
+  const uint32_t v = static_cast<uint32_t>(parsed.value_or(0));
+  if (!parsed || (v != kPacketSizeMtu && v < min)) {
     const char* name = proto == model::kProtoTcp    ? "tcp"
                        : proto == model::kProtoIcmp ? "icmp"
                                                     : "udp";

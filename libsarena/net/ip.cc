@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "libsarena/base/numbers.h"
 
 namespace sarena::net {
 
@@ -24,10 +25,12 @@ absl::StatusOr<Ipv4Prefix> ParseIpv4Prefix(absl::string_view text, absl::string_
   absl::string_view addr = text.substr(0, slash);
   int len = 32;
   if (slash != absl::string_view::npos) {
-    if (!absl::SimpleAtoi(text.substr(slash + 1), &len) || len < 0 || len > 32) {
+    const std::optional<uint64_t> parsed = ParseCanonicalUint(text.substr(slash + 1), 32);
+    if (!parsed) {
       return absl::InvalidArgumentError(absl::StrCat("invalid ", field, " '", text,
                                                      "': prefix length must be 0..32"));
     }
+    len = static_cast<int>(*parsed);
   }
   boost::system::error_code ec;
   Ipv4 ip = boost::asio::ip::make_address_v4(std::string(addr), ec);

@@ -25,7 +25,8 @@ using Mac = std::array<uint8_t, 6>;
 /// not an IPv4 address". `field` names the input (flag, JSON key) for the message.
 absl::StatusOr<Ipv4> ParseIpv4(absl::string_view text, absl::string_view field = "address");
 
-/// Parses "A.B.C.D/len" (0 <= len <= 32). A bare address means /32. Host bits may be set
+/// Parses "A.B.C.D/len" (len decimal 0..32, written without sign or leading zero: "/08" and
+/// "/+8" are refused, base/numbers.h). A bare address means /32. Host bits may be set
 /// ("10.0.0.5/24" keeps address 10.0.0.5, prefix 24 — use .canonical() for the network).
 /// Errors: kInvalidArgument naming `field` and the text.
 absl::StatusOr<Ipv4Prefix> ParseIpv4Prefix(absl::string_view text,

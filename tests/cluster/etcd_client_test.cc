@@ -41,10 +41,15 @@ TEST(EndpointTest, ParsesUnixAndHttpAndRejectsTheRest) {
   EXPECT_EQ((*eps)[1].host, "127.0.0.1");
   EXPECT_EQ((*eps)[1].port, 2379);
   for (const char* bad : {"", "unix://relative.sock", "https://h:1", "http://h", "http://h:0",
-                          "http://h:99999", "tcp://h:1"}) {
+                          "http://h:99999", "tcp://h:1", "http://h:+2379", "http://h:02379",
+                          // An empty element is a typo, never skipped: a trailing comma once
+                          // dialled the one endpoint before it.
+                          "http://h:2379,", ",http://h:2379", "http://h:1,,http://h:2", " , "}) {
     auto r = ParseEndpoints(bad);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+  EXPECT_EQ(ParseEndpoints("http://h:2379,").status().message(),
+            "invalid etcd endpoints 'http://h:2379,': endpoint 2 is empty");
   EXPECT_EQ(PrefixRangeEnd("/a/"), "/a0");
   EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
 }

@@ -26,7 +26,8 @@ TEST(RecordsTest, KeysRoundTrip) {
   EXPECT_EQ(NodeIdKey(42), "/sarena/v1/nodeids/42");
   EXPECT_EQ(*NodeIdFromKey("/sarena/v1/nodeids/42"), 42u);
   for (const char* bad : {"/sarena/v1/nodeids/0", "/sarena/v1/nodeids/16384",
-                          "/sarena/v1/nodeids/x", "/sarena/v1/other/1"}) {
+                          "/sarena/v1/nodeids/x", "/sarena/v1/other/1", "/sarena/v1/nodeids/042",
+                          "/sarena/v1/nodeids/+42", "/sarena/v1/nodeids/ 42"}) {
     EXPECT_FALSE(NodeIdFromKey(bad).ok()) << bad;
   }
   EXPECT_EQ(NodeKey("n1"), "/sarena/v1/nodes/n1");

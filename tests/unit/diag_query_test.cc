@@ -60,7 +60,8 @@ TEST(DiagQuery, ErrorsNameTheFlag) {
         Bad{"10.0.0.256", "10.0.0.1:80/tcp", "--src"}, Bad{"node:a", "10.0.0.1", "--dst"},
         Bad{"node:a", "10.0.0.1:99999/tcp", "--dst"}, Bad{"node:a", "10.0.0.1:0/tcp", "--dst"},
         Bad{"node:a", "10.0.0.1:80/bogus", "--dst"}, Bad{"node:a", "pod:x:80/tcp", "--dst"},
-        Bad{"node:a", "node::80/tcp", "--dst"}}) {
+        Bad{"node:a", "node::80/tcp", "--dst"}, Bad{"node:a", "10.0.0.1:080/tcp", "--dst"},
+        Bad{"node:a", "10.0.0.1:+80/tcp", "--dst"}, Bad{"node:a", "10.0.0.1: 80/tcp", "--dst"}}) {
     auto q = ParseQuery(b.src, b.dst);
     ASSERT_FALSE(q.ok()) << b.src << " " << b.dst;
     EXPECT_TRUE(absl::IsInvalidArgument(q.status()));

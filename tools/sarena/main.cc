@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "libsarena/base/cli.h"
+#include "libsarena/base/numbers.h"
 #include "libsarena/cluster/agent.h"
 #include "libsarena/cluster/etcd_client.h"
 #include "libsarena/datapath/objects.h"
@@ -311,12 +312,12 @@ int Monitor() {
   if (!type.ok()) return Fail(type.status(), kExitUsage);
   opts.type = *type;
   if (const std::string ep = absl::GetFlag(FLAGS_endpoint); !ep.empty()) {
-    uint32_t id = 0;
-    if (!absl::SimpleAtoi(ep, &id)) {
+    const std::optional<uint64_t> id = sarena::ParseCanonicalUint(ep, UINT32_MAX);
+    if (!id) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--endpoint '", ep, "': an endpoint id")),
                   kExitUsage);
     }
-    opts.endpoint = id;
+    opts.endpoint = static_cast<uint32_t>(*id);
   }
   auto mon = sarena::datapath::Monitor::Open(opts);
   if (!mon.ok()) {
