@@ -197,11 +197,15 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
                                "after the pod was created?)"));
     }
     // The host stack's route for the CIDR (node -> pod, Service backends, replies through the
-    // host) is checked too: from_container does not use it, other traffic does.
+    // host) is checked too: from_container does not use it, other traffic does. Without the
+    // node's routes the check is not made (absent data is never evidence).
     model::Flow fl;
     fl.dst = p.packet.dst;
-    model::RouteResult r = ns.Lookup(fl);
-    if (!t->node_address() && (!r.ok() || r.oif != kVxlanDev)) {
+    const bool check_route =
+        !t->node_address() &&
+        ctx.Need(w, hop, SnapshotInput::kRoutes, "the host route to a tunnel peer's pod CIDR");
+    model::RouteResult r = check_route ? ns.Lookup(fl) : model::RouteResult{};
+    if (check_route && (!r.ok() || r.oif != kVxlanDev)) {
       ctx.Suspect(hop, Level::kWarning, "remote_cidr_misrouted",
                   absl::StrCat(t->cidr.to_string(), " (tunnel peer, node id ", t->node_id,
                                ") is routed ", r.ok() ? absl::StrCat("via ", r.ToString())
@@ -225,6 +229,14 @@ Outcome FromContainer(const PluginContext& ctx, const Where& w, PathGraph::Verte
                              w.node_name,
                              " has native routing off: from_container passes the packet to the "
                              "host stack"));
+    return out;
+  }
+  // bpf_fib_lookup decides where the packet goes: without the node's routes the path ends
+  // unchecked (snapshot_incomplete), never a guessed fib_lookup_failed.
+  if (!ctx.Need(w, hop, SnapshotInput::kRoutes, "bpf_fib_lookup (native routing)",
+                Absent::kEnd)) {
+    out.kind = Outcome::Kind::kAction;
+    out.action = PluginAction::Stop();
     return out;
   }
   const Interface* up = Uplink(w);

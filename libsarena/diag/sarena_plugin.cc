@@ -171,13 +171,19 @@ class SarenaPlugin : public Plugin {
 
   PluginAction AfterRoute(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
                           const HookPacket& p, const model::RouteResult& route) override {
-    if (w.node && !w.in_pod()) sarena_cluster::CheckRemoteRoute(ctx, w, hop, p, route);
+    // Both read the route the walk found: without the node's routes there is none to judge.
+    if (w.node && !w.in_pod() &&
+        ctx.Need(w, hop, SnapshotInput::kRoutes, "the route to a remote pod CIDR")) {
+      sarena_cluster::CheckRemoteRoute(ctx, w, hop, p, route);
+    }
     return PluginAction::Continue();
   }
 
   void OnRouteFailure(const PluginContext& ctx, const Where& w, PathGraph::Vertex hop,
                       const HookPacket& p, const model::RouteResult& route) override {
-    if (w.node) sarena_cluster::ExplainRouteFailure(ctx, w, hop, p, route);
+    if (w.node && ctx.Need(w, hop, SnapshotInput::kRoutes, "why no route was found")) {
+      sarena_cluster::ExplainRouteFailure(ctx, w, hop, p, route);
+    }
   }
 
   PluginAction OnIngress(const PluginContext& ctx, const Where& w, absl::string_view iif,
