@@ -1,7 +1,10 @@
 // iproute2 JSON: the link list (`ip -j -d link show`) and the address list (`ip -j addr show`)
 // into Netstack's interfaces.
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/model/json.h"
@@ -122,6 +125,18 @@ absl::Status FillLinkInfo(const JsonValue& li_obj, absl::string_view file, const
   return absl::OkStatus();
 }
 
+// The interface named `name`, appended with only its name when there is none yet (then *added).
+Interface* FindOrAddInterface(absl::string_view name,
+                              absl::flat_hash_map<std::string, size_t>* by_name,
+                              std::vector<Interface>* interfaces, bool* added) {
+  if (auto f = by_name->find(name); f != by_name->end()) return &(*interfaces)[f->second];
+  by_name->emplace(std::string(name), interfaces->size());
+  interfaces->emplace_back();
+  interfaces->back().name = std::string(name);
+  *added = true;
+  return &interfaces->back();
+}
+
 // Link attributes common to `ip -j -d link` and `ip -j addr` entries.
 absl::Status FillLinkAttrs(const JsonValue& it, absl::string_view file, const std::string& p,
                            Interface* ifc) {
@@ -228,15 +243,8 @@ absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file
     if (!it.is_object()) return JsonFieldError(file_name, p, "expected an object");
     SARENA_ASSIGN_OR_RETURN(auto name, JsonGetString(it, "ifname", file_name, p));
     if (!name || name->empty()) return JsonFieldError(file_name, p + ".ifname", "missing");
-    Interface* ifc = nullptr;
-    if (auto f = index_->by_name.find(*name); f != index_->by_name.end()) {
-      ifc = &interfaces_[f->second];
-    } else {
-      index_->by_name.emplace(std::string(*name), interfaces_.size());
-      interfaces_.emplace_back();
-      ifc = &interfaces_.back();
-      ifc->name = std::string(*name);
-    }
+    bool added = false;
+    Interface* ifc = FindOrAddInterface(*name, &index_->by_name, &interfaces_, &added);
     SARENA_RETURN_IF_ERROR(FillLinkAttrs(it, file_name, p, ifc));
   }
   MarkPresent(NetstackSource::kLinks);
@@ -255,16 +263,9 @@ absl::Status Netstack::ParseAddrs(absl::string_view json, absl::string_view file
     SARENA_ASSIGN_OR_RETURN(auto name, JsonGetString(it, "ifname", file_name, p));
     if (!name || name->empty()) return JsonFieldError(file_name, p + ".ifname", "missing");
     SARENA_ASSIGN_OR_RETURN(auto addrs, ParseAddrInfo(it, file_name, p));
-    Interface* ifc = nullptr;
-    if (auto f = index_->by_name.find(*name); f != index_->by_name.end()) {
-      ifc = &interfaces_[f->second];
-    } else {
-      index_->by_name.emplace(std::string(*name), interfaces_.size());
-      interfaces_.emplace_back();
-      ifc = &interfaces_.back();
-      ifc->name = std::string(*name);
-      SARENA_RETURN_IF_ERROR(FillLinkAttrs(it, file_name, p, ifc));
-    }
+    bool added = false;
+    Interface* ifc = FindOrAddInterface(*name, &index_->by_name, &interfaces_, &added);
+    if (added) SARENA_RETURN_IF_ERROR(FillLinkAttrs(it, file_name, p, ifc));
     ifc->addresses = std::move(addrs);
   }
   MarkPresent(NetstackSource::kAddrs);
