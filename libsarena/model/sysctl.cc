@@ -119,7 +119,8 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
     std::string k = CanonicalKey(key);
     // A key the model interprets must hold one integer in the kernel's range, as the kernel
     // prints it: a corrupt value is an error here, never read later as "unset".
-    if (std::optional<SysctlCheck> check = Interpreted(k); check.has_value()) {
+    const std::optional<SysctlCheck> check = Interpreted(k);
+    if (check.has_value()) {
       const bool bounded = check->kind == SysctlCheck::Kind::kBounded;
       int64_t n = 0;
       if (!absl::SimpleAtoi(value, &n)) {
@@ -145,7 +146,7 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
     // any of its spellings) is a contradiction or a spliced file, never resolved by order. Other
     // keys may repeat: procps prints a multi-line value as one `key = line` per line
     // (fs.pipe-keep, kernel.core_modes, dev.cdrom.info); the first line is kept.
-    const bool interpreted = Interpreted(k).has_value();
+    const bool interpreted = check.has_value();
     auto [seen, inserted] = first_line.try_emplace(k, line_no);
     if (!inserted && !interpreted) continue;
     if (!inserted) {

@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -84,6 +87,18 @@ std::string RunOk(const std::string& cmd) {
 }
 
 bool IsRoot() { return geteuid() == 0; }
+
+TempDir::TempDir(absl::string_view prefix) {
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / absl::StrCat(prefix, "XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
 
 ScopedNetns::ScopedNetns(absl::string_view prefix) : name_(UniqueName(prefix, 31)) {
   RunOk("ip netns add " + name_);

@@ -1,4 +1,5 @@
-// Shared test helpers: unique names per run, running commands, scoped network namespaces.
+// Shared test helpers: unique names per run, running commands, temporary directories, scoped
+// network namespaces.
 #ifndef SARENA_TESTS_LIB_TEST_UTIL_H_
 #define SARENA_TESTS_LIB_TEST_UTIL_H_
 
@@ -34,6 +35,21 @@ const std::string& BinaryDir();
 
 /// True when running as root (CI always is; privileged tests must FAIL, not skip, otherwise).
 bool IsRoot();
+
+/// A fresh directory "<system temp dir>/<prefix>XXXXXX" (mkdtemp, mode 0700), removed with all it
+/// holds on destruction. path() is empty when mkdtemp failed.
+class TempDir {
+ public:
+  explicit TempDir(absl::string_view prefix = "sarena-test-");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// A network namespace created with `ip netns add` and deleted (with every process inside it
 /// killed) on destruction.

@@ -10,7 +10,7 @@
 #include "libsarena/collect/collect.h"
 #include "libsarena/model/snapshot.h"
 #include "tests/lib/test_util.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::collect {
 namespace {

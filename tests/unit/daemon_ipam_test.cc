@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/daemon/ipam.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -23,21 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-ipam-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::sarena::testing::TempDir;
 
 net::Ipv4 Ip(const char* s) { return boost::asio::ip::make_address_v4(s); }
 net::Ipv4Prefix Cidr(const char* s) { return *net::ParseIpv4Prefix(s); }
@@ -69,7 +56,7 @@ class DaemonIpamTest : public ::testing::Test {
     return Ipam::Open({.state_dir = dir_.path(), .pod_cidr = Cidr(cidr), .gateway = Ip(gw)});
   }
   std::string IpamDir() const { return dir_.path() + "/ipam"; }
-  TempDir dir_;
+  TempDir dir_{"sarena-ipam-"};
 };
 
 TEST_F(DaemonIpamTest, AllocatesLowestFreeSkippingNetworkAndGateway) {
@@ -122,7 +109,7 @@ TEST_F(DaemonIpamTest, SmallPrefixesFollowRfc3021) {
   EXPECT_EQ(*(*p31)->Allocate(Key(1)), Ip("10.9.0.0"));
   EXPECT_EQ(*(*p31)->Allocate(Key(2)), Ip("10.9.0.1"));
   p31->reset();
-  TempDir other;
+  TempDir other{"sarena-ipam-"};
   auto p32 = Ipam::Open(
       {.state_dir = other.path(), .pod_cidr = Cidr("10.9.0.7/32"), .gateway = Ip("10.9.0.7")});
   ASSERT_TRUE(p32.ok()) << p32.status();

@@ -27,6 +27,7 @@
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -41,21 +42,7 @@ using rpc::WriteFrame;
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-srv-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::sarena::testing::TempDir;
 
 // Captures the library's log lines for assertions ("a bad client is logged").
 class LogCapture {
@@ -196,7 +183,7 @@ class DaemonServerTest : public ::testing::Test {
   }
 
   LogCapture logs_;
-  TempDir dir_;
+  TempDir dir_{"sarena-srv-"};
   EchoHandler handler_;
 };
 

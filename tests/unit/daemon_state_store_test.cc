@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/daemon/state_store.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -26,21 +27,7 @@ namespace fs = std::filesystem;
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-store-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::sarena::testing::TempDir;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -85,7 +72,7 @@ class DaemonEndpointStoreTest : public ::testing::Test {
     return EndpointStore::Open({.state_dir = dir_.path()});
   }
   std::string Dir() const { return dir_.path() + "/endpoints"; }
-  TempDir dir_;
+  TempDir dir_{"sarena-store-"};
 };
 
 TEST_F(DaemonEndpointStoreTest, PutGetListDelete) {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

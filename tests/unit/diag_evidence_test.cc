@@ -18,7 +18,7 @@
 #include "libsarena/diag/report.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/model/snapshot.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "libsarena/model/netfilter.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/diag/path_graph.h"
 #include "libsarena/diag/report.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

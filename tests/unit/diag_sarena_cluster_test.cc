@@ -8,7 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "libsarena/model/sarena_cluster.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

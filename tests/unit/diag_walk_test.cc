@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {

@@ -1,8 +1,8 @@
 // Helpers of the diag unit tests: snapshot fixtures under tests/data/cases/, scratch copies to
 // mutate one thing at a time, running a trace through the library or the real binary, and
 // looking up hops and suspicions in the report.
-#ifndef SARENA_TESTS_UNIT_DIAG_TESTING_H_
-#define SARENA_TESTS_UNIT_DIAG_TESTING_H_
+#ifndef SARENA_TESTS_LIB_DIAG_TESTING_H_
+#define SARENA_TESTS_LIB_DIAG_TESTING_H_
 
 #include <stdlib.h>
 
@@ -239,4 +239,4 @@ inline bool OnlyInfo(const sarena::diag::v1::Report& r) {
 
 }  // namespace sarena::diag::testing
 
-#endif  // SARENA_TESTS_UNIT_DIAG_TESTING_H_
+#endif  // SARENA_TESTS_LIB_DIAG_TESTING_H_
