@@ -188,12 +188,6 @@ const ProgramDoc& DiagProgramDoc() {
 }
 
 
-std::string DiagUsage() {
-  std::string u;
-  for (const std::string& line : DiagProgramDoc().usage) absl::StrAppend(&u, "  ", line, "\n");
-  return absl::StrCat("usage:\n", u, "(see sarena-diag --help)\n");
-}
-
 std::string CommandArgs::Get(const std::string& name, const std::string& def) const {
   auto it = values_.find(name);
   return it == values_.end() ? def : it->second.back();

@@ -47,10 +47,6 @@ std::vector<std::string> FlagNames(const std::vector<FlagDoc>& flags);
 /// once. The program name is "sarena-diag" whichever executable prints it.
 const ProgramDoc& DiagProgramDoc();
 
-/// The usage lines a usage error ends with in text mode: "usage:\n  sarena-diag trace ...\n
-/// ...(see sarena-diag --help)\n".
-std::string DiagUsage();
-
 /// One command's flags: those given before the command word and after it, parsed together by
 /// one sarena::ParseFlagTable call against the command's table (a flag given again later wins;
 /// --pod and --netns keep every value).
@@ -90,9 +86,10 @@ struct CommandLine {
 /// Parses sarena-diag's arguments (argv without argv[0]): flags may stand before the command
 /// word ("sarena-diag -o json trace ..."); those before it and after it are one parse against
 /// the command's table (trace's includes --live's flags). Errors (kInvalidArgument, the message
-/// a usage error prints, see DiagUsage): a flag before the command that no command takes, as
-/// sarena::ParseFlagTable words it; "missing command"; "unknown command 'X'"; "<command>:
-/// unknown flag --X", "<command>: flag --X needs a value", "<command>: unexpected argument 'X'".
+/// a usage error prints, rpc::CommandOutput::FailUsage): a flag before the command that no
+/// command takes, as sarena::ParseFlagTable words it; "missing command"; "unknown command 'X'";
+/// "<command>: unknown flag --X", "<command>: flag --X needs a value", "<command>: unexpected
+/// argument 'X'".
 absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
 
 /// Whether the arguments name a command that reads the kernel, run by sarena-diag-live:

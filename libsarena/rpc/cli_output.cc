@@ -110,6 +110,14 @@ int ReportCliError(absl::string_view program, const absl::Status& status, bool j
   return exit_code;
 }
 
+CommandOutput::CommandOutput(const ProgramDoc& doc, int argc, char** argv)
+    : program_(doc.name),
+      json_(AsksForJsonOutput(std::vector<std::string>(argv + 1, argv + argc))),
+      usage_("usage:\n") {
+  for (const std::string& line : doc.usage) absl::StrAppend(&usage_, "  ", line, "\n");
+  absl::StrAppend(&usage_, "(see ", program_, " --help)\n");
+}
+
 int CommandOutput::Fail(int exit_code, const absl::Status& status) const {
   return ReportCliError(program_, status, json_, exit_code);
 }

@@ -6,12 +6,12 @@
 #define LIBSARENA_RPC_CLI_OUTPUT_H_
 
 #include <string>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "libsarena/base/cli.h"
 #include "libsarena/rpc/sarenad.pb.h"
 
 namespace sarena::rpc {
@@ -44,12 +44,12 @@ int ReportCliError(absl::string_view program, const absl::Status& status, bool j
 /// prints. Cheap to copy; holds no stream.
 class CommandOutput {
  public:
-  /// `program` names the program in messages ("sarena-diag"); `json`: the command line asked
-  /// for -o json (sarena::AsksForJsonOutput on the raw arguments, so that a flag error is
-  /// reported so too); `usage`: what a usage error prints after its message in text mode
-  /// (ending in '\n').
-  CommandOutput(std::string program, bool json, std::string usage)
-      : program_(std::move(program)), json_(json), usage_(std::move(usage)) {}
+  /// For the program `doc` describes, run with `argc`/`argv` (main's): messages are prefixed with
+  /// doc.name; failures are the -o json error object when the arguments ask for -o json
+  /// (sarena::AsksForJsonOutput on the raw arguments, so that a flag error is reported so too);
+  /// a usage error in text mode ends with doc.usage as "usage:\n  <line>\n...(see <name>
+  /// --help)\n".
+  CommandOutput(const ProgramDoc& doc, int argc, char** argv);
 
   /// Whether failures are reported as the -o json error object.
   bool json() const { return json_; }

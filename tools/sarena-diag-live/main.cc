@@ -303,8 +303,6 @@ int Main(int argc, char** argv, const CommandOutput& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> all_args(argv + 1, argv + argc);
-  const CommandOutput out("sarena-diag", sarena::AsksForJsonOutput(all_args),
-                          sarena::diag::DiagUsage());
+  const CommandOutput out(sarena::diag::DiagProgramDoc(), argc, argv);
   return out.FinishStdout(Main(argc, argv, out));
 }
