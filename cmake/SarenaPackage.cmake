@@ -10,6 +10,9 @@
 #   /usr/lib/cni/sarena-cni                    the CNI plugin, where Debian's runtimes look for
 #                                              plugins (containernetworking-plugins, podman)
 #   /usr/bin/sarena, /usr/bin/sarena-diag      the operator CLI and the path diagnoser
+#   /usr/libexec/sarena/sarena-diag-live       the diagnoser's kernel-reading commands (collect,
+#                                              drops, trace --live), which sarena-diag execs;
+#                                              not on PATH (docs/diagnoser.md "Two executables")
 #   /lib/systemd/system/sarenad.service        systemd unit (not enabled or started by the package)
 #   /etc/default/sarenad                       its flags (SARENAD_OPTS), a conffile
 #   /usr/share/man/man{1,8}/*.gz               man pages generated from --help with help2man
@@ -23,6 +26,9 @@ set(SARENA_PACKAGING_DIR ${CMAKE_SOURCE_DIR}/packaging)
 # --- executables ------------------------------------------------------------------------------
 install(TARGETS sarenad RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT sarena)
 install(TARGETS sarena sarena-diag RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT sarena)
+# sarena-diag finds it as ../libexec/sarena/ from its own directory (tools/CMakeLists.txt).
+install(TARGETS sarena-diag-live RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/sarena
+        COMPONENT sarena)
 # Not multiarch: Debian's CNI plugin directory is /usr/lib/cni on every architecture.
 install(TARGETS sarena-cni RUNTIME DESTINATION lib/cni COMPONENT sarena)
 
@@ -156,7 +162,8 @@ and optionally joins a multi-node cluster through etcd (VXLAN or native routing)
 This package contains sarenad (the node daemon, with a systemd unit that is
 installed neither enabled nor started: set its flags in /etc/default/sarenad),
 the CNI plugin sarena-cni in /usr/lib/cni, the operator CLI sarena, the path
-diagnoser sarena-diag, their man pages and a sample CNI network configuration.")
+diagnoser sarena-diag (its kernel-reading commands in /usr/libexec/sarena),
+their man pages and a sample CNI network configuration.")
 # Beside the shared libraries (dpkg-shlibdeps): `sarena-diag collect` runs ip and bridge
 # (iproute2) and, on a node, iptables-save; `sarena-diag trace --svg` runs dot (graphviz).
 set(CPACK_DEBIAN_SARENA_PACKAGE_DEPENDS "iproute2")

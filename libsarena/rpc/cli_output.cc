@@ -1,7 +1,9 @@
 #include "libsarena/rpc/cli_output.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -106,6 +108,46 @@ int ReportCliError(absl::string_view program, const absl::Status& status, bool j
                  std::string(status.message()).c_str());
   }
   return exit_code;
+}
+
+CommandOutput::CommandOutput(const ProgramDoc& doc, int argc, char** argv)
+    : program_(doc.name),
+      json_(AsksForJsonOutput(std::vector<std::string>(argv + 1, argv + argc))),
+      usage_("usage:\n") {
+  for (const std::string& line : doc.usage) absl::StrAppend(&usage_, "  ", line, "\n");
+  absl::StrAppend(&usage_, "(see ", program_, " --help)\n");
+}
+
+int CommandOutput::Fail(int exit_code, const absl::Status& status) const {
+  return ReportCliError(program_, status, json_, exit_code);
+}
+
+int CommandOutput::Fail(int exit_code, absl::string_view message) const {
+  return Fail(exit_code, exit_code == 2 ? absl::InvalidArgumentError(message)
+                                        : absl::UnknownError(message));
+}
+
+int CommandOutput::FailUsage(absl::string_view message) const {
+  return Fail(2, json_ ? absl::StrCat(message, " (see ", program_, " --help)")
+                       : absl::StrCat(message, "\n", usage_));
+}
+
+int CommandOutput::Print(absl::string_view text) const {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+int CommandOutput::FinishStdout(int exit_code) const {
+  errno = 0;
+  bool failed = std::fflush(stdout) != 0;
+  const int err = errno;
+  failed = failed || std::ferror(stdout);
+  if (!failed) return exit_code;
+  const std::string why = err != 0 ? std::strerror(err) : "write error";
+  ReportCliError(program_, absl::UnknownError(absl::StrCat("write standard output: ", why)),
+                 /*json=*/false, 1);
+  return exit_code == 0 ? 1 : exit_code;
 }
 
 absl::Status WithHint(const absl::Status& status, absl::string_view what_to_do) {

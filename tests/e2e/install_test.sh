@@ -67,6 +67,24 @@ unit_in_prefix() {
     { echo "unit does not name the prefix:"; grep -E '^(ExecStart|EnvironmentFile)=' "$unit"; return 1; }
 }
 sn_check "cmake --install --component sarena elsewhere: the unit's ExecStart/EnvironmentFile name that prefix" unit_in_prefix
+# The diagnoser as installed there (docs/diagnoser.md "Two executables"): bin/sarena-diag needs
+# no libbpf or libmnl; a kernel command's --help reaches libexec/sarena/sarena-diag-live (with
+# the helper moved away the same call fails naming it), and prints sarena-diag's --help.
+diag_helper_in_prefix() {
+  local rt=$SN_DIR/rt needed out
+  local diag=$rt/bin/sarena-diag helper=$rt/libexec/sarena/sarena-diag-live
+  [ -x "$diag" ] && [ -x "$helper" ] || { echo "no $diag or $helper"; return 1; }
+  needed=$(readelf -d "$diag" | grep NEEDED) || return 1
+  if grep -Eq 'libbpf|libmnl' <<<"$needed"; then echo "installed sarena-diag needs:"; echo "$needed"; return 1; fi
+  readelf -d "$helper" | grep NEEDED | grep -q libbpf || { echo "sarena-diag-live needs no libbpf?"; return 1; }
+  out=$("$diag" collect --help) || { echo "sarena-diag collect --help failed: $out"; return 1; }
+  [ "$out" = "$("$diag" --help)" ] && grep -q '^Usage: ' <<<"$out" || { echo "collect --help: $out"; return 1; }
+  mv "$helper" "$helper.away"
+  out=$("$diag" collect --help 2>&1); local rc=$?
+  mv "$helper.away" "$helper"
+  [ "$rc" -eq 1 ] && grep -qF "/libexec/sarena/sarena-diag-live" <<<"$out" || { echo "without the helper (rc $rc): $out"; return 1; }
+}
+sn_check "installed sarena-diag: no libbpf/libmnl; collect --help runs libexec/sarena/sarena-diag-live" diag_helper_in_prefix
 
 # --- 2. the public header set -------------------------------------------------------------------
 header_set() {

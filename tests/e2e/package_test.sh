@@ -81,8 +81,9 @@ sn_check "sarena: Depends computed by dpkg-shlibdeps (libc6, libbpf1)" \
 sn_check "libsarena-dev: Package/Version/Maintainer, Depends on the -dev packages it links" bash -c \
   "[ '$(field "$DEB_DEV" Package)|$(field "$DEB_DEV" Version)' = 'libsarena-dev|$VERSION-1' ] && [ -n '$(field "$DEB_DEV" Maintainer)' ] &&
    grep -q 'libbpf-dev' <<<'$(field "$DEB_DEV" Depends)' && grep -q 'libabsl-dev' <<<'$(field "$DEB_DEV" Depends)'"
-sn_check "sarena: daemon, CNI plugin in /usr/lib/cni, CLIs, unit, defaults, man pages, docs" has_paths "$DEB_RT" \
+sn_check "sarena: daemon, CNI plugin in /usr/lib/cni, CLIs, sarena-diag-live in /usr/libexec/sarena, unit, defaults, man pages, docs" has_paths "$DEB_RT" \
   usr/sbin/sarenad usr/lib/cni/sarena-cni usr/bin/sarena usr/bin/sarena-diag \
+  usr/libexec/sarena/sarena-diag-live \
   lib/systemd/system/sarenad.service etc/default/sarenad \
   usr/share/man/man8/sarenad.8.gz usr/share/man/man8/sarena-cni.8.gz \
   usr/share/man/man1/sarena.1.gz usr/share/man/man1/sarena-diag.1.gz \

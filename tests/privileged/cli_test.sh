@@ -24,13 +24,14 @@ VERSION=$(sed -n 's/^project(libsarena VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLi
 # --- --help / --version of every executable -------------------------------------------------------
 
 # flags_in_source PROG: the flag names PROG defines, dashed, sorted: its ABSL_FLAGs (and
-# libsarena's), or sarena-diag's flag tables ({"name", "type", ...} entries).
+# libsarena's), or sarena-diag's flag tables ({"name", "type", ...} entries of
+# libsarena/diag/cli.cc, which sarena-diag and sarena-diag-live share).
 flags_in_source() {
   {
     grep -h '^ABSL_FLAG(' "$SRC/tools/$1/main.cc" $(grep -rl --include='*.cc' '^ABSL_FLAG(' "$SRC/libsarena") |
       sed -E 's/^ABSL_FLAG\([^,]*, *([a-z0-9_]+).*/\1/'
     [ "$1" = sarena-diag ] &&
-      sed -n '/^const std::vector<sarena::FlagDoc> k[A-Za-z]*Flags = {/,/^};/p' "$SRC/tools/$1/main.cc" |
+      sed -n '/^const std::vector<FlagDoc> k[A-Za-z]*Flags = {/,/^};/p' "$SRC/libsarena/diag/cli.cc" |
       grep -o '^    {"[a-z-]*", "[a-z0-9]*"' | sed 's/^    {"\([a-z-]*\)".*/\1/'
     echo help; echo version
   } | tr _ - | sort -u
