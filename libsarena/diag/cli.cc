@@ -5,8 +5,8 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libsarena/base/numbers.h"
 
 namespace sarena::diag {
 namespace {
@@ -261,9 +261,9 @@ bool RunsOnLiveNode(const std::vector<std::string>& args) {
 }
 
 bool ParseUintFlag(const std::string& text, uint32_t max, uint32_t* out) {
-  uint32_t v = 0;
-  if (!absl::SimpleAtoi(text, &v) || v > max) return false;
-  *out = v;
+  const std::optional<uint64_t> v = ParseCanonicalUint(text, max);
+  if (!v) return false;
+  *out = static_cast<uint32_t>(*v);
   return true;
 }
 

@@ -99,7 +99,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
 bool RunsOnLiveNode(const std::vector<std::string>& args);
 
 /// `text` as an unsigned decimal at most `max` into `*out`; false (and `*out` unchanged) when it
-/// is not one (sign, junk, overflow) or exceeds `max`.
+/// is not one written canonically (base/numbers.h: no sign, no leading zero, no space, no junk)
+/// or exceeds `max`.
 bool ParseUintFlag(const std::string& text, uint32_t max, uint32_t* out);
 
 }  // namespace sarena::diag

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/rpc/cli_output.h"
 #include "tests/lib/test_util.h"
-#include "tests/unit/diag_testing.h"
+#include "tests/lib/diag_testing.h"
 
 namespace sarena::diag {
 namespace {
