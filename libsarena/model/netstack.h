@@ -345,6 +345,8 @@ absl::string_view ToString(NetstackSource source);  // "ip-link.json", "ip-addr.
 
 /// The IPv4 stack of one network namespace. Built once (parse), then immutable and safe to query
 /// from several threads. Lookups do not allocate except for the strings/vectors they return.
+struct Packet;  // packet.h
+
 class Netstack {
  public:
   Netstack();
@@ -426,6 +428,23 @@ class Netstack {
   std::vector<const FdbEntry*> FindFdb(absl::string_view dev, const net::Mac& mac) const;
   /// Routes of `table` in file order.
   std::vector<const Route*> TableRoutes(uint32_t table) const;
+  /// The tunnel device of this netns that takes in `outer`, an encapsulated packet addressed to
+  /// this netns (netstack_tunnel.cc), or nullptr when none does (the kernel drops it on arrival):
+  ///   - IPIP (proto 4): ipip_rcv -> ip_tunnel_lookup (net/ipv4/ip_tunnel.c). A device ("ipip"
+  ///     kind, or an `ip tunnel` of proto ipip) whose local address is set must have
+  ///     outer.dst as local; among those, the first whose remote is outer.src, else the first
+  ///     with no remote ("remote any", e.g. Calico's tunl0, the kernel's wildcard / fallback
+  ///     device).
+  ///   - UDP (proto 17): the VXLAN device whose UDP socket receives it (vxlan_rcv finds the
+  ///     socket by destination port, bound to the device's local address when it has one): the
+  ///     first, in link order, with port outer.dport and no local or local outer.dst. The VNI
+  ///     is not matched here. Else, when `wireguard` (the sender encapsulated with WireGuard),
+  ///     the first "wireguard" device: its listen port is not in the snapshot, so any
+  ///     WireGuard device is taken to own the port.
+  ///   - any other protocol: nullptr.
+  /// Reads the links only (ParseLinks); without them it returns nullptr, which the caller
+  /// cannot tell from a missing device (check Has(NetstackSource::kLinks)).
+  const Interface* TunnelReceiver(const Packet& outer, bool wireguard) const;
 
   // --- Kernel decision procedures. ---
 

@@ -29,26 +29,19 @@ absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const W
 }
 
 absl::StatusOr<Next> Walker::BridgePort(LinkStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& bridge = *s.oif;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const std::string& label = s.label;
-  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(w, bridge, nexthop));
+  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(s.w, *s.oif, s.nexthop));
   if (!t) {
-    if (!Need(w, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
-    Drop(v, "neighbor_missing",
-         absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
-                      " (no pod netns on ", w.node_name, " owns it)"));
+    if (!Need(s.w, s.v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
+    Drop(s.v, "neighbor_missing",
+         absl::StrCat("no port of bridge ", s.oif->name, " leads to ", s.nexthop.to_string(),
+                      " (no pod netns on ", s.w.node_name, " owns it)"));
     return Done();
   }
-  std::string l = label.empty() ? absl::StrCat("bridge ", bridge.name) : label;
+  std::string l = s.label.empty() ? absl::StrCat("bridge ", s.oif->name) : s.label;
   if (t->port) {
     absl::StrAppend(&l, " -> ", t->port->name);
     if (!t->port->admin_up || !t->port->CanTransmit()) {
-      Drop(v, "link_down",
+      Drop(s.v, "link_down",
            absl::StrCat("bridge port ", t->port->name, " towards ", t->where->pod->Key(),
                         " is down"));
       return Done();
@@ -61,14 +54,14 @@ absl::StatusOr<Next> Walker::BridgePort(LinkStep& s) {
   // port, PREROUTING changed its destination and the route leads back into the same bridge, so
   // br_nf_pre_routing_finish_bridge hands it to br_forward with the ingress port as its source.
   const Interface* in_port = nullptr;
-  const std::string prefix = absl::StrCat(w.ns->id, "|", bridge.name, "|");
-  if (absl::StartsWith(f.bridge_in, prefix) && f.pkt.dst != f.bridge_in_dst &&
-      BridgeNfOn(w, v, bridge)) {
-    in_port = w.ns->netstack.FindInterface(f.bridge_in.substr(prefix.size()));
+  const std::string prefix = absl::StrCat(s.w.ns->id, "|", s.oif->name, "|");
+  if (absl::StartsWith(s.f.bridge_in, prefix) && s.f.pkt.dst != s.f.bridge_in_dst &&
+      BridgeNfOn(s.w, s.v, *s.oif)) {
+    in_port = s.w.ns->netstack.FindInterface(s.f.bridge_in.substr(prefix.size()));
   }
-  f.bridge_in.clear();
-  if (t->port && !BridgePortFlagsPass(w, v, bridge, in_port, *t, f)) return Done();
-  return Then(ReceiveStep{*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l}});
+  s.f.bridge_in.clear();
+  if (t->port && !BridgePortFlagsPass(s.w, s.v, *s.oif, in_port, *t, s.f)) return Done();
+  return Then(ReceiveStep{*t->where, t->ifname, std::move(s.f), std::move(s.br), Prev{s.v, l}});
 }
 
 bool Walker::BridgeNfOn(const Where& node, Vertex v, const Interface& bridge) {
@@ -140,69 +133,66 @@ bool Walker::BridgePortFlagsPass(const Where& node, Vertex v, const Interface& b
 // iptables and conntrack — that is what reverses a Service DNAT for a reply between two pods of
 // one bridge; without it the reply keeps the backend's address.
 absl::StatusOr<Next> Walker::BridgeForward(BridgeForwardStep& s) {
-  const Where& node = s.node;
-  const std::string& in_port = s.in_port;
-  const Interface& bridge = *s.bridge;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Prev& prev = s.prev;
   Hop h;
   h.kind = HopKind::kNode;
-  h.id = HopId(node, f.reply);
-  h.node = node.node_name;
-  h.iif = in_port;
+  h.id = HopId(s.node, s.f.reply);
+  h.node = s.node.node_name;
+  h.iif = s.in_port;
   h.action = HopAction::kForward;
-  h.packet = f.pkt;
-  h.reply = f.reply;
-  Vertex v = AddHop(std::move(h), prev);
-  if (++br.hops > opts_.max_hops) {
+  h.packet = s.f.pkt;
+  h.reply = s.f.reply;
+  Vertex v = AddHop(std::move(h), s.prev);
+  if (++s.br.hops > opts_.max_hops) {
     Drop(v, "ttl_exceeded", "too many hops: the path loops");
     return Done();
   }
-  if (pctx_.FirstInBranch(absl::StrCat("node|", node.node_name))) plugin_.CheckNode(pctx_, node, v);
-  std::string key = absl::StrCat(node.ns->id, "|", in_port, "|", Tuple(f.pkt), "|", f.reply);
-  if (!br.visited.insert(key).second) {
+  if (pctx_.FirstInBranch(absl::StrCat("node|", s.node.node_name)))
+    plugin_.CheckNode(pctx_, s.node, v);
+  std::string key =
+      absl::StrCat(s.node.ns->id, "|", s.in_port, "|", Tuple(s.f.pkt), "|", s.f.reply);
+  if (!s.br.visited.insert(key).second) {
     Drop(v, "ttl_exceeded",
-         absl::StrCat("bridging loop: ", Tuple(f.pkt), " enters ", bridge.name, " on ", in_port,
-                      " again"));
+         absl::StrCat("bridging loop: ", Tuple(s.f.pkt), " enters ", s.bridge->name, " on ",
+                      s.in_port, " again"));
     return Done();
   }
-  if (!f.reply) br.request_netns.insert(node.ns->id);
-  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t, FindBridgePort(node, bridge, nexthop));
+  if (!s.f.reply) s.br.request_netns.insert(s.node.ns->id);
+  SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t,
+                          FindBridgePort(s.node, *s.bridge, s.nexthop));
   if (!t) {
-    if (!Need(node, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
+    if (!Need(s.node, v, SnapshotInput::kAddrs, kBridgeOwnsNexthop, Absent::kEnd)) return Done();
     Drop(v, "neighbor_missing",
-         absl::StrCat("no port of bridge ", bridge.name, " leads to ", nexthop.to_string(),
-                      " (no pod netns on ", node.node_name, " owns it)"));
+         absl::StrCat("no port of bridge ", s.bridge->name, " leads to ", s.nexthop.to_string(),
+                      " (no pod netns on ", s.node.node_name, " owns it)"));
     return Done();
   }
   if (t->port) graph_.hop(v).oif = t->port->name;
-  bool nf_on = BridgeNfOn(node, v, bridge);
+  bool nf_on = BridgeNfOn(s.node, v, *s.bridge);
   if (!nf_on) {
-    Suspect(v, Level::kInfo, "bridge_netfilter",
-            absl::StrCat("net.bridge.bridge-nf-call-iptables = 0: traffic bridged on ", bridge.name,
-                         " bypasses iptables and conntrack (no Service NAT "
-                         "reversal, no filter rules)"));
-  } else if (node.ns->netfilter) {
-    SetCtState(node, &f.pkt, f, br);
-    if (f.reply) UnSnat(node, &f.pkt, br);
+    Suspect(
+        v, Level::kInfo, "bridge_netfilter",
+        absl::StrCat("net.bridge.bridge-nf-call-iptables = 0: traffic bridged on ", s.bridge->name,
+                     " bypasses iptables and conntrack (no Service NAT "
+                     "reversal, no filter rules)"));
+  } else if (s.node.ns->netfilter) {
+    SetCtState(s.node, &s.f.pkt, s.f, s.br);
+    if (s.f.reply) UnSnat(s.node, &s.f.pkt, s.br);
     for (NfHook hook : {NfHook::kPrerouting, NfHook::kForward, NfHook::kPostrouting}) {
-      NfPass nf = RunHook(node, v, hook, f.pkt, bridge.name,
-                          hook == NfHook::kPrerouting ? "" : bridge.name, std::nullopt);
+      NfPass nf = RunHook(s.node, v, hook, s.f.pkt, s.bridge->name,
+                          hook == NfHook::kPrerouting ? "" : s.bridge->name, std::nullopt);
       if (nf.dropped) return Done();
-      f.pkt = nf.accepted.front().packet;
+      s.f.pkt = nf.accepted.front().packet;
     }
-    if (f.reply) UnDnat(node, &f.pkt, br);
+    if (s.f.reply) UnDnat(s.node, &s.f.pkt, s.br);
   } else {
     // No rules to evaluate, but conntrack still reverses the NAT this walk applied on the node
     // (a Service's DNAT taken from its endpoints).
-    Need(node, v, SnapshotInput::kIptables, "netfilter (iptables)");
-    if (f.reply) UnSnat(node, &f.pkt, br);
-    if (f.reply) UnDnat(node, &f.pkt, br);
+    Need(s.node, v, SnapshotInput::kIptables, "netfilter (iptables)");
+    if (s.f.reply) UnSnat(s.node, &s.f.pkt, s.br);
+    if (s.f.reply) UnDnat(s.node, &s.f.pkt, s.br);
   }
-  graph_.hop(v).packet = f.pkt;
-  std::string l = absl::StrCat("bridged on ", bridge.name);
+  graph_.hop(v).packet = s.f.pkt;
+  std::string l = absl::StrCat("bridged on ", s.bridge->name);
   if (t->port) {
     absl::StrAppend(&l, " -> ", t->port->name);
     if (!t->port->admin_up || !t->port->CanTransmit()) {
@@ -211,12 +201,13 @@ absl::StatusOr<Next> Walker::BridgeForward(BridgeForwardStep& s) {
                         " is down"));
       return Done();
     }
-    f.bridge_in.clear();
-    if (!BridgePortFlagsPass(node, v, bridge, node.ns->netstack.FindInterface(in_port), *t, f)) {
+    s.f.bridge_in.clear();
+    if (!BridgePortFlagsPass(s.node, v, *s.bridge, s.node.ns->netstack.FindInterface(s.in_port), *t,
+                             s.f)) {
       return Done();
     }
   }
-  return Then(ReceiveStep{*t->where, t->ifname, std::move(f), std::move(br), Prev{v, l}});
+  return Then(ReceiveStep{*t->where, t->ifname, std::move(s.f), std::move(s.br), Prev{v, l}});
 }
 
 }  // namespace sarena::diag::internal

@@ -8,32 +8,28 @@ namespace sarena::diag::internal {
 // Ends of the path.
 
 absl::StatusOr<Next> Walker::Serve(LocalStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  Hop& h = graph_.hop(v);
+  Hop& h = graph_.hop(s.v);
   h.action = HopAction::kServe;
-  h.packet = f.pkt;
-  if (f.reply) {
+  h.packet = s.f.pkt;
+  if (s.f.reply) {
     // The SYN-ACK reached the client: the server's MSS (after the clamps on the way back) sizes
     // the client's segments.
-    if (f.tcp.active && f.tcp.request) {
-      ResolveRequest(f.tcp.request, f.tcp.self_known ? &f.tcp.self : nullptr, f.tcp.syn,
-                     f.tcp.clamps);
+    if (s.f.tcp.active && s.f.tcp.request) {
+      ResolveRequest(s.f.tcp.request, s.f.tcp.self_known ? &s.f.tcp.self : nullptr, s.f.tcp.syn,
+                     s.f.tcp.clamps);
     }
     // The reply reached the client: conntrack there matches it against the request it sent.
-    if (client_where_.ns && w.ns && client_where_.ns != w.ns) {
-      Drop(v, "route_mismatch",
-           absl::StrCat("the reply to ", f.pkt.dst.to_string(), " is delivered to ", w.ns->id,
+    if (client_where_.ns && s.w.ns && client_where_.ns != s.w.ns) {
+      Drop(s.v, "route_mismatch",
+           absl::StrCat("the reply to ", s.f.pkt.dst.to_string(), " is delivered to ", s.w.ns->id,
                         ", not to the client ", client_where_.ns->id));
       return Done();
     }
     if (client_packet_) {
       const Packet& c = *client_packet_;
-      if (f.pkt.src != c.dst || (c.dport && f.pkt.sport != c.dport)) {
-        Drop(v, "asymmetric_return",
-             absl::StrCat("the reply arrives from ", Ep(f.pkt.src, f.pkt.sport),
+      if (s.f.pkt.src != c.dst || (c.dport && s.f.pkt.sport != c.dport)) {
+        Drop(s.v, "asymmetric_return",
+             absl::StrCat("the reply arrives from ", Ep(s.f.pkt.src, s.f.pkt.sport),
                           " but the client sent to ", Ep(c.dst, c.dport),
                           ": the NAT of the request was not reversed on the way back (the reply "
                           "bypassed the node that translated it); the client drops it"));
@@ -42,52 +38,49 @@ absl::StatusOr<Next> Walker::Serve(LocalStep& s) {
     return Done();
   }
   // The request is delivered to a socket here.
-  if (w.in_pod()) {
-    const model::Pod& pod = *w.pod;
-    if (f.pkt.proto == model::kProtoTcp || f.pkt.proto == model::kProtoUdp ||
-        f.pkt.proto == model::kProtoSctp) {
+  if (s.w.in_pod()) {
+    const model::Pod& pod = *s.w.pod;
+    if (s.f.pkt.proto == model::kProtoTcp || s.f.pkt.proto == model::kProtoUdp ||
+        s.f.pkt.proto == model::kProtoSctp) {
       if (pod.ports.empty()) {
-        Suspect(v, Level::kInfo, "not_listening",
+        Suspect(s.v, Level::kInfo, "not_listening",
                 absl::StrCat("pod ", pod.Key(),
                              " declares no containerPorts: cannot check that "
                              "something listens on ",
-                             f.pkt.dport, "/", model::ProtoName(f.pkt.proto)));
+                             s.f.pkt.dport, "/", model::ProtoName(s.f.pkt.proto)));
       } else {
         bool found = false;
         for (const auto& p : pod.ports) {
-          if (p.container_port == f.pkt.dport && p.proto == f.pkt.proto) found = true;
+          if (p.container_port == s.f.pkt.dport && p.proto == s.f.pkt.proto) found = true;
         }
         if (!found) {
           std::vector<std::string> ports;
           for (const auto& p : pod.ports) {
             ports.push_back(absl::StrCat(p.container_port, "/", model::ProtoName(p.proto)));
           }
-          Suspect(v, Level::kWarning, "not_listening",
+          Suspect(s.v, Level::kWarning, "not_listening",
                   absl::StrCat("pod ", pod.Key(), " declares containerPorts ",
-                               absl::StrJoin(ports, ", "), " but not ", f.pkt.dport, "/",
-                               model::ProtoName(f.pkt.proto),
+                               absl::StrJoin(ports, ", "), " but not ", s.f.pkt.dport, "/",
+                               model::ProtoName(s.f.pkt.proto),
                                ": nothing may listen there (ports need not be declared)"));
         }
       }
     }
-  } else if (w.ns) {
+  } else if (s.w.ns) {
     // Local delivery on a node: a hostNetwork pod or a node service. A Service node port that
     // reaches here was not translated.
-    if (const model::Service* svc = cluster_.FindServiceByNodePort(f.pkt.dport, f.pkt.proto)) {
+    if (const model::Service* svc = cluster_.FindServiceByNodePort(s.f.pkt.dport, s.f.pkt.proto)) {
       (void)svc;
     }
   }
-  if (opts_.reply) return Then(LocalStep{LocalStep::Stage::kStartReply, w, v, f, std::move(br)});
+  if (opts_.reply)
+    return Then(LocalStep{LocalStep::Stage::kStartReply, s.w, s.v, s.f, std::move(s.br)});
   return Done();
 }
 
 absl::StatusOr<Next> Walker::StartReply(LocalStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Flight& f = s.f;
-  Branch& br = s.br;
   Flight rf;
-  rf.pkt = f.pkt.Reversed();
+  rf.pkt = s.f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
   rf.pkt.ttl = 64;
   rf.pkt.mark = 0;
@@ -96,43 +89,39 @@ absl::StatusOr<Next> Walker::StartReply(LocalStep& s) {
   // TCP: the server's segments are at most the client's MSS (its MTU - 40, announced in the
   // SYN), so the reply is no larger than the client's own packets. Other protocols: unknown,
   // full-size (the server's MTU).
-  if (f.tcp.active) {
+  if (s.f.tcp.active) {
     rf.tcp.active = true;
-    rf.tcp.peer = f.tcp.self;
-    rf.tcp.peer_syn = f.tcp.syn;
-    rf.tcp.peer_clamps = f.tcp.clamps;
-    rf.tcp.request = f.tcp.pending;
-    rf.size = f.tcp.syn ? f.tcp.syn + kTcpIpHeaders : client_size_;
+    rf.tcp.peer = s.f.tcp.self;
+    rf.tcp.peer_syn = s.f.tcp.syn;
+    rf.tcp.peer_clamps = s.f.tcp.clamps;
+    rf.tcp.request = s.f.tcp.pending;
+    rf.size = s.f.tcp.syn ? s.f.tcp.syn + kTcpIpHeaders : client_size_;
     // Until the server's route is known (OriginateRouted): its own path MTU unknown.
-    rf.tcp.self.who = Who(w);
+    rf.tcp.self.who = Who(s.w);
     rf.tcp.segment = rf.size;
   } else if (rf.pkt.proto == model::kProtoTcp && query_.size == 0) {
     rf.size = client_size_;
   }
-  return Then(OriginateStep{w, std::move(rf), std::move(br), Prev{v, "reply"}});
+  return Then(OriginateStep{s.w, std::move(rf), std::move(s.br), Prev{s.v, "reply"}});
 }
 
 absl::StatusOr<Next> Walker::External(ExternalStep& s) {
-  const net::Ipv4& ip = s.ip;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Prev& prev = s.prev;
   // A server outside the snapshot: its MSS is unknown, the client's own path MTU bounds it.
-  if (f.tcp.active && !f.reply) ResolveRequest(f.tcp.pending, nullptr, 0, "");
+  if (s.f.tcp.active && !s.f.reply) ResolveRequest(s.f.tcp.pending, nullptr, 0, "");
   Hop h;
   h.kind = HopKind::kExternal;
-  h.id = absl::StrCat("external:", ip.to_string());
+  h.id = absl::StrCat("external:", s.ip.to_string());
   h.action = HopAction::kServe;
-  h.packet = f.pkt;
-  Vertex v = AddHop(std::move(h), prev);
+  h.packet = s.f.pkt;
+  Vertex v = AddHop(std::move(h), s.prev);
   if (!opts_.reply) return Done();
   Flight rf;
-  rf.pkt = f.pkt.Reversed();
+  rf.pkt = s.f.pkt.Reversed();
   rf.pkt.ct_state = CtState::kEstablished;
   rf.reply = true;
   Hop r;
   r.kind = HopKind::kExternal;
-  r.id = absl::StrCat("external:", ip.to_string(), "@reply");
+  r.id = absl::StrCat("external:", s.ip.to_string(), "@reply");
   r.action = HopAction::kSend;
   r.packet = rf.pkt;
   r.reply = true;
@@ -141,17 +130,18 @@ absl::StatusOr<Next> Walker::External(ExternalStep& s) {
   SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(rf.pkt.dst));
   if (o) {
     return Then(
-        ReceiveStep{o->where, o->ifname, std::move(rf), std::move(br), Prev{rv, "underlay"}});
+        ReceiveStep{o->where, o->ifname, std::move(rf), std::move(s.br), Prev{rv, "underlay"}});
   }
-  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(br.egress_node));
+  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(s.br.egress_node));
   if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
     Suspect(rv, Level::kWarning, "route_mismatch",
             absl::StrCat("the reply is addressed to pod ", pod->Key(), " (", rf.pkt.dst.to_string(),
                          "): the network outside the cluster must route "
                          "pod addresses back (no SNAT was applied)"));
   }
-  std::string iif = br.egress_iface;
-  return Then(ReceiveStep{node, iif, std::move(rf), std::move(br), Prev{rv, "underlay (return)"}});
+  std::string iif = s.br.egress_iface;
+  return Then(
+      ReceiveStep{node, iif, std::move(rf), std::move(s.br), Prev{rv, "underlay (return)"}});
 }
 
 void Walker::ExternalReply(const net::Ipv4& ip, Flight f, Branch br, const Prev& prev) {

@@ -9,39 +9,36 @@ namespace sarena::diag::internal {
 // Egress.
 
 absl::StatusOr<Next> Walker::Transmit(TransmitStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  RouteResult& route = s.route;
-  Flight& f = s.f;
-  Branch& br = s.br;
   // Callers fork a multipath route right after its lookup; this catches any other way in.
-  if (std::optional<Next> fork = ForkNexthops(w, v, route, [&] { return Step(s); })) {
+  if (std::optional<Next> fork = ForkNexthops(s.w, s.v, s.route, [&] { return Step(s); })) {
     return std::move(*fork);
   }
-  const Interface* oif = EgressDevice(w, v, route, f);
+  const Interface* oif = EgressDevice(s.w, s.v, s.route, s.f);
   if (oif == nullptr) return Done();
-  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, Postrouting(w, v, *oif, route, f, br));
+  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop,
+                          Postrouting(s.w, s.v, *oif, s.route, s.f, s.br));
   if (stop) return std::move(*stop);
-  Hop& h = graph_.hop(v);
+  Hop& h = graph_.hop(s.v);
   h.oif = oif->name;
-  h.packet = f.pkt;
-  if (!w.in_pod()) {
-    HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.OnEgress(pctx_, w, oif->name, v, hp);
+  h.packet = s.f.pkt;
+  if (!s.w.in_pod()) {
+    HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
+    PluginAction a = plugin_.OnEgress(pctx_, s.w, oif->name, s.v, hp);
     std::string dummy;
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop,
+                            HandlePluginAction(s.w, s.v, a, s.f, s.br, &dummy));
     if (stop) return std::move(*stop);
   }
   if (oif->mtu > 0) {
     // After a mismatch: what PMTU discovery settles on.
-    if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] {
-          return DeviceMtuFlag(v, *oif, f.reply ? "the server's" : "the sender's");
+    if (!CheckSize(s.v, s.f, oif->mtu, oif->mtu, [&] {
+          return DeviceMtuFlag(s.v, *oif, s.f.reply ? "the server's" : "the sender's");
         })) {
       return Done();
     }
   }
-  return Then(DeviceStep{DeviceStep::Stage::kDispatch, w, v, oif, std::move(route), std::move(f),
-                         std::move(br)});
+  return Then(DeviceStep{DeviceStep::Stage::kDispatch, s.w, s.v, oif, std::move(s.route),
+                         std::move(s.f), std::move(s.br)});
 }
 
 const Interface* Walker::EgressDevice(const Where& w, Vertex v, const RouteResult& route,
@@ -131,92 +128,80 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
 }
 
 absl::StatusOr<Next> Walker::Dispatch(DeviceStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& oif = *s.dev;
-  RouteResult& route = s.route;
-  Flight& f = s.f;
-  Branch& br = s.br;
   // A forwarded tunnel packet is routed by its outer header.
-  net::Ipv4 nexthop = route.gateway.value_or(f.outer ? f.outer->dst : f.pkt.dst);
+  net::Ipv4 nexthop = s.route.gateway.value_or(s.f.outer ? s.f.outer->dst : s.f.pkt.dst);
   // The node routed the packet: a bridge port it came in by matters no more, except to a frame
   // br_netfilter's bridged DNAT sends back into the same bridge (BridgePort).
-  std::string bridge_in = std::move(f.bridge_in);
-  f.bridge_in.clear();
+  std::string bridge_in = std::move(s.f.bridge_in);
+  s.f.bridge_in.clear();
   // The device's kind (veth, bridge, tunnel, physical) decides what carries the packet on:
   // ip-addr.json lists the devices but not their kinds, so without ip-link.json it is unknown.
-  if (!oif.loopback &&
-      !Need(w, v, SnapshotInput::kLinks,
-            absl::StrCat("what kind of device ", oif.name, " is (veth, bridge, tunnel)"),
+  if (!s.dev->loopback &&
+      !Need(s.w, s.v, SnapshotInput::kLinks,
+            absl::StrCat("what kind of device ", s.dev->name, " is (veth, bridge, tunnel)"),
             Absent::kEnd)) {
     return Done();
   }
-  const std::string& kind = oif.kind;
+  const std::string& kind = s.dev->kind;
   if (kind == "ipip" || kind == "vxlan" || kind == "wireguard" ||
-      (oif.tunnel && oif.tunnel->proto == "ipip")) {
-    return Then(DeviceStep{DeviceStep::Stage::kEncapsulate, w, v, &oif, std::move(route),
-                           std::move(f), std::move(br)});
+      (s.dev->tunnel && s.dev->tunnel->proto == "ipip")) {
+    return Then(DeviceStep{DeviceStep::Stage::kEncapsulate, s.w, s.v, s.dev, std::move(s.route),
+                           std::move(s.f), std::move(s.br)});
   }
-  CheckNeighbor(w, v, oif, route.gateway);
+  CheckNeighbor(s.w, s.v, *s.dev, s.route.gateway);
   if (kind == "veth") {
-    return Then(
-        LinkStep{LinkStep::Stage::kVethPeer, w, v, &oif, nexthop, std::move(f), std::move(br)});
+    return Then(LinkStep{LinkStep::Stage::kVethPeer, s.w, s.v, s.dev, nexthop, std::move(s.f),
+                         std::move(s.br)});
   }
   if (kind == "bridge") {
-    f.bridge_in = std::move(bridge_in);
-    return Then(LinkStep{LinkStep::Stage::kBridgePort, w, v, &oif, nexthop, std::move(f),
-                         std::move(br), ""});
+    s.f.bridge_in = std::move(bridge_in);
+    return Then(LinkStep{LinkStep::Stage::kBridgePort, s.w, s.v, s.dev, nexthop, std::move(s.f),
+                         std::move(s.br), ""});
   }
-  if (oif.loopback) {
-    return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
+  if (s.dev->loopback) {
+    return Then(LocalStep{LocalStep::Stage::kServe, s.w, s.v, std::move(s.f), std::move(s.br)});
   }
-  return Then(
-      LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f), std::move(br),
-               absl::StrCat(oif.name, route.gateway ? absl::StrCat(" via ", nexthop.to_string())
-                                                    : std::string())});
+  return Then(LinkStep{
+      LinkStep::Stage::kUnderlay, s.w, s.v, s.dev, nexthop, std::move(s.f), std::move(s.br),
+      absl::StrCat(s.dev->name,
+                   s.route.gateway ? absl::StrCat(" via ", nexthop.to_string()) : std::string())});
 }
 
 absl::StatusOr<Next> Walker::Underlay(LinkStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& oif = *s.oif;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const std::string& label = s.label;
   SARENA_ASSIGN_OR_RETURN(std::optional<Next> to_node,
-                          UnderlayToNode(w, v, oif, nexthop, f, br, label));
+                          UnderlayToNode(s.w, s.v, *s.oif, s.nexthop, s.f, s.br, s.label));
   if (to_node) return std::move(*to_node);
-  const Packet& seen = f.outer ? *f.outer : f.pkt;
+  const Packet& seen = s.f.outer ? *s.f.outer : s.f.pkt;
   net::Ipv4 target = seen.dst;
-  if (!f.peer_expectation.empty()) {
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
+  if (!s.f.peer_expectation.empty()) {
+    Suspect(s.v, Level::kWarning, "snapshot_incomplete",
             absl::StrCat(target.to_string(), " is not a node of the snapshot: the path beyond ",
-                         w.node_name, " cannot be checked; there, ", f.peer_expectation));
+                         s.w.node_name, " cannot be checked; there, ", s.f.peer_expectation));
     return Done();
   }
-  if (!f.outer) {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> cluster,
-                            UnderlayClusterAddress(w, v, oif, nexthop, f, br, label));
+  if (!s.f.outer) {
+    SARENA_ASSIGN_OR_RETURN(
+        std::optional<Next> cluster,
+        UnderlayClusterAddress(s.w, s.v, *s.oif, s.nexthop, s.f, s.br, s.label));
     if (cluster) return std::move(*cluster);
   }
-  if (f.outer) {
-    Drop(v, "route_mismatch",
-         absl::StrCat("the ", f.encap_kind, " outer destination ", target.to_string(),
+  if (s.f.outer) {
+    Drop(s.v, "route_mismatch",
+         absl::StrCat("the ", s.f.encap_kind, " outer destination ", target.to_string(),
                       " is not a node of the snapshot"));
     return Done();
   }
-  br.egress_node = w.node_name;
-  br.egress_iface = oif.name;
-  if (oif.kind == "veth") {
-    SARENA_ASSIGN_OR_RETURN(bool exits, NoteVethUplinkExit(w, v, oif, f));
+  s.br.egress_node = s.w.node_name;
+  s.br.egress_iface = s.oif->name;
+  if (s.oif->kind == "veth") {
+    SARENA_ASSIGN_OR_RETURN(bool exits, NoteVethUplinkExit(s.w, s.v, *s.oif, s.f));
     if (!exits) return Done();
   }
-  if (f.reply) {
-    ExternalReply(target, std::move(f), std::move(br), Prev{v, label});
+  if (s.f.reply) {
+    ExternalReply(target, std::move(s.f), std::move(s.br), Prev{s.v, s.label});
     return Done();
   }
-  return Then(ExternalStep{target, std::move(f), std::move(br), Prev{v, label}});
+  return Then(ExternalStep{target, std::move(s.f), std::move(s.br), Prev{s.v, s.label}});
 }
 
 absl::StatusOr<std::optional<Next>> Walker::UnderlayToNode(const Where& w, Vertex v,

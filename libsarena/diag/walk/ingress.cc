@@ -6,128 +6,120 @@
 namespace sarena::diag::internal {
 
 absl::StatusOr<Next> Walker::Receive(ReceiveStep& s) {
-  const Where& w = s.w;
-  const std::string& iif = s.iif;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Prev& prev = s.prev;
   Hop h;
-  h.kind = w.in_pod() ? HopKind::kPod : HopKind::kNode;
-  h.id = HopId(w, f.reply);
-  h.node = w.node_name;
-  h.iif = iif;
+  h.kind = s.w.in_pod() ? HopKind::kPod : HopKind::kNode;
+  h.id = HopId(s.w, s.f.reply);
+  h.node = s.w.node_name;
+  h.iif = s.iif;
   h.action = HopAction::kForward;
-  h.packet = f.pkt;
-  h.reply = f.reply;
-  Vertex v = AddHop(std::move(h), prev);
-  NoteSharedPodIp(w, v, f);
-  if (++br.hops > opts_.max_hops) {
+  h.packet = s.f.pkt;
+  h.reply = s.f.reply;
+  Vertex v = AddHop(std::move(h), s.prev);
+  NoteSharedPodIp(s.w, v, s.f);
+  if (++s.br.hops > opts_.max_hops) {
     Drop(v, "ttl_exceeded",
          absl::StrCat("more than ", opts_.max_hops,
                       " hops: the path loops or is longer than any real "
                       "path; stopped"));
     return Done();
   }
-  HookPacket hp{f.pkt, f.reply, &br.host_flows};
-  if (w.in_pod()) {
-    plugin_.CheckPod(pctx_, w, v, hp);
-  } else if (w.ns && pctx_.FirstInBranch(absl::StrCat("node|", w.node_name))) {
-    plugin_.CheckNode(pctx_, w, v);
+  HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
+  if (s.w.in_pod()) {
+    plugin_.CheckPod(pctx_, s.w, v, hp);
+  } else if (s.w.ns && pctx_.FirstInBranch(absl::StrCat("node|", s.w.node_name))) {
+    plugin_.CheckNode(pctx_, s.w, v);
   }
-  NoteRouter(w, v);
-  if (w.ns == nullptr) {
-    if (w.in_pod()) {
+  NoteRouter(s.w, v);
+  if (s.w.ns == nullptr) {
+    if (s.w.in_pod()) {
       Suspect(v, Level::kInfo, "file_missing",
-              absl::StrCat("cannot check inside pod ", w.pod->Key(), ": directory nodes/",
-                           w.node_name, "/pods/", w.pod->namespace_, "/", w.pod->name, " missing"));
-      graph_.hop(v).iif = iif.empty() ? "eth0" : iif;
-      if (w.pod->pod_ip && f.pkt.dst == *w.pod->pod_ip) {
-        return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
+              absl::StrCat("cannot check inside pod ", s.w.pod->Key(), ": directory nodes/",
+                           s.w.node_name, "/pods/", s.w.pod->namespace_, "/", s.w.pod->name,
+                           " missing"));
+      graph_.hop(v).iif = s.iif.empty() ? "eth0" : s.iif;
+      if (s.w.pod->pod_ip && s.f.pkt.dst == *s.w.pod->pod_ip) {
+        return Then(LocalStep{LocalStep::Stage::kServe, s.w, v, std::move(s.f), std::move(s.br)});
       }
       Suspect(v, Level::kWarning, "route_mismatch",
-              absl::StrCat("packet for ", f.pkt.dst.to_string(), " delivered to pod ", w.pod->Key(),
-                           " which does not own that address"));
+              absl::StrCat("packet for ", s.f.pkt.dst.to_string(), " delivered to pod ",
+                           s.w.pod->Key(), " which does not own that address"));
       return Done();
     }
     Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat("node ", w.node_name,
+            absl::StrCat("node ", s.w.node_name,
                          " has no directory in the snapshot: the path "
                          "beyond it cannot be checked",
-                         f.peer_expectation.empty() ? std::string()
-                                                    : absl::StrCat("; there, ", f.peer_expectation)));
+                         s.f.peer_expectation.empty()
+                             ? std::string()
+                             : absl::StrCat("; there, ", s.f.peer_expectation)));
     return Done();
   }
-  return Then(InputStep{InputStep::Stage::kIngress, w, v, iif, std::move(f), std::move(br)});
+  return Then(
+      InputStep{InputStep::Stage::kIngress, s.w, v, s.iif, std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::Ingress(InputStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  std::string& iif = s.iif;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
-  f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
-  if (Need(w, v, SnapshotInput::kLinks, "links")) {
-    const Interface* in = ns.FindInterface(iif);
+  const Netstack& ns = s.w.ns->netstack;
+  s.f.pkt.mark = 0;  // skb->mark does not survive crossing into another netns / the wire
+  if (Need(s.w, s.v, SnapshotInput::kLinks, "links")) {
+    const Interface* in = ns.FindInterface(s.iif);
     if (in == nullptr) {
-      Drop(v, "link_missing",
-           absl::StrCat("ingress device '", iif, "' does not exist in ", w.ns->id));
+      Drop(s.v, "link_missing",
+           absl::StrCat("ingress device '", s.iif, "' does not exist in ", s.w.ns->id));
       return Done();
     }
     if (!in->admin_up || !in->CanTransmit()) {
-      Drop(v, "link_down",
-           absl::StrCat("ingress device ", iif, " is down (", in->operstate,
+      Drop(s.v, "link_down",
+           absl::StrCat("ingress device ", s.iif, " is down (", in->operstate,
                         "): nothing is received on it"));
       return Done();
     }
   }
-  const Packet& seen = f.outer ? *f.outer : f.pkt;
-  std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(seen), "|", f.reply);
-  if (!br.visited.insert(key).second) {
-    Drop(v, "ttl_exceeded",
-         absl::StrCat("routing loop: ", Tuple(seen), " enters ", w.ns->id, " on ", iif,
+  const Packet& seen = s.f.outer ? *s.f.outer : s.f.pkt;
+  std::string key = absl::StrCat(s.w.ns->id, "|", s.iif, "|", Tuple(seen), "|", s.f.reply);
+  if (!s.br.visited.insert(key).second) {
+    Drop(s.v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(seen), " enters ", s.w.ns->id, " on ", s.iif,
                       " again; it circulates until its TTL "
                       "expires"));
     return Done();
   }
-  if (!f.reply) br.request_netns.insert(w.ns->id);
-  if (!f.outer && !w.in_pod()) {
-    HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &iif));
+  if (!s.f.reply) s.br.request_netns.insert(s.w.ns->id);
+  if (!s.f.outer && !s.w.in_pod()) {
+    HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
+    PluginAction a = plugin_.OnIngress(pctx_, s.w, s.iif, s.v, hp);
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop,
+                            HandlePluginAction(s.w, s.v, a, s.f, s.br, &s.iif));
     if (stop) return std::move(*stop);
   }
-  return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
+  return Then(
+      InputStep{InputStep::Stage::kProcessInput, s.w, s.v, s.iif, std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::ProcessInput(InputStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const std::string& iif = s.iif;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  Packet& pkt = f.outer ? *f.outer : f.pkt;
-  SetCtState(w, &pkt, f, br);
-  if (f.reply && !f.outer) UnSnat(w, &pkt, br);
-  if (!f.outer && !f.reply && !w.in_pod()) {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> service, ServiceStage(w, v, iif, f, br, false));
+  Packet& pkt = s.f.outer ? *s.f.outer : s.f.pkt;
+  SetCtState(s.w, &pkt, s.f, s.br);
+  if (s.f.reply && !s.f.outer) UnSnat(s.w, &pkt, s.br);
+  if (!s.f.outer && !s.f.reply && !s.w.in_pod()) {
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> service,
+                            ServiceStage(s.w, s.v, s.iif, s.f, s.br, false));
     if (service) return std::move(*service);
   }
-  if (!w.in_pod()) {
-    NfPass nf = RunHook(w, v, NfHook::kPrerouting, pkt, iif, "", std::nullopt);
+  if (!s.w.in_pod()) {
+    NfPass nf = RunHook(s.w, s.v, NfHook::kPrerouting, pkt, s.iif, "", std::nullopt);
     if (nf.dropped) return Done();
     const NfOutcome& o = nf.accepted.front();
-    if (o.dnat && !f.outer) {
-      br.nat.push_back(NatRecord{w.ns->id, pkt, o.packet, true, false});
-      Suspect(v, Level::kInfo, "dnat",
+    if (o.dnat && !s.f.outer) {
+      s.br.nat.push_back(NatRecord{s.w.ns->id, pkt, o.packet, true, false});
+      Suspect(s.v, Level::kInfo, "dnat",
               absl::StrCat("DNAT ", Tuple(pkt), " -> ", Ep(o.packet.dst, o.packet.dport), " by ",
                            o.decided_by ? o.decided_by->ToString() : "netfilter"));
     }
     pkt = o.packet;
-    graph_.hop(v).packet = f.pkt;
+    graph_.hop(s.v).packet = s.f.pkt;
   }
-  return Then(InputStep{InputStep::Stage::kContinueInput, w, v, iif, std::move(f), std::move(br)});
+  return Then(InputStep{InputStep::Stage::kContinueInput, s.w, s.v, s.iif, std::move(s.f),
+                        std::move(s.br)});
 }
 
 namespace {
@@ -165,43 +157,39 @@ std::optional<std::string> LocalRouteDeviceMissing(const Netstack& ns,
 }  // namespace
 
 absl::StatusOr<Next> Walker::ContinueInput(InputStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const std::string& iif = s.iif;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
-  Packet& pkt = f.outer ? *f.outer : f.pkt;
-  if (!Need(w, v, SnapshotInput::kRoutes, "routing")) {
-    if (w.in_pod() && w.pod->pod_ip && pkt.dst == *w.pod->pod_ip) {
-      return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
+  const Netstack& ns = s.w.ns->netstack;
+  Packet& pkt = s.f.outer ? *s.f.outer : s.f.pkt;
+  if (!Need(s.w, s.v, SnapshotInput::kRoutes, "routing")) {
+    if (s.w.in_pod() && s.w.pod->pod_ip && pkt.dst == *s.w.pod->pod_ip) {
+      return Then(LocalStep{LocalStep::Stage::kServe, s.w, s.v, std::move(s.f), std::move(s.br)});
     }
-    Suspect(
-        v, Level::kWarning, "snapshot_incomplete",
-        absl::StrCat("cannot route ", Tuple(pkt), " in ", w.ns->id, ": no routes in the snapshot"));
+    Suspect(s.v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot route ", Tuple(pkt), " in ", s.w.ns->id,
+                         ": no routes in the snapshot"));
     return Done();
   }
-  Need(w, v, SnapshotInput::kRules, kRulesAssumed);
+  Need(s.w, s.v, SnapshotInput::kRules, kRulesAssumed);
   bool sysctls = ns.Has(NetstackSource::kSysctls);
-  model::InputResult in = ns.RouteInput(InputFlow(pkt, iif));
+  model::InputResult in = ns.RouteInput(InputFlow(pkt, s.iif));
   bool proven = true;
-  for (const auto& [input, what] : InputDropRestsOn(in)) proven = Need(w, v, input, what) && proven;
+  for (const auto& [input, what] : InputDropRestsOn(in))
+    proven = Need(s.w, s.v, input, what) && proven;
   if (!proven) {
     // The check that drops rests on absent data: it is not made, the packet goes on as routed.
     in.decision = in.route.type == RouteType::kLocal ? InputDecision::kLocal
                                                      : InputDecision::kForward;
   }
-  if (InputRoutingDrops(w, v, iif, pkt, in, sysctls)) return Done();
+  if (InputRoutingDrops(s.w, s.v, s.iif, pkt, in, sysctls)) return Done();
   if (std::optional<std::string> why = LocalRouteDeviceMissing(ns, in)) {
-    Drop(v, "link_missing", *why);
+    Drop(s.v, "link_missing", *why);
     return Done();
   }
-  if (!sysctls) Need(w, v, SnapshotInput::kSysctls, "rp_filter and forwarding");
+  if (!sysctls) Need(s.w, s.v, SnapshotInput::kSysctls, "rp_filter and forwarding");
   if (in.decision == InputDecision::kLocal || in.decision == InputDecision::kBroadcast) {
-    return Then(
-        InputStep{InputStep::Stage::kLocalDelivery, w, v, iif, std::move(f), std::move(br)});
+    return Then(InputStep{InputStep::Stage::kLocalDelivery, s.w, s.v, s.iif, std::move(s.f),
+                          std::move(s.br)});
   }
-  return Then(ForwardStep{w, v, iif, std::move(in.route), std::move(f), std::move(br)});
+  return Then(ForwardStep{s.w, s.v, s.iif, std::move(in.route), std::move(s.f), std::move(s.br)});
 }
 
 bool Walker::InputRoutingDrops(const Where& w, Vertex v, const std::string& iif,
@@ -267,72 +255,56 @@ void Walker::DropNotForwarded(const Where& w, Vertex v, const std::string& iif, 
 }
 
 absl::StatusOr<Next> Walker::LocalDelivery(InputStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const std::string& iif = s.iif;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  Packet& pkt = f.outer ? *f.outer : f.pkt;
-  NfPass nf = RunHook(w, v, NfHook::kInput, pkt, iif, "", std::nullopt);
-  if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "INPUT");
+  Packet& pkt = s.f.outer ? *s.f.outer : s.f.pkt;
+  NfPass nf = RunHook(s.w, s.v, NfHook::kInput, pkt, s.iif, "", std::nullopt);
+  if (nf.dropped && s.f.outer) TunnelPortBlocked(s.w, s.v, s.f, pkt, "INPUT");
   if (nf.dropped) return Done();
   pkt = nf.accepted.front().packet;
-  if (f.outer) {
-    return Then(LocalStep{LocalStep::Stage::kDecapsulate, w, v, std::move(f), std::move(br)});
+  if (s.f.outer) {
+    return Then(
+        LocalStep{LocalStep::Stage::kDecapsulate, s.w, s.v, std::move(s.f), std::move(s.br)});
   }
-  if (f.reply) UnDnat(w, &f.pkt, br);
-  return Then(LocalStep{LocalStep::Stage::kServe, w, v, std::move(f), std::move(br)});
+  if (s.f.reply) UnDnat(s.w, &s.f.pkt, s.br);
+  return Then(LocalStep{LocalStep::Stage::kServe, s.w, s.v, std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::Forward(ForwardStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const std::string& iif = s.iif;
-  RouteResult& route = s.route;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  Packet& pkt = f.outer ? *f.outer : f.pkt;
-  NotePolicyRoute(v, route);
+  Packet& pkt = s.f.outer ? *s.f.outer : s.f.pkt;
+  NotePolicyRoute(s.v, s.route);
   if (pkt.ttl <= 1) {
-    Drop(v, "ttl_exceeded",
-         absl::StrCat("TTL ", pkt.ttl, " expires at ", w.ns->id, " (forwarding decrements it)"));
+    Drop(s.v, "ttl_exceeded",
+         absl::StrCat("TTL ", pkt.ttl, " expires at ", s.w.ns->id, " (forwarding decrements it)"));
     return Done();
   }
   --pkt.ttl;
   // A multipath route: FORWARD, the MSS clamp and the plugin see each next hop's device.
-  if (std::optional<Next> fork = ForkNexthops(w, v, route, [&] {
-        return Step(ForwardRoutedStep{w, v, iif, route, pkt, f, br});
+  if (std::optional<Next> fork = ForkNexthops(s.w, s.v, s.route, [&] {
+        return Step(ForwardRoutedStep{s.w, s.v, s.iif, s.route, pkt, s.f, s.br});
       })) {
     return std::move(*fork);
   }
   // `pkt` refers into `f`: copy it before `f` is moved (argument evaluation order is
   // unspecified).
   Packet routed = pkt;
-  return Then(ForwardRoutedStep{w, v, iif, std::move(route), std::move(routed), std::move(f),
-                                std::move(br)});
+  return Then(ForwardRoutedStep{s.w, s.v, s.iif, std::move(s.route), std::move(routed),
+                                std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::ForwardRouted(ForwardRoutedStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const std::string& iif = s.iif;
-  RouteResult& route = s.route;
-  Packet& pkt = s.pkt;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  NfPass nf = RunHook(w, v, NfHook::kForward, pkt, iif, route.oif, route.gateway);
-  if (nf.dropped && f.outer) TunnelPortBlocked(w, v, f, pkt, "FORWARD");
+  NfPass nf = RunHook(s.w, s.v, NfHook::kForward, s.pkt, s.iif, s.route.oif, s.route.gateway);
+  if (nf.dropped && s.f.outer) TunnelPortBlocked(s.w, s.v, s.f, s.pkt, "FORWARD");
   if (nf.dropped) return Done();
-  if (!f.outer) ClampMss(w, NfHook::kForward, pkt, iif, route.oif, f);
-  pkt = nf.accepted.front().packet;
-  if (!w.in_pod() && !f.outer) {
-    HookPacket hp{f.pkt, f.reply, &br.host_flows};
-    PluginAction a = plugin_.AfterRoute(pctx_, w, v, hp, route);
+  if (!s.f.outer) ClampMss(s.w, NfHook::kForward, s.pkt, s.iif, s.route.oif, s.f);
+  s.pkt = nf.accepted.front().packet;
+  if (!s.w.in_pod() && !s.f.outer) {
+    HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
+    PluginAction a = plugin_.AfterRoute(pctx_, s.w, s.v, hp, s.route);
     std::string dummy;
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &dummy));
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop,
+                            HandlePluginAction(s.w, s.v, a, s.f, s.br, &dummy));
     if (stop) return std::move(*stop);
   }
-  return Then(TransmitStep{w, v, std::move(route), std::move(f), std::move(br)});
+  return Then(TransmitStep{s.w, s.v, std::move(s.route), std::move(s.f), std::move(s.br)});
 }
 
 // A namespace of the snapshot that is not a Kubernetes node (nodes.json lists others): a router

@@ -68,116 +68,103 @@ absl::StatusOr<std::optional<Next>> Walker::HandlePluginAction(const Where& w, V
 }
 
 absl::StatusOr<Next> Walker::DeliverToPod(DeliverToPodStep& s) {
-  const model::Pod& pod = *s.pod;
-  const std::string& ifname = s.ifname;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Prev& prev = s.prev;
-  const PluginAction& action = s.action;
-  SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(pod));
-  if (action.at_target.empty() && !action.drop_at_target) {
-    return Then(ReceiveStep{pw, ifname, std::move(f), std::move(br), prev});
+  SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*s.pod));
+  if (s.action.at_target.empty() && !s.action.drop_at_target) {
+    return Then(ReceiveStep{pw, s.ifname, std::move(s.f), std::move(s.br), s.prev});
   }
   Hop h;
   h.kind = HopKind::kPod;
-  h.id = HopId(pw, f.reply);
+  h.id = HopId(pw, s.f.reply);
   h.node = pw.node_name;
-  h.iif = ifname;
+  h.iif = s.ifname;
   h.action = HopAction::kForward;
-  h.packet = f.pkt;
-  h.reply = f.reply;
-  Vertex v = AddHop(std::move(h), prev);
-  NoteSharedPodIp(pw, v, f);
-  for (const Suspicion& s : action.at_target) Suspect(v, s.level, s.code, s.message);
-  if (action.drop_at_target) {
+  h.packet = s.f.pkt;
+  h.reply = s.f.reply;
+  Vertex v = AddHop(std::move(h), s.prev);
+  NoteSharedPodIp(pw, v, s.f);
+  for (const Suspicion& s : s.action.at_target) Suspect(v, s.level, s.code, s.message);
+  if (s.action.drop_at_target) {
     graph_.hop(v).action = HopAction::kDrop;
     return Done();
   }
   if (pw.ns == nullptr) {
-    return Then(LocalStep{LocalStep::Stage::kServe, pw, v, std::move(f), std::move(br)});
+    return Then(LocalStep{LocalStep::Stage::kServe, pw, v, std::move(s.f), std::move(s.br)});
   }
-  return Then(InputStep{InputStep::Stage::kIngress, pw, v, ifname, std::move(f), std::move(br)});
+  return Then(
+      InputStep{InputStep::Stage::kIngress, pw, v, s.ifname, std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::EncapsulateWithKey(ActionStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const PluginAction& a = s.a;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
-  const Interface* tun = ns.FindInterface(a.tunnel_dev);
-  graph_.hop(v).oif = a.tunnel_dev;
-  if (tun == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
+  const Netstack& ns = s.w.ns->netstack;
+  const Interface* tun = ns.FindInterface(s.a.tunnel_dev);
+  graph_.hop(s.v).oif = s.a.tunnel_dev;
+  if (tun == nullptr && !Need(s.w, s.v, SnapshotInput::kLinks, "links")) {
     // No link data: the device's absence is unknown, not proven.
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat(a.label, ": cannot check tunnel device ", a.tunnel_dev, " on ",
-                         w.node_name, " (no link data): the path beyond cannot be checked"));
+    Suspect(s.v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(s.a.label, ": cannot check tunnel device ", s.a.tunnel_dev, " on ",
+                         s.w.node_name, " (no link data): the path beyond cannot be checked"));
     return Done();
   }
   if (tun == nullptr) {
-    Drop(v, "link_missing",
-         absl::StrCat(a.label, ": tunnel device ", a.tunnel_dev, " does not exist on ",
-                      w.node_name));
+    Drop(s.v, "link_missing",
+         absl::StrCat(s.a.label, ": tunnel device ", s.a.tunnel_dev, " does not exist on ",
+                      s.w.node_name));
     return Done();
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
-    Drop(v, "link_down", absl::StrCat("tunnel device ", tun->name, " is down on ", w.node_name,
-                                      ": ", a.label, " cannot send"));
+    Drop(s.v, "link_down",
+         absl::StrCat("tunnel device ", tun->name, " is down on ", s.w.node_name, ": ", s.a.label,
+                      " cannot send"));
     return Done();
   }
-  if (a.check_device_mtu && !CheckSize(v, f, tun->mtu, tun->mtu,
-                                       [&] { return DeviceMtuFlag(v, *tun); })) {
+  if (s.a.check_device_mtu &&
+      !CheckSize(s.v, s.f, tun->mtu, tun->mtu, [&] { return DeviceMtuFlag(s.v, *tun); })) {
     return Done();
   }
-  const PluginAction::TunnelKey& key = *a.tunnel_key;
+  const PluginAction::TunnelKey& key = *s.a.tunnel_key;
   Packet outer;
   outer.dst = key.remote;
   outer.proto = model::kProtoUdp;
   outer.dport = tun->vxlan ? tun->vxlan->port : 8472;
   outer.sport = 0;
   outer.ttl = 64;
-  f.vni = key.vni;
-  f.peer_expectation = a.peer_expectation;
-  std::string label = absl::StrCat(a.label, ": vxlan ", tun->name, " vni ", key.vni);
-  return Then(SendOuterStep{w, v, tun, "vxlan", kVxlanOverhead, outer,
+  s.f.vni = key.vni;
+  s.f.peer_expectation = s.a.peer_expectation;
+  std::string label = absl::StrCat(s.a.label, ": vxlan ", tun->name, " vni ", key.vni);
+  return Then(SendOuterStep{s.w, s.v, tun, "vxlan", kVxlanOverhead, outer,
                             tun->vxlan ? tun->vxlan->local : std::nullopt, !key.dont_fragment,
-                            std::move(f), std::move(br), std::move(label)});
+                            std::move(s.f), std::move(s.br), std::move(label)});
 }
 
 absl::StatusOr<Next> Walker::Redirect(ActionStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const PluginAction& a = s.a;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
-  const Interface* oif = ns.FindInterface(a.oif);
-  graph_.hop(v).oif = a.oif;
-  if (oif == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat(a.label, ": cannot check device ", a.oif,
+  const Netstack& ns = s.w.ns->netstack;
+  const Interface* oif = ns.FindInterface(s.a.oif);
+  graph_.hop(s.v).oif = s.a.oif;
+  if (oif == nullptr && !Need(s.w, s.v, SnapshotInput::kLinks, "links")) {
+    Suspect(s.v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat(s.a.label, ": cannot check device ", s.a.oif,
                          " (no link data): the path beyond cannot be checked"));
     return Done();
   }
   if (oif == nullptr) {
-    Drop(v, "link_missing", absl::StrCat(a.label, ": device ", a.oif, " does not exist"));
+    Drop(s.v, "link_missing", absl::StrCat(s.a.label, ": device ", s.a.oif, " does not exist"));
     return Done();
   }
   if (!oif->admin_up || !oif->CanTransmit()) {
-    Drop(v, "link_down", absl::StrCat(a.label, ": ", oif->name, " is down"));
+    Drop(s.v, "link_down", absl::StrCat(s.a.label, ": ", oif->name, " is down"));
     return Done();
   }
   // bpf_fib_lookup checks the MTU (BPF_FIB_LKUP_RET_FRAG_NEEDED) and the program hands such a
   // packet to the host stack, which sends ICMP fragmentation-needed for DF packets.
-  if (!CheckSize(v, f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(v, *oif); })) {
+  if (!CheckSize(s.v, s.f, oif->mtu, oif->mtu, [&] { return DeviceMtuFlag(s.v, *oif); })) {
     return Done();
   }
-  f.peer_expectation = a.peer_expectation;
-  net::Ipv4 nh = a.nexthop.value_or(f.pkt.dst);
-  CheckNeighbor(w, v, *oif, a.nexthop);
-  return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, oif, nh, std::move(f), std::move(br),
-                       absl::StrCat(a.label, ": ", oif->name, " via ", nh.to_string())});
+  s.f.peer_expectation = s.a.peer_expectation;
+  net::Ipv4 nh = s.a.nexthop.value_or(s.f.pkt.dst);
+  CheckNeighbor(s.w, s.v, *oif, s.a.nexthop);
+  return Then(LinkStep{LinkStep::Stage::kUnderlay, s.w, s.v, oif, nh, std::move(s.f),
+                       std::move(s.br),
+                       absl::StrCat(s.a.label, ": ", oif->name, " via ", nh.to_string())});
 }
 
 }  // namespace sarena::diag::internal

@@ -5,112 +5,75 @@
 namespace sarena::diag::internal {
 
 absl::StatusOr<Next> Walker::Decapsulate(LocalStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
-  const Packet& outer = *f.outer;
-  const Interface* tun = nullptr;
-  if (outer.proto == model::kProtoIpip) {
-    const Interface* fallback = nullptr;
-    for (const Interface& i : ns.interfaces()) {
-      if (!i.tunnel || (i.kind != "ipip" && i.tunnel->proto != "ipip")) continue;
-      if (i.tunnel->local && *i.tunnel->local != outer.dst) continue;
-      if (i.tunnel->remote) {
-        if (*i.tunnel->remote == outer.src) {
-          tun = &i;
-          break;
-        }
-      } else if (!fallback) {
-        fallback = &i;
-      }
-    }
-    if (!tun) tun = fallback;
-  } else if (outer.proto == model::kProtoUdp) {
-    for (const Interface& i : ns.interfaces()) {
-      if (!i.vxlan || i.vxlan->port != outer.dport) continue;
-      if (i.vxlan->local && *i.vxlan->local != outer.dst) continue;
-      tun = &i;
-      break;
-    }
-    if (!tun && f.encap_kind == "wireguard") {
-      for (const Interface& i : ns.interfaces()) {
-        if (i.kind == "wireguard") {
-          tun = &i;
-          break;
-        }
-      }
-    }
-  }
-  if (!tun && !Need(w, v, SnapshotInput::kLinks, "links")) {
+  const Packet& outer = *s.f.outer;
+  const Interface* tun =
+      s.w.ns->netstack.TunnelReceiver(outer, /*wireguard=*/s.f.encap_kind == "wireguard");
+  if (!tun && !Need(s.w, s.v, SnapshotInput::kLinks, "links")) {
     // No link data: the device's absence is unknown, not proven.
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat("cannot check which ", f.encap_kind, " device on ", w.ns->id,
-                         " accepts ", Tuple(outer),
-                         " (no link data): the path beyond cannot be checked"));
+    Suspect(
+        s.v, Level::kWarning, "snapshot_incomplete",
+        absl::StrCat("cannot check which ", s.f.encap_kind, " device on ", s.w.ns->id, " accepts ",
+                     Tuple(outer), " (no link data): the path beyond cannot be checked"));
     return Done();
   }
   if (!tun) {
-    Drop(v, "tunnel_missing",
-         absl::StrCat("no ", f.encap_kind, " device on ", w.ns->id, " accepts ", Tuple(outer),
+    Drop(s.v, "tunnel_missing",
+         absl::StrCat("no ", s.f.encap_kind, " device on ", s.w.ns->id, " accepts ", Tuple(outer),
                       ": the encapsulated packet is dropped on arrival"));
     return Done();
   }
   if (!tun->admin_up || !tun->CanTransmit()) {
-    Drop(v, "link_down",
-         absl::StrCat("tunnel device ", tun->name, " is down: ", f.encap_kind, " packets from ",
+    Drop(s.v, "link_down",
+         absl::StrCat("tunnel device ", tun->name, " is down: ", s.f.encap_kind, " packets from ",
                       outer.src.to_string(), " are dropped"));
     return Done();
   }
   Suspect(
-      v, Level::kInfo, "decap",
-      absl::StrCat(f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer), ")"));
-  Packet arrived = *f.outer;
-  std::optional<uint32_t> vni = f.vni;
-  f.outer.reset();
-  f.vni.reset();
-  f.peer_expectation.clear();
+      s.v, Level::kInfo, "decap",
+      absl::StrCat(s.f.encap_kind, " decapsulation on ", tun->name, " (outer ", Tuple(outer), ")"));
+  Packet arrived = *s.f.outer;
+  std::optional<uint32_t> vni = s.f.vni;
+  s.f.outer.reset();
+  s.f.vni.reset();
+  s.f.peer_expectation.clear();
   std::string iif = tun->name;
-  graph_.hop(v).iif = iif;
+  graph_.hop(s.v).iif = iif;
   // The inner packet enters the stack again, on the tunnel device.
-  std::string key = absl::StrCat(w.ns->id, "|", iif, "|", Tuple(f.pkt), "|", f.reply);
-  if (!br.visited.insert(key).second) {
-    Drop(v, "ttl_exceeded",
-         absl::StrCat("routing loop: ", Tuple(f.pkt), " decapsulated on ", iif, " again"));
+  std::string key = absl::StrCat(s.w.ns->id, "|", iif, "|", Tuple(s.f.pkt), "|", s.f.reply);
+  if (!s.br.visited.insert(key).second) {
+    Drop(s.v, "ttl_exceeded",
+         absl::StrCat("routing loop: ", Tuple(s.f.pkt), " decapsulated on ", iif, " again"));
     return Done();
   }
-  HookPacket hp{f.pkt, f.reply, &br.host_flows};
+  HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
   hp.outer = &arrived;
   hp.vni = vni;
-  PluginAction a = plugin_.OnIngress(pctx_, w, iif, v, hp);
-  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop, HandlePluginAction(w, v, a, f, br, &iif));
+  PluginAction a = plugin_.OnIngress(pctx_, s.w, iif, s.v, hp);
+  SARENA_ASSIGN_OR_RETURN(std::optional<Next> stop,
+                          HandlePluginAction(s.w, s.v, a, s.f, s.br, &iif));
   if (stop) return std::move(*stop);
-  return Then(InputStep{InputStep::Stage::kProcessInput, w, v, iif, std::move(f), std::move(br)});
+  return Then(
+      InputStep{InputStep::Stage::kProcessInput, s.w, s.v, iif, std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::Encapsulate(DeviceStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& tun = *s.dev;
-  const RouteResult& route = s.route;
-  Flight& f = s.f;
-  Branch& br = s.br;
   std::optional<EncapPlan> plan;
-  if (tun.kind == "vxlan" && tun.vxlan) {
-    plan = VxlanPlan(w, v, tun, route, f);
-  } else if (tun.kind == "wireguard") {
-    plan = WireguardPlan(v, tun, route, f);
+  if (s.dev->kind == "vxlan" && s.dev->vxlan) {
+    plan = VxlanPlan(s.w, s.v, *s.dev, s.route, s.f);
+  } else if (s.dev->kind == "wireguard") {
+    plan = WireguardPlan(s.v, *s.dev, s.route, s.f);
   } else {
-    plan = IpipPlan(v, tun, route);
+    plan = IpipPlan(s.v, *s.dev, s.route);
   }
   if (!plan) return Done();
   plan->outer.ttl = 64;
-  CheckSize(v, f, tun.mtu, tun.mtu, [] { return SizeFlag(); });  // PMTU discovery vs the tunnel
-  if (plan->kind == "vxlan" && tun.vxlan) f.vni = tun.vxlan->vni;
-  bool outer_fragments = plan->kind == "vxlan" && tun.vxlan && tun.vxlan->df == "unset";
-  return Then(SendOuterStep{w, v, &tun, plan->kind, plan->overhead, plan->outer, plan->outer_src,
-                            outer_fragments, std::move(f), std::move(br), std::move(plan->label)});
+  // PMTU discovery vs the tunnel.
+  CheckSize(s.v, s.f, s.dev->mtu, s.dev->mtu, [] { return SizeFlag(); });
+  if (plan->kind == "vxlan" && s.dev->vxlan) s.f.vni = s.dev->vxlan->vni;
+  bool outer_fragments = plan->kind == "vxlan" && s.dev->vxlan && s.dev->vxlan->df == "unset";
+  return Then(SendOuterStep{s.w, s.v, s.dev, plan->kind, plan->overhead, plan->outer,
+                            plan->outer_src, outer_fragments, std::move(s.f), std::move(s.br),
+                            std::move(plan->label)});
 }
 
 // VXLAN: the inner next hop's neighbour entry on the device gives the inner MAC, the device's
@@ -219,86 +182,73 @@ std::optional<Walker::EncapPlan> Walker::IpipPlan(Vertex v, const Interface& tun
 }
 
 absl::StatusOr<Next> Walker::SendOuter(SendOuterStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& tun = *s.tun;
-  const std::string& kind = s.kind;
-  uint32_t overhead = s.overhead;
-  Packet& outer = s.outer;
-  std::optional<net::Ipv4>& outer_src = s.outer_src;
-  bool outer_fragments = s.outer_fragments;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  std::string& label = s.label;
-  const RouteResult* via = s.via ? &*s.via : nullptr;
-  const Netstack& ns = w.ns->netstack;
+  const Netstack& ns = s.w.ns->netstack;
   RouteResult r;
-  if (via) {
-    r = *via;
+  if (s.via) {
+    r = *s.via;
   } else {
     model::Flow fl;
-    fl.dst = outer.dst;
-    if (outer_src) fl.src = outer_src;
-    fl.proto = outer.proto;
-    fl.dport = outer.dport;
+    fl.dst = s.outer.dst;
+    if (s.outer_src) fl.src = s.outer_src;
+    fl.proto = s.outer.proto;
+    fl.dport = s.outer.dport;
     r = ns.RouteOutput(fl);
     if (!r.ok()) {
       // EINVAL: the tunnel's local address is not one of the node's, which only ip-addr.json
       // tells.
-      if (r.error == EINVAL && outer_src &&
-          !Need(w, v, SnapshotInput::kAddrs, "the tunnel's local address", Absent::kEnd)) {
+      if (r.error == EINVAL && s.outer_src &&
+          !Need(s.w, s.v, SnapshotInput::kAddrs, "the tunnel's local address", Absent::kEnd)) {
         return Done();
       }
-      ReportRouteError(v, r, outer, absl::StrCat(kind, " outer route to"), &w);
+      ReportRouteError(s.v, r, s.outer, absl::StrCat(s.kind, " outer route to"), &s.w);
       return Done();
     }
     // A multipath underlay route (e.g. two uplinks): the outer packet of each flow takes one.
-    if (std::optional<Next> fork = ForkNexthops(w, v, r, [&] {
-          return Step(SendOuterStep{w, v, &tun, kind, overhead, outer, outer_src, outer_fragments,
-                                    f, br, label, r});
-        })) {
+    // Each branch's step is this one with `via` its next hop (SetRoute).
+    if (std::optional<Next> fork = ForkNexthops(s.w, s.v, r, [&] { return Step(s); })) {
       return std::move(*fork);
     }
   }
-  outer.src = outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
+  s.outer.src = s.outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);
-  if (under == nullptr && !Need(w, v, SnapshotInput::kLinks, "links")) {
-    Suspect(v, Level::kWarning, "snapshot_incomplete",
-            absl::StrCat("cannot check the ", kind, " outer route's device '", r.oif,
+  if (under == nullptr && !Need(s.w, s.v, SnapshotInput::kLinks, "links")) {
+    Suspect(s.v, Level::kWarning, "snapshot_incomplete",
+            absl::StrCat("cannot check the ", s.kind, " outer route's device '", r.oif,
                          "' (no link data): the path beyond cannot be checked"));
     return Done();
   }
   if (under == nullptr) {
-    Drop(v, "link_missing",
-         absl::StrCat("the ", kind, " outer route uses device '", r.oif, "' which does not exist"));
+    Drop(s.v, "link_missing",
+         absl::StrCat("the ", s.kind, " outer route uses device '", r.oif,
+                      "' which does not exist"));
     return Done();
   }
   if (under->kind == "ipip" || under->kind == "vxlan" || under->kind == "wireguard") {
-    Drop(v, "route_mismatch",
-         absl::StrCat("the ", kind, " outer packet to ", outer.dst.to_string(),
+    Drop(s.v, "route_mismatch",
+         absl::StrCat("the ", s.kind, " outer packet to ", s.outer.dst.to_string(),
                       " is routed into tunnel ", under->name, " again (recursive encapsulation)"));
     return Done();
   }
   if (!under->admin_up || !under->CanTransmit()) {
-    Drop(v, "link_down",
-         absl::StrCat("underlay device ", under->name, " of ", tun.name, " is down"));
+    Drop(s.v, "link_down",
+         absl::StrCat("underlay device ", under->name, " of ", s.tun->name, " is down"));
     return Done();
   }
   // The tunnel device sends the outer packet with ip_local_out: OUTPUT and POSTROUTING see it.
-  if (!w.in_pod() && !OuterNetfilter(w, v, *under, r, f, &outer)) return Done();
-  if (under->mtu > overhead) {
+  if (!s.w.in_pod() && !OuterNetfilter(s.w, s.v, *under, r, s.f, &s.outer)) return Done();
+  if (under->mtu > s.overhead) {
     auto make = [&]() -> SizeFlag {
-      return UnderlayMtuFlag(v, kind, overhead, outer_fragments, tun, *under);
+      return UnderlayMtuFlag(s.v, s.kind, s.overhead, s.outer_fragments, *s.tun, *under);
     };
-    if (!CheckSize(v, f, under->mtu - overhead, 0, make)) return Done();
+    if (!CheckSize(s.v, s.f, under->mtu - s.overhead, 0, make)) return Done();
   }
-  CheckNeighbor(w, v, *under, r.gateway);
-  outer.ttl = 64;
-  f.outer = outer;
-  f.encap_kind = kind;
-  absl::StrAppend(&label, ": ", Tuple(outer), " via ", under->name);
-  return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, under, r.gateway.value_or(outer.dst),
-                       std::move(f), std::move(br), label});
+  CheckNeighbor(s.w, s.v, *under, r.gateway);
+  s.outer.ttl = 64;
+  s.f.outer = s.outer;
+  s.f.encap_kind = s.kind;
+  absl::StrAppend(&s.label, ": ", Tuple(s.outer), " via ", under->name);
+  return Then(LinkStep{LinkStep::Stage::kUnderlay, s.w, s.v, under, r.gateway.value_or(s.outer.dst),
+                       std::move(s.f), std::move(s.br), s.label});
 }
 
 // OUTPUT then POSTROUTING of the node for the outer packet (rewritten in place); false when

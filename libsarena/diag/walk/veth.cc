@@ -71,48 +71,37 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
 }
 
 absl::StatusOr<Next> Walker::VethPeer(LinkStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& oif = *s.oif;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const Netstack& ns = w.ns->netstack;
+  const Netstack& ns = s.w.ns->netstack;
   // Peer in the same netns (sarena_host <-> sarena_net): printed by name.
-  if (!oif.link.empty() && !oif.link_netnsid) {
-    if (const Interface* peer = ns.FindInterface(oif.link)) {
-      if (!CrossVeth(w, v, oif, w, *peer, nexthop, f)) return Done();
-      return Then(ReceiveStep{w, oif.link, std::move(f), std::move(br),
-                              Prev{v, absl::StrCat("veth ", oif.name, " -> ", oif.link)}});
+  if (!s.oif->link.empty() && !s.oif->link_netnsid) {
+    if (const Interface* peer = ns.FindInterface(s.oif->link)) {
+      if (!CrossVeth(s.w, s.v, *s.oif, s.w, *peer, s.nexthop, s.f)) return Done();
+      return Then(ReceiveStep{s.w, s.oif->link, std::move(s.f), std::move(s.br),
+                              Prev{s.v, absl::StrCat("veth ", s.oif->name, " -> ", s.oif->link)}});
     }
   }
-  if (w.in_pod()) {
-    return Then(
-        LinkStep{LinkStep::Stage::kVethToNode, w, v, &oif, nexthop, std::move(f), std::move(br)});
+  if (s.w.in_pod()) {
+    return Then(LinkStep{LinkStep::Stage::kVethToNode, s.w, s.v, s.oif, s.nexthop, std::move(s.f),
+                         std::move(s.br)});
   }
   // Node -> pod.
-  if (oif.link_index) {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Next> peer, VethPeerByIfindex(w, v, oif, nexthop, f, br));
+  if (s.oif->link_index) {
+    SARENA_ASSIGN_OR_RETURN(std::optional<Next> peer,
+                            VethPeerByIfindex(s.w, s.v, *s.oif, s.nexthop, s.f, s.br));
     if (peer) return std::move(*peer);
   }
-  return Then(LinkStep{LinkStep::Stage::kVethPeerByAddress, w, v, &oif, nexthop, std::move(f),
-                       std::move(br)});
+  return Then(LinkStep{LinkStep::Stage::kVethPeerByAddress, s.w, s.v, s.oif, s.nexthop,
+                       std::move(s.f), std::move(s.br)});
 }
 
 absl::StatusOr<Next> Walker::VethToNode(LinkStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& oif = *s.oif;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
   // Pod -> node: the node-side device is the one with ifindex == our link_index.
-  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(w.node_name));
+  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(s.w.node_name));
   std::string iif;
-  if (node.ns && oif.link_index) {
-    if (const Interface* hi = node.ns->netstack.FindInterfaceByIndex(*oif.link_index)) {
+  if (node.ns && s.oif->link_index) {
+    if (const Interface* hi = node.ns->netstack.FindInterfaceByIndex(*s.oif->link_index)) {
       iif = hi->name;
-      if (hi->master.empty() && !CrossVeth(w, v, oif, node, *hi, nexthop, f)) {
+      if (hi->master.empty() && !CrossVeth(s.w, s.v, *s.oif, node, *hi, s.nexthop, s.f)) {
         return Done();
       }
       if (!hi->master.empty()) {
@@ -120,16 +109,16 @@ absl::StatusOr<Next> Walker::VethToNode(LinkStep& s) {
         if (br_dev && br_dev->kind == "bridge") {
           // Bridged: to the bridge's own address -> L3 on the bridge; to another port's
           // pod -> switched at L2.
-          if (!node.ns->netstack.IsLocalAddress(nexthop)) {
-            return Then(
-                BridgeForwardStep{node, hi->name, br_dev, nexthop, std::move(f), std::move(br),
-                                  Prev{v, absl::StrCat("veth ", oif.name, " -> ", hi->name)}});
+          if (!node.ns->netstack.IsLocalAddress(s.nexthop)) {
+            return Then(BridgeForwardStep{
+                node, hi->name, br_dev, s.nexthop, std::move(s.f), std::move(s.br),
+                Prev{s.v, absl::StrCat("veth ", s.oif->name, " -> ", hi->name)}});
           }
         }
         iif = hi->master;
         if (br_dev && br_dev->kind == "bridge") {
-          f.bridge_in = absl::StrCat(node.ns->id, "|", br_dev->name, "|", hi->name);
-          f.bridge_in_dst = f.pkt.dst;
+          s.f.bridge_in = absl::StrCat(node.ns->id, "|", br_dev->name, "|", hi->name);
+          s.f.bridge_in_dst = s.f.pkt.dst;
         }
       }
     }
@@ -137,17 +126,17 @@ absl::StatusOr<Next> Walker::VethToNode(LinkStep& s) {
   if (iif.empty() && node.ns) {
     // No link data: the device the node routes the pod's address through.
     model::Flow fl;
-    fl.dst = *w.pod->pod_ip;
+    fl.dst = *s.w.pod->pod_ip;
     RouteResult r = node.ns->netstack.Lookup(fl);
     if (r.ok()) iif = r.oif;
-    Suspect(v, Level::kInfo, "file_missing",
-            absl::StrCat("cannot match ", oif.name,
+    Suspect(s.v, Level::kInfo, "file_missing",
+            absl::StrCat("cannot match ", s.oif->name,
                          " to its node-side peer by ifindex; "
                          "assuming ",
                          iif.empty() ? "?" : iif));
   }
-  return Then(ReceiveStep{node, iif, std::move(f), std::move(br),
-                          Prev{v, absl::StrCat("veth ", oif.name, " -> ", iif)}});
+  return Then(ReceiveStep{node, iif, std::move(s.f), std::move(s.br),
+                          Prev{s.v, absl::StrCat("veth ", s.oif->name, " -> ", iif)}});
 }
 
 absl::StatusOr<std::optional<Next>> Walker::VethPeerByIfindex(const Where& w, Vertex v,
@@ -189,54 +178,48 @@ absl::StatusOr<std::optional<Next>> Walker::VethPeerByIfindex(const Where& w, Ve
 }
 
 absl::StatusOr<Next> Walker::VethPeerByAddress(LinkStep& s) {
-  const Where& w = s.w;
-  Vertex v = s.v;
-  const Interface& oif = *s.oif;
-  const net::Ipv4& nexthop = s.nexthop;
-  Flight& f = s.f;
-  Branch& br = s.br;
-  const model::Pod* pod = cluster_.FindPodByIp(nexthop);
-  if (!pod) pod = cluster_.FindPodByIp(f.pkt.dst);
-  if (pod && !pod->host_network && pod->node_name == w.node_name) {
+  const model::Pod* pod = cluster_.FindPodByIp(s.nexthop);
+  if (!pod) pod = cluster_.FindPodByIp(s.f.pkt.dst);
+  if (pod && !pod->host_network && pod->node_name == s.w.node_name) {
     SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
-    return Then(ReceiveStep{pw, "eth0", std::move(f), std::move(br),
-                            Prev{v, absl::StrCat("veth ", oif.name, " (peer by address)")}});
+    return Then(ReceiveStep{pw, "eth0", std::move(s.f), std::move(s.br),
+                            Prev{s.v, absl::StrCat("veth ", s.oif->name, " (peer by address)")}});
   }
   // The peer netns is not in the snapshot, but the next hop (or, for a tunnel's outer packet,
   // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
   // snapshot does not hold (e.g. an underlay bridge namespace); follow the address.
   {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_nexthop, OwnerOf(nexthop));
+    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_nexthop, OwnerOf(s.nexthop));
     bool known = by_nexthop.has_value();
-    if (!known && f.outer) {
-      SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_outer, OwnerOf(f.outer->dst));
+    if (!known && s.f.outer) {
+      SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_outer, OwnerOf(s.f.outer->dst));
       known = by_outer.has_value();
     }
     if (known) {
-      std::string label = absl::StrCat(oif.name, " (underlay segment not in the snapshot)");
-      return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f),
-                           std::move(br), label});
+      std::string label = absl::StrCat(s.oif->name, " (underlay segment not in the snapshot)");
+      return Then(LinkStep{LinkStep::Stage::kUnderlay, s.w, s.v, s.oif, s.nexthop, std::move(s.f),
+                           std::move(s.br), label});
     }
   }
   // A kind / k3d node's uplink: eth0 is a veth into the Docker host's bridge network, which is
   // outside the cluster. Leaving through it is leaving the cluster (Underlay -> External).
-  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(w, oif));
+  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(s.w, *s.oif));
   if (uplink) {
     // Bound before f is moved into the call (argument evaluation order is unspecified).
     std::string label = absl::StrCat(
-        oif.name, " (uplink veth)",
-        nexthop != f.pkt.dst ? absl::StrCat(" via ", nexthop.to_string()) : std::string());
-    return Then(LinkStep{LinkStep::Stage::kUnderlay, w, v, &oif, nexthop, std::move(f),
-                         std::move(br), label});
+        s.oif->name, " (uplink veth)",
+        s.nexthop != s.f.pkt.dst ? absl::StrCat(" via ", s.nexthop.to_string()) : std::string());
+    return Then(LinkStep{LinkStep::Stage::kUnderlay, s.w, s.v, s.oif, s.nexthop, std::move(s.f),
+                         std::move(s.br), label});
   }
   // A veth's peer always exists (the pair dies together): what is missing is its netns in the
   // snapshot.
-  Suspect(v, Level::kWarning, "snapshot_incomplete",
-          absl::StrCat("veth ", oif.name,
+  Suspect(s.v, Level::kWarning, "snapshot_incomplete",
+          absl::StrCat("veth ", s.oif->name,
                        " leads to a network namespace the snapshot does not "
                        "hold (peer ifindex ",
-                       oif.link_index ? absl::StrCat(*oif.link_index) : std::string("?"), "), and ",
-                       f.pkt.dst.to_string(), " is not a known pod on ", w.node_name,
+                       s.oif->link_index ? absl::StrCat(*s.oif->link_index) : std::string("?"),
+                       "), and ", s.f.pkt.dst.to_string(), " is not a known pod on ", s.w.node_name,
                        ": the path beyond cannot be checked"));
   return Done();
 }
