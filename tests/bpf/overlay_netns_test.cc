@@ -33,6 +33,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/base/unique_fd.h"
@@ -366,6 +368,15 @@ void BulkTcp(const Node& from, const Node& to) {
                      "sleep 0.3'"));
   RunOk(from.pod->Exec(absl::StrCat("sh -c 'head -c ", kBytes, " /dev/zero | socat -u - TCP:",
                                     to.pod_ip, ":5001'")));
+  // socat returns once the last bytes are in its socket's send buffer, not when they have
+  // crossed: wait (bounded) for the counters to see all of them. Bytes that took the host
+  // stack instead are never counted, so the wait then ends in the failure below.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while ((from.Counters(to.id).tx_bytes < uint64_t{kBytes} ||
+          to.Counters(from.id).rx_bytes < uint64_t{kBytes}) &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   EXPECT_GE(from.Counters(to.id).tx_bytes, uint64_t{kBytes});
   EXPECT_GE(to.Counters(from.id).rx_bytes, uint64_t{kBytes});
 }
