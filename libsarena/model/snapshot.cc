@@ -256,6 +256,11 @@ absl::StatusOr<std::unique_ptr<Snapshot>> Snapshot::Open(absl::string_view dir,
       if (entry.is_directory(ec)) s->node_names_.push_back(entry.path().filename().string());
     }
     std::sort(s->node_names_.begin(), s->node_names_.end());
+    for (const std::string& n : s->node_names_) {
+      if (!std::filesystem::exists(nodes_dir / n / std::string(kIpLinkFile), ec)) {
+        s->nodes_without_links_.push_back(n);
+      }
+    }
   }
   if (options.eager) {
     for (const std::string& n : s->node_names_) {
@@ -272,10 +277,12 @@ std::unique_ptr<Snapshot> Snapshot::FromParts(std::string dir, Cluster cluster,
   s->cluster_ = std::move(cluster);
   for (auto& n : nodes) {
     s->node_names_.push_back(n->name);
+    if (!n->netstack.Has(NetstackSource::kLinks)) s->nodes_without_links_.push_back(n->name);
     std::string name = n->name;
     s->cache_->nodes.emplace(std::move(name), std::move(n));
   }
   std::sort(s->node_names_.begin(), s->node_names_.end());
+  std::sort(s->nodes_without_links_.begin(), s->nodes_without_links_.end());
   return s;
 }
 

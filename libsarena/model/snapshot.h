@@ -99,6 +99,10 @@ class Snapshot {
   /// Names of the node directories under nodes/ (sorted).
   const std::vector<std::string>& node_names() const { return node_names_; }
   bool HasNodeDir(absl::string_view node) const;
+  /// Names of the nodes (sorted) whose directory has no `ip-link.json`, known without parsing
+  /// any node (Open() looks for the file; FromParts() asks each node's netstack): whose devices,
+  /// veth peers included, the snapshot cannot tell.
+  const std::vector<std::string>& nodes_without_links() const { return nodes_without_links_; }
 
   /// The node's netns state, parsed on first call and cached (thread-safe; returned pointer
   /// valid for the Snapshot's lifetime). Errors: kNotFound "node '<n>': no directory
@@ -130,6 +134,7 @@ class Snapshot {
   std::string dir_;
   Cluster cluster_;
   std::vector<std::string> node_names_;
+  std::vector<std::string> nodes_without_links_;
   std::unique_ptr<Cache> cache_;
 };
 

@@ -243,6 +243,14 @@ constexpr AbsentRow kAbsentRows[] = {
      "pod:default/web-2:8080/tcp", false},
     {"ip-rule.json: no file_missing", "rpf-05-fixed", "nodes/node-a/ip-rule.json", "node:node-a",
      "pod:default/api:8080/tcp", false},
+    {"sarena node ip-route.json: FATAL no_route for the VXLAN outer packet", "sarena-cluster",
+     "nodes/node-a/ip-route.json", "pod:default/pod-a", "pod:default/pod-b:8080/tcp", true},
+    {"node ip-addr.json: a martian from the VXLAN outer packet's invented source", "CAL-MTU-01",
+     "nodes/node-a/ip-addr.json", "node:node-b", "pod:default/client:8080/tcp", true},
+    {"peer ip-link.json: FATAL neighbor_missing on the underlay", "diff-bgp",
+     "nodes/bgp1/ip-link.json", "node:bgp2", "203.0.113.10:443/tcp", true},
+    {"peer ip-route.json: FATAL no_route at the peer", "diff-bgp", "nodes/bgp1/ip-route.json",
+     "pod:diff/ba", "pod:diff/bb:8080/tcp", true},
 };
 
 TEST(DiagSnapshotInput, AbsentFileIsReportedNeverEvidence) {

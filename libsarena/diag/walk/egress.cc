@@ -236,6 +236,8 @@ absl::StatusOr<std::optional<Next>> Walker::UnderlayToNode(const Where& w, Verte
                       Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")}});
     }
   }
+  SARENA_ASSIGN_OR_RETURN(bool unlisted, VethPeerMayBeUnlisted(w, v, oif));
+  if (unlisted) return Done();
   return std::nullopt;
 }
 

@@ -218,6 +218,27 @@ absl::StatusOr<bool> Walker::VethPeerIsPod(const Where& node, const Interface& v
   return false;
 }
 
+absl::StatusOr<bool> Walker::VethPeerMayBeUnlisted(const Where& w, Vertex v,
+                                                    const Interface& oif) {
+  if (oif.kind != "veth" || !oif.link_index || !oif.link_netnsid || w.in_pod() ||
+      snap_.nodes_without_links().empty()) {
+    return false;
+  }
+  if (w.ns) {
+    SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(w, oif));
+    if (to_pod) return false;
+  }
+  for (const std::string& n : snap_.nodes_without_links()) {
+    if (n == w.node_name) continue;
+    SARENA_ASSIGN_OR_RETURN(Where nw, NodeWhere(n));
+    if (nw.ns == nullptr) continue;
+    Need(nw, v, SnapshotInput::kLinks, absl::StrCat("the other end of veth ", oif.name),
+         Absent::kEnd);
+    return true;
+  }
+  return false;
+}
+
 absl::StatusOr<bool> Walker::IsUplink(const Where& w, const Interface& oif) {
   if (w.ns == nullptr || w.in_pod() || w.node == nullptr || oif.kind != "veth") return false;
   SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(w, oif));

@@ -187,6 +187,10 @@ absl::StatusOr<Next> Walker::SendOuter(SendOuterStep& s) {
   if (s.via) {
     r = *s.via;
   } else {
+    // Without the node's routes the outer packet's way is unknown (never "no route").
+    if (!Need(s.w, s.v, SnapshotInput::kRoutes, "the outer packet's route", Absent::kEnd)) {
+      return Done();
+    }
     model::Flow fl;
     fl.dst = s.outer.dst;
     if (s.outer_src) fl.src = s.outer_src;
@@ -208,6 +212,13 @@ absl::StatusOr<Next> Walker::SendOuter(SendOuterStep& s) {
     if (std::optional<Next> fork = ForkNexthops(s.w, s.v, r, [&] { return Step(s); })) {
       return std::move(*fork);
     }
+  }
+  // No local address on the tunnel and no prefsrc on the route: the kernel picks the outer
+  // source from the node's addresses, which only ip-addr.json tells (never 0.0.0.0 by absence).
+  if (!s.outer_src && !r.prefsrc &&
+      !Need(s.w, s.v, SnapshotInput::kAddrs, "the outer packet's source address",
+            Absent::kEnd)) {
+    return Done();
   }
   s.outer.src = s.outer_src.value_or(r.prefsrc.value_or(net::Ipv4()));
   const Interface* under = ns.FindInterface(r.oif);

@@ -14,12 +14,16 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
     const model::Neighbor* n = w.ns->netstack.FindNeighbor(nexthop, oif.name);
     bool cached = n && n->Usable();
     std::string why;
-    // Whether the peer answers rests on its addresses and its arp / proxy_arp sysctls.
+    // Whether the peer answers rests on its device (state, NOARP), its addresses, its arp /
+    // proxy_arp sysctls and, for proxy_arp, its routes (model::AnswersArp): "nobody answers" is
+    // concluded only from all four.
     if (!cached &&
         !model::AnswersArp(peer.ns->netstack, pif, nexthop, f.outer ? f.outer->src : f.pkt.src,
                            &why) &&
+        Need(peer, v, SnapshotInput::kLinks, "ARP resolution (the peer's device)") &&
         Need(peer, v, SnapshotInput::kAddrs, "ARP resolution (the peer's addresses)") &&
-        Need(peer, v, SnapshotInput::kSysctls, "ARP resolution (the peer's arp sysctls)")) {
+        Need(peer, v, SnapshotInput::kSysctls, "ARP resolution (the peer's arp sysctls)") &&
+        Need(peer, v, SnapshotInput::kRoutes, "ARP resolution (proxy_arp: the peer's routes)")) {
       std::string where_to =
           peer.in_pod() ? absl::StrCat("pod ", peer.pod->Key()) : absl::StrCat(peer.node_name);
       Drop(v, "neighbor_missing",

@@ -341,6 +341,10 @@ class Walker {
   // one of its own node's pods (VethPeerIsPod); nullopt when no node holds the other end.
   absl::StatusOr<std::optional<Owner>> NodeVethPeer(const Where& w, const Interface& oif,
                                                     const net::Ipv4& nexthop);
+  // NodeVethPeer found no node holding the other end of veth `oif`, but a node of the snapshot
+  // has no link data and may hold it: that node's file is Needed (kEnd) and true returned, so
+  // the veth is not taken for an uplink out of the cluster by absence.
+  absl::StatusOr<bool> VethPeerMayBeUnlisted(const Where& w, Vertex v, const Interface& oif);
   // True when the veth `veth` of node `node` leads into one of that node's pods: its peer is a
   // pod's eth0 by the ifindex pair, or another veth with the same link-netnsid does (one peer
   // netns id names one namespace).
