@@ -17,7 +17,7 @@ bool AnswersArp(const Netstack& ns, const Interface& pif, const net::Ipv4& targe
   }
   const Sysctls& sc = ns.sysctls();
   auto conf = [&](absl::string_view dev, absl::string_view key) {
-    return sc.GetInt(Sysctls::ConfKey(dev, key)).value_or(0);
+    return sc.ConfInt(dev, key).value_or(0);
   };
   if (ns.IsLocalAddress(target)) {
     // IN_DEV_ARP_IGNORE = max(all, dev): 0 any local address, 1 only one configured on the

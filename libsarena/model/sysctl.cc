@@ -18,12 +18,33 @@ namespace sarena::model {
 
 namespace {
 
-// The net.ipv4.conf.<dev>.<name> keys the model interprets.
-bool InterpretedConfKey(absl::string_view name) {
-  return name == "rp_filter" || name == "arp_ignore" || name == "forwarding" ||
-         name == "accept_local" || name == "route_localnet" || name == "src_valid_mark" ||
-         name == "send_redirects" || name == "ignore_routes_with_linkdown" ||
-         name == "proxy_arp";
+// The net.ipv4.conf.<dev>.<name> keys the model interprets (the index of Sysctls::DeviceConf).
+constexpr absl::string_view kConfNames[] = {
+    "rp_filter",      "arp_ignore",     "forwarding",
+    "accept_local",   "route_localnet", "src_valid_mark",
+    "send_redirects", "proxy_arp",      "ignore_routes_with_linkdown"};
+
+static_assert(std::size(kConfNames) == 9, "Sysctls::DeviceConf::kNames");
+
+// Index of `name` in kConfNames, or -1.
+int ConfNameIndex(absl::string_view name) {
+  for (size_t i = 0; i < std::size(kConfNames); ++i) {
+    if (kConfNames[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool InterpretedConfKey(absl::string_view name) { return ConfNameIndex(name) >= 0; }
+
+constexpr absl::string_view kIpv4Conf = "net.ipv4.conf.";
+
+// A value as an integer: its first whitespace-separated token.
+std::optional<int64_t> IntValue(absl::string_view v) {
+  size_t sp = v.find_first_of(" \t");
+  if (sp != absl::string_view::npos) v = v.substr(0, sp);
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(v, &n)) return std::nullopt;
+  return n;
 }
 
 // The per-device directories: <prefix><dev>.<leaf>, where no leaf name holds a dot, so everything
@@ -155,13 +176,35 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
           "') is already set at line ", seen->second, " (value '", out.values_[k],
           "'): sysctl -a prints each such key once"));
     }
-    out.values_.emplace(std::move(k), std::string(value));
+    auto stored = out.values_.emplace(std::move(k), std::string(value)).first;
+    if (interpreted) out.IndexConf(stored->first);
   }
   return out;
 }
 
 void Sysctls::Set(absl::string_view key, absl::string_view value) {
   values_.insert_or_assign(std::string(key), std::string(value));
+  IndexConf(key);
+}
+
+void Sysctls::IndexConf(absl::string_view key) {
+  if (!absl::StartsWith(key, kIpv4Conf)) return;
+  absl::string_view rest = key.substr(kIpv4Conf.size());
+  size_t dot = rest.rfind('.');
+  if (dot == absl::string_view::npos || dot == 0) return;
+  int i = ConfNameIndex(rest.substr(dot + 1));
+  // A device written with '.' (Set() takes keys as given) is not the kernel's spelling, which
+  // ConfInt looks up ('/'): such a key is not that device's value.
+  if (i < 0 || rest.substr(0, dot).find('.') != absl::string_view::npos) return;
+  DeviceConf& d = conf_[rest.substr(0, dot)];
+  auto it = values_.find(key);
+  std::optional<int64_t> n = it == values_.end() ? std::nullopt : IntValue(it->second);
+  d.value[i] = n.value_or(0);
+  if (n.has_value()) {
+    d.present |= 1u << i;
+  } else {
+    d.present &= ~(1u << i);
+  }
 }
 
 std::optional<std::string> Sysctls::Get(absl::string_view key) const {
@@ -173,12 +216,7 @@ std::optional<std::string> Sysctls::Get(absl::string_view key) const {
 std::optional<int64_t> Sysctls::GetInt(absl::string_view key) const {
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
-  absl::string_view v = it->second;
-  size_t sp = v.find_first_of(" \t");
-  if (sp != absl::string_view::npos) v = v.substr(0, sp);
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(v, &n)) return std::nullopt;
-  return n;
+  return IntValue(it->second);
 }
 
 std::string Sysctls::ConfKey(absl::string_view dev, absl::string_view name) {
@@ -188,8 +226,19 @@ std::string Sysctls::ConfKey(absl::string_view dev, absl::string_view name) {
 }
 
 std::optional<int64_t> Sysctls::ConfInt(absl::string_view dev, absl::string_view name) const {
-  // ConfKey(dev, name) built on the stack: these lookups run at every hop of a trace.
-  constexpr absl::string_view kPrefix = "net.ipv4.conf.";
+  if (int i = ConfNameIndex(name); i >= 0) {
+    std::string slashed;
+    if (dev.find('.') != absl::string_view::npos) {
+      slashed = std::string(dev);
+      std::replace(slashed.begin(), slashed.end(), '.', '/');
+      dev = slashed;
+    }
+    auto it = conf_.find(dev);
+    if (it == conf_.end() || (it->second.present & (1u << i)) == 0) return std::nullopt;
+    return it->second.value[i];
+  }
+  // Any other key: ConfKey(dev, name) built on the stack.
+  constexpr absl::string_view kPrefix = kIpv4Conf;
   char buf[160];
   size_t n = kPrefix.size() + dev.size() + 1 + name.size();
   if (n > sizeof(buf)) return GetInt(ConfKey(dev, name));

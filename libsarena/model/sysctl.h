@@ -101,6 +101,11 @@ class Sysctls {
 
   /// "net.ipv4.conf.<dev>.<name>" with '.' in `dev` replaced by '/' as the kernel names it.
   static std::string ConfKey(absl::string_view dev, absl::string_view name);
+  /// net.ipv4.conf.<dev>.<name> as an integer, like GetInt(ConfKey(dev, name)); `dev` as the
+  /// kernel names the device ("vxlan.calico", "all", "default"). The keys the model interprets
+  /// (rp_filter, forwarding, arp_ignore, ...) come from a per-device table kept beside the raw
+  /// values: these lookups run at every hop of a trace.
+  std::optional<int64_t> ConfInt(absl::string_view dev, absl::string_view name) const;
 
   /// Effective rp_filter of `dev`: max(conf.all.rp_filter, conf.<dev>.rp_filter) (IN_DEV_MAXCONF).
   /// 0 = off, 1 = strict (RFC 3704 strict reverse path), 2 = loose. When conf.<dev> is absent,
@@ -132,11 +137,21 @@ class Sysctls {
   const absl::flat_hash_map<std::string, std::string>& values() const { return values_; }
 
  private:
-  std::optional<int64_t> ConfInt(absl::string_view dev, absl::string_view name) const;
+  /// The interpreted net.ipv4.conf.<dev>.<name> values of one device (sysctl.cc's kConfNames
+  /// order); bit i of `present` says whether value i was in the dump and is an integer.
+  struct DeviceConf {
+    static constexpr size_t kNames = 9;  // = std::size(kConfNames), checked in sysctl.cc
+    int64_t value[kNames] = {};
+    uint32_t present = 0;
+  };
+  /// Keeps conf_ in step with values_ for `key` (canonical spelling).
+  void IndexConf(absl::string_view key);
   SysctlValue Max(absl::string_view dev, absl::string_view name, int64_t def) const;
   SysctlValue Or(absl::string_view dev, absl::string_view name, int64_t def) const;
 
   absl::flat_hash_map<std::string, std::string> values_;
+  /// Device (canonical, '/' for '.') -> its interpreted conf values, derived from values_.
+  absl::flat_hash_map<std::string, DeviceConf> conf_;
 };
 
 /// What a fib_multipath_hash_policy value hashes (Documentation/networking/ip-sysctl.rst):

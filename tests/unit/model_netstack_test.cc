@@ -847,6 +847,38 @@ TEST(NetstackSysctl, DottedDeviceNameAppliesInEverySpelling) {
               HasSubstr("key 'net.ipv4.conf.vxlan/calico.forwarding': value 'x' is not an integer"));
 }
 
+TEST(NetstackSysctl, ConfIntAgreesWithTheRawValueAfterParseAndSet) {
+  // ConfInt reads the interpreted keys from a per-device table: it must say what
+  // GetInt(ConfKey(dev, name)) says for every key, after Parse and after each Set.
+  auto s = Sysctls::Parse(
+      "net.ipv4.conf.all.rp_filter = 1\n"
+      "net.ipv4.conf.vxlan/calico.proxy_arp = 1\n"
+      "net.ipv4.conf.eth0.log_martians = 1\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto agree = [&](absl::string_view dev, absl::string_view name) {
+    EXPECT_EQ(s->ConfInt(dev, name), s->GetInt(Sysctls::ConfKey(dev, name)))
+        << dev << " " << name;
+  };
+  agree("all", "rp_filter");
+  agree("vxlan.calico", "proxy_arp");
+  agree("eth0", "log_martians");  // not interpreted: the raw value
+  agree("eth0", "rp_filter");     // absent
+  EXPECT_EQ(s->ConfInt("vxlan.calico", "proxy_arp"), 1);
+  s->Set(Sysctls::ConfKey("eth0", "rp_filter"), "2");
+  EXPECT_EQ(s->ConfInt("eth0", "rp_filter"), 2);
+  EXPECT_EQ(s->RpFilter("eth0").value, 2);
+  s->Set(Sysctls::ConfKey("eth0", "rp_filter"), "0");
+  EXPECT_EQ(s->ConfInt("eth0", "rp_filter"), 0);
+  EXPECT_EQ(s->RpFilter("eth0").value, 1) << "max(all, dev)";
+  s->Set(Sysctls::ConfKey("eth0", "rp_filter"), "x");  // Set takes any text
+  agree("eth0", "rp_filter");
+  EXPECT_FALSE(s->ConfInt("eth0", "rp_filter").has_value());
+  // A key set with the device's '.' unescaped is not the kernel's spelling of that device.
+  s->Set("net.ipv4.conf.vxlan.calico.forwarding", "1");
+  agree("vxlan.calico", "forwarding");
+  EXPECT_FALSE(s->ConfInt("vxlan.calico", "forwarding").has_value());
+}
+
 TEST(NetstackSysctl, NonCanonicalIntegerInAnInterpretedKeyIsRefused) {
   // proc_dointvec prints "%d": a dump never holds "+1" or "01".
   for (const char* v : {"+1", "01", "-0", "00", "+0", "-01"}) {
