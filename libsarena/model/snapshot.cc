@@ -286,6 +286,26 @@ std::unique_ptr<Snapshot> Snapshot::FromParts(std::string dir, Cluster cluster,
   return s;
 }
 
+std::vector<std::pair<std::string, std::string>> Snapshot::PodDirsOn(
+    absl::string_view node) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (dir_.empty()) return out;
+  const std::string pods = absl::StrCat(dir_, "/", NodeDir(node), "/", kPodsDir);
+  absl::StatusOr<std::vector<std::string>> namespaces = ListDir(pods);
+  if (!namespaces.ok()) return out;  // no pods/ directory
+  for (const std::string& ns : *namespaces) {
+    absl::StatusOr<std::vector<std::string>> names = ListDir(absl::StrCat(pods, "/", ns));
+    if (!names.ok()) continue;  // not a directory
+    for (const std::string& name : *names) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(absl::StrCat(pods, "/", ns, "/", name), ec)) {
+        out.emplace_back(ns, name);
+      }
+    }
+  }
+  return out;
+}
+
 bool Snapshot::HasNodeDir(absl::string_view node) const {
   return std::binary_search(node_names_.begin(), node_names_.end(), node);
 }

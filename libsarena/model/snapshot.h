@@ -116,6 +116,12 @@ class Snapshot {
   absl::StatusOr<const NetnsState*> PodNetns(absl::string_view namespace_, absl::string_view pod,
                                              absl::string_view node = {}) const;
 
+  /// (namespace, name) of every pod directory nodes/<node>/pods/<namespace>/<name>/ of `node`,
+  /// sorted — the pods whose netns was collected, listed or not in cluster/pods.json. Empty when
+  /// the node has no pods/ directory, and for a snapshot built in memory (no dir()); an entry
+  /// that is not a directory is not a pod.
+  std::vector<std::pair<std::string, std::string>> PodDirsOn(absl::string_view node) const;
+
   /// Raw text of any file in the snapshot, by path relative to dir() (for plugin-specific extra
   /// files). kNotFound when absent; kInvalidArgument for paths escaping the snapshot ("..").
   absl::StatusOr<std::string> ReadFile(absl::string_view relative_path) const;

@@ -142,6 +142,23 @@ TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
+  BuildBasic();
+  Write("nodes/node-a/pods/kube-system/coredns-1/ip-addr.json", "[]");  // not in pods.json
+  Write("nodes/node-a/pods/stray-file", "x");                           // not a namespace dir
+  Write("nodes/node-a/pods/default/notes.txt", "x");                    // a file, not a pod
+  auto snap = Snapshot::Open(dir_);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  using Dirs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ((*snap)->PodDirsOn("node-a"),
+            (Dirs{{"default", "client"}, {"kube-system", "coredns-1"}}));
+  EXPECT_EQ((*snap)->PodDirsOn("node-b"), Dirs{});  // no pods/ directory
+  EXPECT_EQ((*snap)->PodDirsOn("node-z"), Dirs{});  // no such node
+  // node-b has routes only: its devices are unknown, which Open() tells from the files.
+  EXPECT_EQ((*snap)->nodes_without_links(), std::vector<std::string>{"node-b"});
+  EXPECT_EQ((*snap)->cached_nodes(), 0u);
+}
+
 TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
   BuildBasic();
   Write("nodes/node-b/ip-addr.json",

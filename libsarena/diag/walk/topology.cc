@@ -1,6 +1,5 @@
 // Topology lookups over the snapshot: a node's primary interface, the owner of an
 // address, the pods of a node, a pod by ifindex, the far end of a node-to-node veth.
-#include <dirent.h>
 
 #include <cerrno>
 
@@ -54,41 +53,26 @@ const std::vector<const model::Pod*>& Walker::PodsOn(const std::string& node) {
   auto it = pods_on_.find(node);
   if (it != pods_on_.end()) return it->second;
   std::vector<const model::Pod*> pods = cluster_.PodsOnNode(node);
-  std::string base = absl::StrCat(snap_.dir(), "/nodes/", node, "/pods");
-  auto list = [](const std::string& dir) {
-    std::vector<std::string> out;
-    if (DIR* d = opendir(dir.c_str())) {
-      while (dirent* e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") out.push_back(n);
+  for (const auto& [ns, name] : snap_.PodDirsOn(node)) {
+    if (cluster_.FindPod(ns, name)) continue;
+    auto st = snap_.PodNetns(ns, name, node);
+    if (!st.ok()) continue;
+    model::Pod p;
+    p.namespace_ = ns;
+    p.name = name;
+    p.node_name = node;
+    p.phase = "Running";
+    p.ready = true;
+    for (const Interface& i : (*st)->netstack.interfaces()) {
+      if (i.loopback) continue;
+      if (const auto* a = i.PrimaryAddress()) {
+        p.pod_ip = a->local;
+        p.pod_ips.push_back(a->local);
+        break;
       }
-      closedir(d);
     }
-    std::sort(out.begin(), out.end());
-    return out;
-  };
-  for (const std::string& ns : list(base)) {
-    for (const std::string& name : list(absl::StrCat(base, "/", ns))) {
-      if (cluster_.FindPod(ns, name)) continue;
-      auto st = snap_.PodNetns(ns, name, node);
-      if (!st.ok()) continue;
-      model::Pod p;
-      p.namespace_ = ns;
-      p.name = name;
-      p.node_name = node;
-      p.phase = "Running";
-      p.ready = true;
-      for (const Interface& i : (*st)->netstack.interfaces()) {
-        if (i.loopback) continue;
-        if (const auto* a = i.PrimaryAddress()) {
-          p.pod_ip = a->local;
-          p.pod_ips.push_back(a->local);
-          break;
-        }
-      }
-      synthetic_pods_.push_back(std::move(p));
-      pods.push_back(&synthetic_pods_.back());
-    }
+    synthetic_pods_.push_back(std::move(p));
+    pods.push_back(&synthetic_pods_.back());
   }
   return pods_on_.emplace(node, std::move(pods)).first->second;
 }
