@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "libsarena/base/errno_status.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 
 namespace sarena::bpf {
@@ -28,17 +29,6 @@ std::string Parent(const std::string& path) {
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
-}
-
-// mkdir -p of `path` below the existing directory `base`.
-absl::Status MkdirP(const std::string& path) {
-  if (Exists(path)) return absl::OkStatus();
-  std::string parent = Parent(path);
-  if (parent != path) SARENA_RETURN_IF_ERROR(MkdirP(parent));
-  if (::mkdir(path.c_str(), 0700) < 0 && errno != EEXIST) {
-    return ErrnoStatus(errno, absl::StrCat("create directory '", path, "'"));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status MountBpffs(const std::string& dir) {
@@ -66,11 +56,11 @@ absl::StatusOr<std::string> EnsureBpffs(absl::string_view dir_in) {
   while (!Exists(existing)) existing = Parent(existing);
   SARENA_ASSIGN_OR_RETURN(bool on_bpffs, IsBpffs(existing));
   if (on_bpffs) {
-    SARENA_RETURN_IF_ERROR(MkdirP(dir));
+    SARENA_RETURN_IF_ERROR(MakeDirs(dir, 0700));
     return std::string();
   }
   // Not on bpffs: create `dir` on the current filesystem and mount a bpffs there.
-  absl::Status made = MkdirP(dir);
+  absl::Status made = MakeDirs(dir, 0700);
   if (made.ok()) {
     SARENA_RETURN_IF_ERROR(MountBpffs(dir));
     return dir;
@@ -78,7 +68,7 @@ absl::StatusOr<std::string> EnsureBpffs(absl::string_view dir_in) {
   // The existing ancestor does not allow directories (e.g. /sys/fs/bpf on sysfs): mount there.
   if (existing == "/" || existing == ".") return made;
   SARENA_RETURN_IF_ERROR(MountBpffs(existing));
-  SARENA_RETURN_IF_ERROR(MkdirP(dir));
+  SARENA_RETURN_IF_ERROR(MakeDirs(dir, 0700));
   return existing;
 }
 

@@ -1,6 +1,5 @@
 #include "libsarena/collect/collect.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
@@ -47,11 +46,9 @@ std::string NetnsPath(const std::string& netns) {
 
 void ReadTree(const std::string& dir, const std::string& key,
               std::map<std::string, std::string>* out) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
+  absl::StatusOr<std::vector<std::string>> names = ListDir(dir);
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
     std::string path = absl::StrCat(dir, "/", name);
     // Device names with dots are written with '/' in sysctl keys.
     std::string k = absl::StrCat(key, ".", absl::StrReplaceAll(name, {{".", "/"}}));
@@ -62,18 +59,10 @@ void ReadTree(const std::string& dir, const std::string& key,
       continue;
     }
     if (!(st.st_mode & S_IRUSR)) continue;
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    std::string value;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) value.append(buf, static_cast<size_t>(n));
-    close(fd);
-    if (n < 0) continue;
-    absl::string_view v = absl::StripTrailingAsciiWhitespace(value);
-    (*out)[k] = std::string(v);
+    absl::StatusOr<std::string> value = ReadFileToString(path);  // write-only keys fail here
+    if (!value.ok()) continue;
+    (*out)[k] = std::string(absl::StripTrailingAsciiWhitespace(*value));
   }
-  closedir(d);
 }
 
 // In the current netns: every BPF program attached at a device hook, as sarena-programs.json.

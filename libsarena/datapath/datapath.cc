@@ -1,6 +1,5 @@
 #include "libsarena/datapath/datapath.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,19 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/log.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/bpffs.h"
 #include "libsarena/datapath/naming.h"
 
 namespace sarena::datapath {
 namespace {
-
-absl::Status MkdirP(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ErrnoStatus(errno, absl::StrCat("create directory '", dir, "'"));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Unpin(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -51,7 +44,7 @@ absl::StatusOr<std::unique_ptr<Datapath>> Datapath::Open(const DatapathOptions& 
                                                          const net::Ipv4Prefix& pod_cidr) {
   SARENA_ASSIGN_OR_RETURN(std::string mounted, bpf::EnsureBpffs(options.bpffs));
   if (!mounted.empty()) SARENA_LOG(Info, "mounted bpffs at ", mounted);
-  SARENA_RETURN_IF_ERROR(MkdirP(absl::StrCat(options.bpffs, "/links")));
+  SARENA_RETURN_IF_ERROR(MakeDirs(absl::StrCat(options.bpffs, "/links"), 0700));
   SARENA_ASSIGN_OR_RETURN(datapath::Objects objects,
                           datapath::Objects::Load({.pin_root = options.bpffs}));
 
@@ -99,16 +92,15 @@ absl::StatusOr<int> Datapath::RemoveLinkPinsExcept(absl::string_view ifname_pref
   const std::string prefix = LinkPinPath(ifname_prefix, bpf::Direction::kIngress)
                                  .substr(dir.size() + 1, ifname_prefix.size());
   int removed = 0;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return 0;
+  absl::StatusOr<std::vector<std::string>> names = ListDir(dir);
+  if (absl::IsNotFound(names.status())) return 0;  // nothing was ever pinned
+  if (!names.ok()) return names.status();
   std::vector<std::string> stale;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+  for (const std::string& name : *names) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string path = absl::StrCat(dir, "/", name);
     if (!wanted.count(path)) stale.push_back(path);
   }
-  ::closedir(d);
   for (const std::string& path : stale) {
     SARENA_LOG(Warning, "removing orphan link pin ", path);
     SARENA_RETURN_IF_ERROR(Unpin(path));

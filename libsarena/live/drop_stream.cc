@@ -1,6 +1,6 @@
+#include "libsarena/base/file.h"
 #include "libsarena/live/drop_stream.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -29,15 +29,8 @@ namespace {
 // kMaxNetnsNames).
 std::map<uint64_t, std::string> NamedInodes() {
   std::map<uint64_t, std::string> out;
-  std::vector<std::string> names;
-  if (DIR* d = opendir(std::string(nl::kNetnsRunDir).c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
+  const std::vector<std::string> names =
+      ListDir(std::string(nl::kNetnsRunDir)).value_or(std::vector<std::string>{});
   for (const std::string& n : names) {
     if (out.size() >= kMaxNetnsNames) break;
     auto ns = nl::Netns::Open(n);

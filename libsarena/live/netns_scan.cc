@@ -1,6 +1,6 @@
+#include "libsarena/base/file.h"
 #include "libsarena/live/netns_scan.h"
 
-#include <dirent.h>
 #include <linux/net_namespace.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -37,16 +37,8 @@ absl::StatusOr<std::vector<net::Ipv4>> Addresses() {
 }
 
 std::vector<std::string> NamedNetns() {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(std::string(nl::kNetnsRunDir).c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  // No /var/run/netns (no named namespace yet) or an unreadable one: none.
+  return ListDir(std::string(nl::kNetnsRunDir)).value_or(std::vector<std::string>{});
 }
 
 // RTM_GETNSID with NETNSA_FD: the id the calling thread's namespace gives `fd`'s namespace
