@@ -4,7 +4,7 @@
 // daemon (tests/unit/plugin_test.cc).
 //
 // Environment + stdin -> libsarena/cni (validation, config, result JSON) ->
-// libsarena/daemon Client (sarenad does the work) -> stdout. stdout carries only the spec's
+// libsarena/rpc Client (sarenad does the work) -> stdout. stdout carries only the spec's
 // JSON (a result for ADD, the version object for VERSION, an error object on failure; nothing
 // for DEL/CHECK/STATUS/GC success). Logs go to the config's logFile, or stderr when it is ""
 // or cannot be opened — never to stdout. Exit status 0 on success, 1 on error.

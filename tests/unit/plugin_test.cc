@@ -16,10 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/base/unique_fd.h"
+#include "libsarena/cni/error.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/rpc/sarenad.pb.h"
 
@@ -28,6 +31,7 @@ namespace {
 
 namespace v1 = rpc::v1;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 // Serves one connection: for every request received, records it and answers reply(request).
 class ScriptedDaemon {
@@ -129,6 +133,64 @@ v1::Response AddReply() {
   return r;
 }
 
+// The error object PluginMain printed; a test failure (and an empty Error) when stdout is not one.
+cni::Error PrintedError(const PluginRun& r) {
+  absl::StatusOr<cni::Error> e = cni::ParseErrorJson(r.out);
+  EXPECT_TRUE(e.ok()) << e.status() << " stdout: " << r.out;
+  return e.ok() ? *e : cni::Error{};
+}
+
+v1::Response ErrorReply(absl::StatusCode code, uint32_t cni_code, const std::string& message) {
+  v1::Response r;
+  r.mutable_error()->set_code(static_cast<int32_t>(code));
+  r.mutable_error()->set_cni_code(cni_code);
+  r.mutable_error()->set_message(message);
+  return r;
+}
+
+// CHECK's two exchanges on one connection: endpoint_check, then endpoint_list (which lists
+// `listed` and another container's endpoint).
+v1::Response CheckReply(const v1::Request& req, const v1::Endpoint& listed) {
+  v1::Response r;
+  if (req.has_endpoint_check()) {
+    r.mutable_endpoint_check();
+  } else if (req.has_endpoint_list()) {
+    v1::Endpoint other = AddReply().endpoint_add().endpoint();
+    other.mutable_ref()->set_container_id("ctr2");
+    other.set_ip("10.244.1.9");
+    *r.mutable_endpoint_list()->add_endpoints() = other;
+    *r.mutable_endpoint_list()->add_endpoints() = listed;
+  }
+  return r;
+}
+
+// What ADD printed for AddReply(): the prevResult a runtime passes to CHECK.
+std::string AddResult() {
+  ScriptedDaemon d([](const v1::Request&) { return AddReply(); });
+  PluginRun add = Invoke(Env("ADD"), Conf(d.path()));
+  EXPECT_EQ(add.rc, 0) << add.out;
+  return add.out;
+}
+
+std::string CheckConf(const std::string& socket, const std::string& prev_result) {
+  return Conf(socket, "1.1.0", absl::StrCat(R"("prevResult":)", prev_result));
+}
+
+std::map<std::string, std::string> StatusEnv() {
+  return {{"CNI_COMMAND", "STATUS"}, {"CNI_PATH", "/opt/cni/bin"}};
+}
+
+v1::Response StatusReply(bool ready, const std::string& not_ready_reason = "") {
+  v1::Response r;
+  v1::StatusResponse* st = r.mutable_status();
+  st->set_ready(ready);
+  st->set_pod_cidr("10.244.1.0/24");
+  st->set_endpoints(3);
+  st->set_ips_free(250);
+  st->set_not_ready_reason(not_ready_reason);
+  return r;
+}
+
 TEST(PluginMain, AddSendsTheAttachmentAndPrintsTheResult) {
   ScriptedDaemon d([](const v1::Request&) { return AddReply(); });
   PluginRun r = Invoke(Env("ADD"), Conf(d.path()));
@@ -186,6 +248,122 @@ TEST(PluginMain, GcSendsItsNetworkAndTheValidList) {
   ASSERT_EQ(d.requests().size(), 1u);
   EXPECT_EQ(d.requests()[0].gc().network_name(), "net-x");
   EXPECT_EQ(d.requests()[0].gc().valid_size(), 0);
+}
+
+TEST(PluginMain, CheckAgainstAMatchingDaemonRecordSucceedsAndPrintsNothing) {
+  const std::string prev = AddResult();
+  ASSERT_THAT(prev, HasSubstr(R"("address":"10.244.1.5/32")"));
+  const v1::Endpoint record = AddReply().endpoint_add().endpoint();
+  ScriptedDaemon d([&record](const v1::Request& req) { return CheckReply(req, record); });
+  PluginRun r = Invoke(Env("CHECK"), CheckConf(d.path(), prev));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out, "");  // CNI spec, CHECK: success is exit status 0 and no output
+  const auto& reqs = d.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  ASSERT_TRUE(reqs[0].has_endpoint_check());
+  EXPECT_EQ(reqs[0].endpoint_check().ref().container_id(), "ctr1");
+  EXPECT_EQ(reqs[0].endpoint_check().ref().ifname(), "eth0");
+  EXPECT_EQ(reqs[0].endpoint_check().netns(), "/var/run/netns/ctr1");
+  EXPECT_TRUE(reqs[1].has_endpoint_list());
+}
+
+TEST(PluginMain, CheckPassesTheDaemonsFailureOnAsTheErrorObject) {
+  const std::string prev = AddResult();
+  ScriptedDaemon d([](const v1::Request&) {
+    return ErrorReply(absl::StatusCode::kFailedPrecondition, 104,
+                      "endpoint map entry for 10.244.1.5 is missing");
+  });
+  PluginRun r = Invoke(Env("CHECK"), CheckConf(d.path(), prev));
+  EXPECT_EQ(r.rc, 1);
+  cni::Error e = PrintedError(r);
+  EXPECT_EQ(e.cni_version, "1.1.0");
+  EXPECT_EQ(e.code, 104u);
+  EXPECT_EQ(e.msg, "endpoint map entry for 10.244.1.5 is missing");
+  // The failed check ends the exchange: no endpoint_list after it.
+  const auto& reqs = d.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_TRUE(reqs[0].has_endpoint_check());
+}
+
+TEST(PluginMain, CheckWhenTheDaemonRecordDiffersFromPrevResultIsCode104NamingBoth) {
+  const std::string prev = AddResult();
+  v1::Endpoint record = AddReply().endpoint_add().endpoint();
+  record.set_ip("10.244.1.77");  // sarenad's record no longer matches what ADD printed
+  ScriptedDaemon d([&record](const v1::Request& req) { return CheckReply(req, record); });
+  PluginRun r = Invoke(Env("CHECK"), CheckConf(d.path(), prev));
+  EXPECT_EQ(r.rc, 1);
+  cni::Error e = PrintedError(r);
+  EXPECT_EQ(e.code, 104u);
+  EXPECT_THAT(e.msg, HasSubstr("prevResult.ips"));
+  EXPECT_THAT(e.msg, HasSubstr("10.244.1.5/32"));
+  EXPECT_THAT(e.msg, HasSubstr("10.244.1.77/32"));
+  EXPECT_EQ(d.requests().size(), 2u);
+}
+
+// CNI spec, CHECK: "prevResult" is required; sarena reports its absence as an invalid network
+// config (7) naming the field, before contacting the daemon.
+TEST(PluginMain, CheckWithoutPrevResultIsCodeSevenNamingTheFieldAndSendsNothing) {
+  ScriptedDaemon d([](const v1::Request& req) { return CheckReply(req, v1::Endpoint()); });
+  PluginRun r = Invoke(Env("CHECK"), Conf(d.path()));
+  EXPECT_EQ(r.rc, 1);
+  cni::Error e = PrintedError(r);
+  EXPECT_EQ(e.cni_version, "1.1.0");
+  EXPECT_EQ(e.code, 7u);
+  EXPECT_THAT(e.msg, HasSubstr("'prevResult'"));
+  EXPECT_THAT(d.requests(), IsEmpty());
+}
+
+TEST(PluginMain, StatusWithAReadyDaemonSucceedsAndPrintsNothing) {
+  ScriptedDaemon d([](const v1::Request&) { return StatusReply(true); });
+  PluginRun r = Invoke(StatusEnv(), Conf(d.path()));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out, "");
+  const auto& reqs = d.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_TRUE(reqs[0].has_status());
+}
+
+// CNI spec 1.1, STATUS: 50 "The plugin is not available (i.e. cannot service ADD requests)".
+TEST(PluginMain, StatusWithANotReadyDaemonIsCodeFiftyWithTheReason) {
+  ScriptedDaemon d([](const v1::Request&) {
+    return StatusReply(false, "registering with etcd at unix:///run/etcd.sock: connection refused");
+  });
+  PluginRun r = Invoke(StatusEnv(), Conf(d.path()));
+  EXPECT_EQ(r.rc, 1);
+  cni::Error e = PrintedError(r);
+  EXPECT_EQ(e.cni_version, "1.1.0");
+  EXPECT_EQ(e.code, 50u);
+  EXPECT_THAT(e.msg, HasSubstr("not ready"));
+  EXPECT_THAT(e.msg, HasSubstr(d.path()));
+  EXPECT_THAT(e.msg,
+              HasSubstr("registering with etcd at unix:///run/etcd.sock: connection refused"));
+  ASSERT_EQ(d.requests().size(), 1u);
+  EXPECT_TRUE(d.requests()[0].has_status());
+}
+
+// A daemon-reported STATUS error is 50 whatever code it carries, except 51 (limited
+// connectivity), which is kept.
+TEST(PluginMain, StatusErrorFromTheDaemonIsFiftyUnlessItSaysFiftyOne) {
+  {
+    ScriptedDaemon d([](const v1::Request&) {
+      return ErrorReply(absl::StatusCode::kInternal, 103, "BPF programs are not attached");
+    });
+    PluginRun r = Invoke(StatusEnv(), Conf(d.path()));
+    EXPECT_EQ(r.rc, 1);
+    cni::Error e = PrintedError(r);
+    EXPECT_EQ(e.code, 50u);
+    EXPECT_EQ(e.msg, "BPF programs are not attached");
+  }
+  {
+    ScriptedDaemon d([](const v1::Request&) {
+      return ErrorReply(absl::StatusCode::kUnavailable, 51, "endpoint map is gone");
+    });
+    PluginRun r = Invoke(StatusEnv(), Conf(d.path()));
+    EXPECT_EQ(r.rc, 1);
+    cni::Error e = PrintedError(r);
+    EXPECT_EQ(e.code, 51u);
+    EXPECT_EQ(e.msg, "endpoint map is gone");
+  }
 }
 
 TEST(PluginMain, VersionNeedsNoDaemonAndBadEnvironmentIsCodeFour) {
