@@ -340,6 +340,54 @@ int Monitor() {
   return st.ok() ? 0 : Fail(st);
 }
 
+// The subcommands: what --help lists and what main() dispatches, from one table.
+struct Command {
+  sarena::CommandSpec spec;  // words, and the one argument's name ("" for none)
+  const char* help;
+  int (*run)(const std::vector<std::string>& cmd);  // cmd: the positional words, args last
+};
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command>* commands = new std::vector<Command>{
+      {{"status", ""},
+       "Is sarenad ready; pod CIDR, node IP, endpoints, free IPs, attach mode; in a cluster the "
+       "node, etcd and every peer (--socket).",
+       [](const std::vector<std::string>&) { return Status(); }},
+      {{"endpoint list", ""}, "Every endpoint with its BPF packet/byte counters (--socket).",
+       [](const std::vector<std::string>&) { return EndpointList(); }},
+      {{"endpoint get", "ID"},
+       "One endpoint, every field and counter. ID: the endpoint id, the container id or a unique "
+       "prefix of it, or the pod's NAMESPACE/NAME (--socket).",
+       [](const std::vector<std::string>& cmd) { return EndpointGet(cmd[2]); }},
+      {{"drops", ""}, "The datapath's drop counters by reason (--bpffs).",
+       [](const std::vector<std::string>&) { return Drops(); }},
+      {{"monitor", ""},
+       "Live datapath events, one line each (-o json: one JSON object per line, "
+       "docs/monitor.md): every drop with reason, ifindex, endpoint and 5-tuple (--type drop), "
+       "or one endpoint's packets (--type trace --endpoint ID); --count N, --duration D "
+       "(--bpffs).",
+       [](const std::vector<std::string>&) { return Monitor(); }},
+      {{"node list", ""},
+       "Every node of the cluster in etcd: record, lease, claims (--etcd-endpoints or "
+       "$SARENA_ETCD_ENDPOINTS).",
+       [](const std::vector<std::string>&) { return NodeList(); }},
+      {{"node delete", "NAME"},
+       "Deletes a node's record and releases its pod CIDR and node id claims "
+       "(--etcd-endpoints).",
+       [](const std::vector<std::string>& cmd) { return NodeDelete(cmd[2]); }},
+  };
+  return *commands;
+}
+
+std::vector<sarena::SubcommandDoc> SubcommandDocs() {
+  std::vector<sarena::SubcommandDoc> docs;
+  for (const Command& c : Commands()) {
+    docs.push_back({c.spec.arg.empty() ? c.spec.words : absl::StrCat(c.spec.words, " ", c.spec.arg),
+                    c.help});
+  }
+  return docs;
+}
+
 // What `sarena --help` says.
 const sarena::ProgramDoc& Doc() {
   static const sarena::ProgramDoc* doc = new sarena::ProgramDoc{
@@ -355,24 +403,7 @@ const sarena::ProgramDoc& Doc() {
           "endpoint get: sarena.rpc.v1.Endpoint, drops: sarena.rpc.v1.DropList, node list: "
           "sarena.cluster.v1.NodeList, node delete: sarena.cluster.v1.NodeDeleteResult "
           "(libsarena/rpc/proto/sarenad.proto, libsarena/cluster/proto/cluster.proto).",
-      .subcommands =
-          {
-              {"status", "Is sarenad ready; pod CIDR, node IP, endpoints, free IPs, attach mode; "
-                         "in a cluster the node, etcd and every peer (--socket)."},
-              {"endpoint list", "Every endpoint with its BPF packet/byte counters (--socket)."},
-              {"endpoint get ID",
-               "One endpoint, every field and counter. ID: the endpoint id, the container id or a "
-               "unique prefix of it, or the pod's NAMESPACE/NAME (--socket)."},
-              {"drops", "The datapath's drop counters by reason (--bpffs)."},
-              {"monitor", "Live datapath events, one line each (-o json: one JSON object per "
-                          "line, docs/monitor.md): every drop with reason, ifindex, endpoint and "
-                          "5-tuple (--type drop), or one endpoint's packets (--type trace "
-                          "--endpoint ID); --count N, --duration D (--bpffs)."},
-              {"node list", "Every node of the cluster in etcd: record, lease, claims "
-                            "(--etcd-endpoints or $SARENA_ETCD_ENDPOINTS)."},
-              {"node delete NAME", "Deletes a node's record and releases its pod CIDR and node "
-                                   "id claims (--etcd-endpoints)."},
-          },
+      .subcommands = SubcommandDocs(),
       .flag_sources = {"tools/sarena/"},
       .groups = {{"Output", {"o"}},
                  {"Where to look", {"socket", "bpffs", "etcd-endpoints"}},
@@ -405,25 +436,9 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("invalid -o '", o, "': table or json")),
                 kExitUsage);
   }
-  static const std::vector<sarena::CommandSpec> kCommands = {
-      {"status", ""},  {"endpoint list", ""}, {"endpoint get", "ID"}, {"drops", ""},
-      {"monitor", ""}, {"node list", ""},     {"node delete", "NAME"}};
-  absl::StatusOr<size_t> which = sarena::MatchCommand(cmd, kCommands, "sarena");
+  std::vector<sarena::CommandSpec> specs;
+  for (const Command& c : Commands()) specs.push_back(c.spec);
+  absl::StatusOr<size_t> which = sarena::MatchCommand(cmd, specs, "sarena");
   if (!which.ok()) return Fail(which.status(), kExitUsage);
-  switch (*which) {
-    case 0:
-      return Status();
-    case 1:
-      return EndpointList();
-    case 2:
-      return EndpointGet(cmd[2]);
-    case 3:
-      return Drops();
-    case 4:
-      return Monitor();
-    case 5:
-      return NodeList();
-    default:
-      return NodeDelete(cmd[2]);
-  }
+  return Commands()[*which].run(cmd);
 }
