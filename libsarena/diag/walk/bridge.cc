@@ -156,7 +156,7 @@ absl::StatusOr<Next> Walker::BridgeForward(BridgeForwardStep& s) {
                       s.in_port, " again"));
     return Done();
   }
-  if (!s.f.reply) s.br.request_netns.insert(s.node.ns->id);
+  if (!s.f.reply) s.br.ct.SawRequest(s.node.ns->id);
   SARENA_ASSIGN_OR_RETURN(std::optional<PortTarget> t,
                           FindBridgePort(s.node, *s.bridge, s.nexthop));
   if (!t) {

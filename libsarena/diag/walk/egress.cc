@@ -85,7 +85,7 @@ absl::StatusOr<std::optional<Next>> Walker::Postrouting(const Where& w, Vertex v
   PluginAction a = plugin_.AfterPostrouting(pctx_, w, v, hp, &f.pkt, snat_done,
                                             w.ns->netfilter.has_value(), route);
   if (f.pkt.src != before.src && !snat_done && !f.reply) {
-    br.nat.push_back(NatRecord{w.ns->id, before, f.pkt, false, true});
+    br.ct.AddSnat(w.ns->id, before, f.pkt);
   }
   std::string dummy;
   return HandlePluginAction(w, v, a, f, br, &dummy);
@@ -117,7 +117,7 @@ bool Walker::NodePostrouting(const Where& w, Vertex v, const Interface& oif,
   const NfOutcome& o = nf.accepted.front();
   if (o.snat && !f.reply) {
     *snat_done = true;
-    br.nat.push_back(NatRecord{w.ns->id, f.pkt, o.packet, false, true});
+    br.ct.AddSnat(w.ns->id, f.pkt, o.packet);
     Suspect(v, Level::kInfo, "snat",
             absl::StrCat("SNAT: source ", Ep(f.pkt.src, f.pkt.sport), " becomes ",
                          Ep(o.packet.src, o.packet.sport), " (", Tuple(f.pkt), ") by ",

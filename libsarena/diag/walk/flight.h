@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "libsarena/model/conntrack.h"
 #include "libsarena/diag/snapshot_input.h"
 #include "libsarena/diag/walk.h"
 #include "libsarena/model/tunnel.h"
@@ -55,20 +56,11 @@ bool RestsOnNetstack(const NfOutcome& o);
 std::string Ep(const net::Ipv4& ip, uint16_t port);
 std::string Tuple(const Packet& p);
 
-// A NAT conntrack made at one netns for the request: the reply is translated back there.
-struct NatRecord {
-  std::string netns;
-  Packet before;
-  Packet after;
-  bool dnat = false;
-  bool snat = false;
-};
-
 // Per-branch state; copied when a Service fans out.
 struct Branch {
-  std::vector<NatRecord> nat;
+  // Where the request passed and the NAT bindings it got (the reply meets them).
+  model::Conntrack ct;
   absl::flat_hash_set<std::string> visited;
-  absl::flat_hash_set<std::string> request_netns;
   std::vector<Packet> host_flows;
   int hops = 0;
   // Where the request left the cluster (for the reply of an external destination).

@@ -84,7 +84,7 @@ absl::StatusOr<Next> Walker::Ingress(InputStep& s) {
                       "expires"));
     return Done();
   }
-  if (!s.f.reply) s.br.request_netns.insert(s.w.ns->id);
+  if (!s.f.reply) s.br.ct.SawRequest(s.w.ns->id);
   if (!s.f.outer && !s.w.in_pod()) {
     HookPacket hp{s.f.pkt, s.f.reply, &s.br.host_flows};
     PluginAction a = plugin_.OnIngress(pctx_, s.w, s.iif, s.v, hp);
@@ -110,7 +110,7 @@ absl::StatusOr<Next> Walker::ProcessInput(InputStep& s) {
     if (nf.dropped) return Done();
     const NfOutcome& o = nf.accepted.front();
     if (o.dnat && !s.f.outer) {
-      s.br.nat.push_back(NatRecord{s.w.ns->id, pkt, o.packet, true, false});
+      s.br.ct.AddDnat(s.w.ns->id, pkt, o.packet);
       Suspect(s.v, Level::kInfo, "dnat",
               absl::StrCat("DNAT ", Tuple(pkt), " -> ", Ep(o.packet.dst, o.packet.dport), " by ",
                            o.decided_by ? o.decided_by->ToString() : "netfilter"));

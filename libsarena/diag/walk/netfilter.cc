@@ -110,40 +110,18 @@ void Walker::ReportNfDrops(Vertex v, NfHook hook, const Packet& pkt, const NfDro
   }
 }
 
+// The conntrack rules are the model's (model::Conntrack); a namespace the snapshot lacks has
+// no conntrack to consult.
 void Walker::SetCtState(const Where& w, Packet* p, const Flight& f, const Branch& br) {
-  if (!f.reply || w.ns == nullptr) {
-    p->ct_state = CtState::kNew;
-    return;
-  }
-  if (br.request_netns.contains(w.ns->id)) {
-    p->ct_state = CtState::kEstablished;
-  } else {
-    // A reply meeting a conntrack that never saw the request: for TCP a SYN-ACK without a SYN is
-    // INVALID (nf_conntrack_proto_tcp: sSA from sNO); other protocols start a NEW entry.
-    p->ct_state = p->proto == model::kProtoTcp ? CtState::kInvalid : CtState::kNew;
-  }
+  p->ct_state = w.ns == nullptr ? CtState::kNew : br.ct.StateOf(w.ns->id, p->proto, f.reply);
 }
 
 void Walker::UnSnat(const Where& w, Packet* p, const Branch& br) {
-  if (w.ns == nullptr) return;
-  for (const NatRecord& r : br.nat) {
-    if (!r.snat || r.netns != w.ns->id) continue;
-    if (p->dst == r.after.src && (r.after.sport == 0 || p->dport == r.after.sport)) {
-      p->dst = r.before.src;
-      p->dport = r.before.sport;
-    }
-  }
+  if (w.ns != nullptr) br.ct.UnSnat(w.ns->id, p);
 }
 
 void Walker::UnDnat(const Where& w, Packet* p, const Branch& br) {
-  if (w.ns == nullptr) return;
-  for (const NatRecord& r : br.nat) {
-    if (!r.dnat || r.netns != w.ns->id) continue;
-    if (p->src == r.after.dst && (r.after.dport == 0 || p->sport == r.after.dport)) {
-      p->src = r.before.dst;
-      p->sport = r.before.dport;
-    }
-  }
+  if (w.ns != nullptr) br.ct.UnDnat(w.ns->id, p);
 }
 
 }  // namespace sarena::diag::internal

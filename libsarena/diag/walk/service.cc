@@ -270,7 +270,7 @@ Next Walker::WalkServiceTargets(const Where& w, Vertex s, const Hop& h, const st
     b.dnat = absl::StrCat("DNAT ", Ep(pkt.dst, pkt.dport), " -> ", Ep(t.pkt.dst, t.pkt.dport),
                           " by ", t.by);
     Branch cb = br;
-    cb.nat.push_back(NatRecord{w.ns ? w.ns->id : "", pkt, t.pkt, true, false});
+    cb.ct.AddDnat(w.ns ? w.ns->id : "", pkt, t.pkt);
     Flight cf = f;
     cf.pkt = t.pkt;
     // The branch's hop (`v`) is set when the branch starts (BranchHop).

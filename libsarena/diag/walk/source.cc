@@ -47,10 +47,10 @@ absl::StatusOr<Next> Walker::Originate(OriginateStep& s) {
       }
     }
     graph_.hop(v).oif = "eth0";
-    s.br.request_netns.insert(absl::StrCat("pod:", s.w.pod->Key()));
+    s.br.ct.SawRequest(absl::StrCat("pod:", s.w.pod->Key()));
     return Then(ReceiveStep{node, iif, std::move(s.f), std::move(s.br), Prev{v, "veth (assumed)"}});
   }
-  if (!s.f.reply) s.br.request_netns.insert(s.w.ns->id);
+  if (!s.f.reply) s.br.ct.SawRequest(s.w.ns->id);
   SetCtState(s.w, &s.f.pkt, s.f, s.br);
   return Then(OriginateRoutedStep{s.w, v, std::move(s.f), std::move(s.br), /*service_done=*/false});
 }
@@ -155,7 +155,7 @@ absl::StatusOr<Next> Walker::OriginateVia(OriginateViaStep& s) {
     ClampMss(s.w, NfHook::kOutput, s.f.pkt, "", s.route.oif, s.f);
     Packet out = nf.accepted.front().packet;
     if (nf.accepted.front().dnat && !(out.dst == s.f.pkt.dst && out.dport == s.f.pkt.dport)) {
-      s.br.nat.push_back(NatRecord{s.w.ns->id, s.f.pkt, out, true, false});
+      s.br.ct.AddDnat(s.w.ns->id, s.f.pkt, out);
       s.f.pkt = out;
       graph_.hop(s.v).packet = s.f.pkt;
       return Then(OriginateRoutedStep{s.w, s.v, std::move(s.f), std::move(s.br), true});
