@@ -9,30 +9,12 @@ namespace sarena::diag::internal {
 // ------------------------------------------------------------------------------------------
 // Services.
 
-std::optional<Walker::ServiceMatch> Walker::MatchService(const Where& w, const Packet& pkt) const {
-  ServiceMatch m;
-  m.svc = cluster_.FindServiceByIp(pkt.dst);
-  if (m.svc) {
-    bool is_cluster_ip = std::find(m.svc->cluster_ips.begin(), m.svc->cluster_ips.end(),
-                                   pkt.dst) != m.svc->cluster_ips.end();
-    m.via = is_cluster_ip ? ServiceVia::kClusterIp : ServiceVia::kExternal;
-    m.port = m.svc->FindPort(pkt.dport, pkt.proto);
-  } else if (w.ns && w.ns->netstack.IsLocalAddress(pkt.dst)) {
-    m.svc = cluster_.FindServiceByNodePort(pkt.dport, pkt.proto);
-    if (m.svc) {
-      m.port = m.svc->FindNodePort(pkt.dport, pkt.proto);
-      m.via = ServiceVia::kNodePort;
-    }
-  }
-  if (!m.svc) return std::nullopt;
-  return m;
-}
-
 absl::StatusOr<std::optional<Next>> Walker::ServiceStage(const Where& w, Vertex v,
                                                          const std::string& iif, const Flight& f,
                                                          const Branch& br, bool originated) {
   const Packet& pkt = f.pkt;
-  std::optional<ServiceMatch> m = MatchService(w, pkt);
+  std::optional<ServiceMatch> m =
+      model::MatchService(cluster_, w.ns ? &w.ns->netstack : nullptr, pkt);
   if (!m) return std::nullopt;
   const model::Service& svc = *m->svc;
   Hop h;
@@ -107,15 +89,12 @@ std::optional<std::vector<model::Backend>> Walker::PolicyBackends(
     const Where& w, Vertex s, const ServiceMatch& m, const Packet& pkt,
     const std::vector<model::Backend>& ready, bool originated) {
   const model::Service& svc = *m.svc;
-  if (m.via == ServiceVia::kExternal &&
-      std::find(svc.load_balancer_ips.begin(), svc.load_balancer_ips.end(), pkt.dst) !=
-          svc.load_balancer_ips.end() &&
-      !svc.load_balancer_source_ranges.empty()) {
-    bool allowed = false;
-    for (const auto& r : svc.load_balancer_source_ranges) {
-      if (net::Contains(r, pkt.src)) allowed = true;
-    }
-    if (!allowed) {
+  model::PolicyResult p = model::ApplyTrafficPolicy(
+      cluster_, m, pkt, w.node_name, w.ns ? &w.ns->netstack : nullptr, ready, originated);
+  switch (p.denied) {
+    case model::PolicyResult::Denied::kNone:
+      return std::move(p.backends);
+    case model::PolicyResult::Denied::kSourceRange: {
       std::vector<std::string> rs;
       for (const auto& r : svc.load_balancer_source_ranges) rs.push_back(r.to_string());
       Drop(s, "source_range_denied",
@@ -124,22 +103,7 @@ std::optional<std::vector<model::Backend>> Walker::PolicyBackends(
                         ": kube-proxy drops it"));
       return std::nullopt;
     }
-  }
-  auto on_this_node = [&] {
-    std::vector<model::Backend> local;
-    for (const auto& b : ready) {
-      if (b.node_name == w.node_name) local.push_back(b);
-    }
-    return local;
-  };
-  bool src_is_pod = cluster_.FindPodByIp(pkt.src) != nullptr;
-  bool src_is_node =
-      cluster_.FindNodeByIp(pkt.src) != nullptr || (w.ns && w.ns->netstack.IsLocalAddress(pkt.src));
-  bool external_src = !src_is_pod && !src_is_node && !originated;
-  if ((m.via == ServiceVia::kExternal || m.via == ServiceVia::kNodePort) &&
-      svc.external_traffic_policy_local && external_src) {
-    std::vector<model::Backend> local = on_this_node();
-    if (local.empty()) {
+    case model::PolicyResult::Denied::kExternalTrafficPolicyLocal:
       Drop(s, "external_traffic_policy_local_drop",
            absl::StrCat("Service ", svc.Key(),
                         " has externalTrafficPolicy Local and no ready "
@@ -147,22 +111,15 @@ std::optional<std::vector<model::Backend>> Walker::PolicyBackends(
                         w.node_name, " (", ready.size(),
                         " elsewhere): external traffic arriving here is dropped"));
       return std::nullopt;
-    }
-    return local;
-  }
-  if (m.via == ServiceVia::kClusterIp && svc.internal_traffic_policy_local) {
-    std::vector<model::Backend> local = on_this_node();
-    if (local.empty()) {
+    case model::PolicyResult::Denied::kInternalTrafficPolicyLocal:
       Drop(s, "service_no_endpoints",
            absl::StrCat("Service ", svc.Key(),
                         " has internalTrafficPolicy Local and no ready "
                         "endpoint on node ",
                         w.node_name));
       return std::nullopt;
-    }
-    return local;
   }
-  return ready;
+  return std::nullopt;
 }
 
 // The translation kube-proxy installed (netfilter), else the endpoints themselves.

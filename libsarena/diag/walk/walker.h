@@ -27,6 +27,7 @@
 #include "libsarena/diag/walk/step.h"
 #include "libsarena/model/arp.h"
 #include "libsarena/model/neigh.h"
+#include "libsarena/model/service_match.h"
 #include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::internal {
@@ -232,12 +233,8 @@ class Walker {
                                                          Branch& br, std::string* iif);
 
   // ---- services (service.cc) ----
-  enum class ServiceVia { kClusterIp, kExternal, kNodePort };
-  struct ServiceMatch {
-    const model::Service* svc = nullptr;
-    const model::ServicePort* port = nullptr;  // null: the Service has no such port
-    ServiceVia via = ServiceVia::kClusterIp;
-  };
+  using ServiceVia = model::ServiceVia;
+  using ServiceMatch = model::ServiceMatch;
   // A backend the Service translates to: the DNAT'ed packet, its share of flows, and what
   // decided it (the kube-proxy rule, or "endpoints").
   struct ServiceTarget {
@@ -245,9 +242,6 @@ class Walker {
     double probability = 1;
     std::string by;
   };
-  // The Service `pkt` is addressed to: a cluster / load-balancer / external IP, or a nodePort
-  // on an address of `w`.
-  std::optional<ServiceMatch> MatchService(const Where& w, const Packet& pkt) const;
   // The steps that follow when the packet matched a Service (its backends' branches), else
   // nullopt.
   absl::StatusOr<std::optional<Next>> ServiceStage(const Where& w, Vertex v, const std::string& iif,
@@ -256,8 +250,9 @@ class Walker {
   // No ready endpoint: the FATAL with the selector's matches, and how the client fails.
   void NoReadyEndpoints(const Where& w, Vertex s, const std::string& iif, const ServiceMatch& m,
                         const Packet& pkt, size_t not_ready, bool originated);
-  // loadBalancerSourceRanges, externalTrafficPolicy / internalTrafficPolicy Local: the ready
-  // backends this packet may reach, or nullopt when it is dropped at `s` (FATAL added).
+  // loadBalancerSourceRanges, externalTrafficPolicy / internalTrafficPolicy Local
+  // (model::ApplyTrafficPolicy decides): the ready backends this packet may reach, or nullopt
+  // when it is dropped at `s` (the FATAL added here).
   std::optional<std::vector<model::Backend>> PolicyBackends(
       const Where& w, Vertex s, const ServiceMatch& m, const Packet& pkt,
       const std::vector<model::Backend>& ready, bool originated);
