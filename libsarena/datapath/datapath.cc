@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
-#include "libsarena/base/log.h"
 #include "libsarena/base/file.h"
+#include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/bpf/bpffs.h"
 #include "libsarena/datapath/naming.h"

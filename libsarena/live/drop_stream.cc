@@ -1,4 +1,3 @@
-#include "libsarena/base/file.h"
 #include "libsarena/live/drop_stream.h"
 
 #include <fcntl.h>
@@ -18,6 +17,7 @@
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/report.pb.h"
+#include "libsarena/live/netns_scan.h"
 #include "libsarena/live/probe.h"
 #include "libsarena/model/packet.h"
 #include "libsarena/netlink/netns.h"
@@ -29,9 +29,7 @@ namespace {
 // kMaxNetnsNames).
 std::map<uint64_t, std::string> NamedInodes() {
   std::map<uint64_t, std::string> out;
-  const std::vector<std::string> names =
-      ListDir(std::string(nl::kNetnsRunDir)).value_or(std::vector<std::string>{});
-  for (const std::string& n : names) {
+  for (const std::string& n : NamedNetns()) {
     if (out.size() >= kMaxNetnsNames) break;
     auto ns = nl::Netns::Open(n);
     if (ns.ok()) out.emplace(ns->inode(), n);  // the first name of a namespace wins

@@ -1,4 +1,3 @@
-#include "libsarena/base/file.h"
 #include "libsarena/live/netns_scan.h"
 
 #include <linux/net_namespace.h>
@@ -15,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/base/errno_status.h"
+#include "libsarena/base/file.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/base/unique_fd.h"
 #include "libsarena/netlink/netns.h"
@@ -34,11 +34,6 @@ absl::StatusOr<std::vector<net::Ipv4>> Addresses() {
     out.push_back(ip);
   }
   return out;
-}
-
-std::vector<std::string> NamedNetns() {
-  // No /var/run/netns (no named namespace yet) or an unreadable one: none.
-  return ListDir(std::string(nl::kNetnsRunDir)).value_or(std::vector<std::string>{});
 }
 
 // RTM_GETNSID with NETNSA_FD: the id the calling thread's namespace gives `fd`'s namespace
@@ -89,6 +84,10 @@ absl::StatusOr<int32_t> NsidOf(int sock, int fd, uint32_t seq) {
 }
 
 }  // namespace
+
+std::vector<std::string> NamedNetns() {
+  return ListDir(std::string(nl::kNetnsRunDir)).value_or(std::vector<std::string>{});
+}
 
 absl::StatusOr<std::vector<NetnsInfo>> ScanNetns() {
   std::vector<NetnsInfo> out;

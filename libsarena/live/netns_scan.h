@@ -35,6 +35,10 @@ struct NetnsInfo {
 /// own namespace cannot be read.
 absl::StatusOr<std::vector<NetnsInfo>> ScanNetns();
 
+/// Names of the named namespaces (ip-netns(8): the entries of /var/run/netns), sorted; none
+/// when the directory is absent (no named namespace yet) or unreadable.
+std::vector<std::string> NamedNetns();
+
 /// Names (under /var/run/netns) of the namespaces that hold the peer of a veth of the caller's
 /// namespace: the pods of the live node (and routers or other namespaces wired to it), sorted.
 /// Errors: netlink failures of the caller's namespace (kInternal with the errno text).

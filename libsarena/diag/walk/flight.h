@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "libsarena/model/conntrack.h"
 #include "libsarena/diag/snapshot_input.h"
 #include "libsarena/diag/walk.h"
+#include "libsarena/model/conntrack.h"
 #include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::internal {
