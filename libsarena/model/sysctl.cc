@@ -34,9 +34,23 @@ int ConfNameIndex(absl::string_view name) {
   return -1;
 }
 
-bool InterpretedConfKey(absl::string_view name) { return ConfNameIndex(name) >= 0; }
-
 constexpr absl::string_view kIpv4Conf = "net.ipv4.conf.";
+
+// A net.ipv4.conf.<dev>.<name> key the model interprets: its device (as spelled in the key)
+// and its index in kConfNames.
+struct InterpretedConf {
+  absl::string_view dev;
+  int index;
+};
+std::optional<InterpretedConf> SplitInterpretedConfKey(absl::string_view key) {
+  if (!absl::StartsWith(key, kIpv4Conf)) return std::nullopt;
+  absl::string_view rest = key.substr(kIpv4Conf.size());
+  size_t dot = rest.rfind('.');
+  if (dot == absl::string_view::npos || dot == 0) return std::nullopt;  // no <dev>
+  int i = ConfNameIndex(rest.substr(dot + 1));
+  if (i < 0) return std::nullopt;
+  return InterpretedConf{rest.substr(0, dot), i};
+}
 
 // A value as an integer: its first whitespace-separated token.
 std::optional<int64_t> IntValue(absl::string_view v) {
@@ -106,12 +120,7 @@ std::optional<SysctlCheck> Sysctls::Interpreted(absl::string_view key) {
   // BOOLEAN is on when non-zero; arp_ignore's reserved 4-7 and unknown values answer,
   // arp_ignore()).
   if (key == "net.ipv4.ip_forward") return SysctlCheck::AnyInt();
-  constexpr absl::string_view kConf = "net.ipv4.conf.";
-  if (!absl::StartsWith(key, kConf)) return std::nullopt;
-  absl::string_view rest = key.substr(kConf.size());
-  size_t dot = rest.rfind('.');
-  if (dot == absl::string_view::npos || dot == 0) return std::nullopt;  // no <dev>
-  if (!InterpretedConfKey(rest.substr(dot + 1))) return std::nullopt;
+  if (!SplitInterpretedConfKey(key)) return std::nullopt;
   return SysctlCheck::AnyInt();
 }
 
@@ -176,29 +185,25 @@ absl::StatusOr<Sysctls> Sysctls::Parse(absl::string_view text, absl::string_view
           "') is already set at line ", seen->second, " (value '", out.values_[k],
           "'): sysctl -a prints each such key once"));
     }
-    auto stored = out.values_.emplace(std::move(k), std::string(value)).first;
-    if (interpreted) out.IndexConf(stored->first);
+    if (interpreted) out.IndexConf(k, value);
+    out.values_.emplace(std::move(k), std::string(value));
   }
   return out;
 }
 
 void Sysctls::Set(absl::string_view key, absl::string_view value) {
   values_.insert_or_assign(std::string(key), std::string(value));
-  IndexConf(key);
+  IndexConf(key, value);
 }
 
-void Sysctls::IndexConf(absl::string_view key) {
-  if (!absl::StartsWith(key, kIpv4Conf)) return;
-  absl::string_view rest = key.substr(kIpv4Conf.size());
-  size_t dot = rest.rfind('.');
-  if (dot == absl::string_view::npos || dot == 0) return;
-  int i = ConfNameIndex(rest.substr(dot + 1));
+void Sysctls::IndexConf(absl::string_view key, absl::string_view value) {
+  std::optional<InterpretedConf> c = SplitInterpretedConfKey(key);
   // A device written with '.' (Set() takes keys as given) is not the kernel's spelling, which
   // ConfInt looks up ('/'): such a key is not that device's value.
-  if (i < 0 || rest.substr(0, dot).find('.') != absl::string_view::npos) return;
-  DeviceConf& d = conf_[rest.substr(0, dot)];
-  auto it = values_.find(key);
-  std::optional<int64_t> n = it == values_.end() ? std::nullopt : IntValue(it->second);
+  if (!c || c->dev.find('.') != absl::string_view::npos) return;
+  const int i = c->index;
+  DeviceConf& d = conf_[c->dev];
+  std::optional<int64_t> n = IntValue(value);
   d.value[i] = n.value_or(0);
   if (n.has_value()) {
     d.present |= 1u << i;

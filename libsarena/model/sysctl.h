@@ -144,8 +144,8 @@ class Sysctls {
     int64_t value[kNames] = {};
     uint32_t present = 0;
   };
-  /// Keeps conf_ in step with values_ for `key` (canonical spelling).
-  void IndexConf(absl::string_view key);
+  /// Keeps conf_ in step with values_ after `key` (as stored) was set to `value`.
+  void IndexConf(absl::string_view key, absl::string_view value);
   SysctlValue Max(absl::string_view dev, absl::string_view name, int64_t def) const;
   SysctlValue Or(absl::string_view dev, absl::string_view name, int64_t def) const;
 
