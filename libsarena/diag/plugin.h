@@ -21,20 +21,14 @@
 #include "libsarena/model/netfilter.h"
 #include "libsarena/model/netstack.h"
 #include "libsarena/model/snapshot.h"
+#include "libsarena/model/topology.h"
 
 namespace sarena::diag {
 
 /// Where the packet is: a node's host netns, or a pod's netns (then `pod` is set and `node` is
 /// the pod's node). `ns` is null when the snapshot lacks that netns (a pod directory missing).
-struct Where {
-  const model::NetnsState* ns = nullptr;
-  const model::NodeState* node = nullptr;
-  const model::Pod* pod = nullptr;
-  std::string node_name;
-
-  bool in_pod() const { return pod != nullptr; }
-  const model::Netstack* netstack() const { return ns ? &ns->netstack : nullptr; }
-};
+/// The model's namespace reference (model/topology.h), named for the walk.
+using Where = model::NetnsRef;
 
 /// What a plugin hook decided.
 struct PluginAction {
@@ -102,9 +96,10 @@ struct PluginContext {
   const model::Cluster* cluster = nullptr;
   PathGraph* graph = nullptr;
   const Query* query = nullptr;
-  /// Finds a pod by namespace/name in the cluster objects or, when the snapshot has no
-  /// pods.json entry for it (e.g. a live `collect`), among the pod netns directories.
-  std::function<const model::Pod*(const std::string& ns, const std::string& name)> find_pod;
+  /// The walk's topology of the snapshot (null outside a walk): Topology::FindPod finds a pod
+  /// in the cluster objects or, when cluster/pods.json lacks it (e.g. a live `collect`), among
+  /// the pod netns directories.
+  model::Topology* topology = nullptr;
 
   /// The walk's once-per-branch keys (owned by the walk; null outside one).
   absl::flat_hash_set<std::string>* branch_seen = nullptr;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libsarena/model/netstack.h"
+#include "libsarena/model/topology.h"
 
 namespace sarena::diag::sarena_cluster {
 namespace {
@@ -13,9 +14,9 @@ using model::Interface;
 using model::SarenaMode;
 using model::SarenaTunnel;
 
-// Snapshots with more nodes than this are not searched node by node (cost bound, as the walk's
-// OwnerOf does).
-constexpr size_t kMaxNodesSearched = 64;
+// Snapshots with more nodes than this are not searched node by node (the cost bound of
+// model::Topology's scans).
+constexpr size_t kMaxNodesSearched = model::Topology::kMaxNodesScanned;
 
 std::string EntryText(const SarenaTunnel& t) {
   return absl::StrCat(t.cidr.to_string(), " -> ", t.underlay.to_string(), " (node id ", t.node_id,

@@ -465,7 +465,7 @@ class SarenaPlugin : public Plugin {
     const model::Netstack& ns = w.node->netstack;
     const model::Pod* pod = nullptr;
     if (!e.pod_namespace.empty()) {
-      pod = ctx.find_pod ? ctx.find_pod(e.pod_namespace, e.pod_name)
+      pod = ctx.topology ? ctx.topology->FindPod(e.pod_namespace, e.pod_name)
                          : ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
     }
     if (!pod && e.ip) pod = ctx.cluster->FindPodByIp(*e.ip);

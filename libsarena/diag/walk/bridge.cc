@@ -14,15 +14,15 @@ absl::StatusOr<std::optional<Walker::PortTarget>> Walker::FindBridgePort(const W
   const Netstack& ns = w.ns->netstack;
   for (const Interface& port : ns.interfaces()) {
     if (port.master != bridge.name || port.kind != "veth" || !port.link_index) continue;
-    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o,
-                            PodByIfindex(w, *port.link_index, port.ifindex));
-    if (!o || !o->where.ns) continue;
-    if (!o->where.ns->netstack.IsLocalAddress(nexthop)) continue;
-    return PortTarget{&port, o->where, o->ifname};
+    SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> o,
+                            topo_.PodByIfindex(w, *port.link_index, port.ifindex));
+    if (!o || !o->netns.ns) continue;
+    if (!o->netns.ns->netstack.IsLocalAddress(nexthop)) continue;
+    return PortTarget{&port, o->netns, o->ifname};
   }
   const model::Pod* pod = cluster_.FindPodByIp(nexthop);
   if (pod && !pod->host_network && pod->node_name == w.node_name) {
-    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
+    SARENA_ASSIGN_OR_RETURN(Where pw, topo_.PodRef(*pod));
     return PortTarget{nullptr, pw, "eth0"};
   }
   return std::nullopt;

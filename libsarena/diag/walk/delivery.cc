@@ -127,12 +127,12 @@ absl::StatusOr<Next> Walker::External(ExternalStep& s) {
   r.reply = true;
   Vertex rv = AddHop(std::move(r), Prev{v, "reply"});
   // The reply comes back to whoever owns its destination; else to where the request left.
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(rf.pkt.dst));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> o, topo_.OwnerOf(rf.pkt.dst));
   if (o) {
     return Then(
-        ReceiveStep{o->where, o->ifname, std::move(rf), std::move(s.br), Prev{rv, "underlay"}});
+        ReceiveStep{o->netns, o->ifname, std::move(rf), std::move(s.br), Prev{rv, "underlay"}});
   }
-  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(s.br.egress_node));
+  SARENA_ASSIGN_OR_RETURN(Where node, topo_.NodeRef(s.br.egress_node));
   if (const model::Pod* pod = cluster_.FindPodByIp(rf.pkt.dst); pod && !pod->host_network) {
     Suspect(rv, Level::kWarning, "route_mismatch",
             absl::StrCat("the reply is addressed to pod ", pod->Key(), " (", rf.pkt.dst.to_string(),

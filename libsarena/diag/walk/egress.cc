@@ -213,26 +213,26 @@ absl::StatusOr<std::optional<Next>> Walker::UnderlayToNode(const Where& w, Verte
   // A veth cable to another node: the next hop must resolve at its other end, and the frame
   // must fit the receiving device (CrossVeth).
   if (oif.kind == "veth") {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
+    SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> peer, topo_.NodeVethPeer(w, oif, nexthop));
     if (peer) {
-      const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-      if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return Done();
+      const Interface* pif = peer->netns.ns->netstack.FindInterface(peer->ifname);
+      if (pif && !CrossVeth(w, v, oif, peer->netns, *pif, nexthop, f)) return Done();
       return Then(ReceiveStep{
-          peer->where, peer->ifname, std::move(f), std::move(br),
-          Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->where.node_name, ")")}});
+          peer->netns, peer->ifname, std::move(f), std::move(br),
+          Prev{v, absl::StrCat(label, " -> ", peer->ifname, " (", peer->netns.node_name, ")")}});
     }
   }
   // The next hop is a node?
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(nexthop));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> o, topo_.OwnerOf(nexthop));
   if (o) {
-    return Then(ReceiveStep{o->where, o->ifname, std::move(f), std::move(br), Prev{v, label}});
+    return Then(ReceiveStep{o->netns, o->ifname, std::move(f), std::move(br), Prev{v, label}});
   }
   bool via_router = nexthop != target;
   if (via_router) {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> t, OwnerOf(target));
+    SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> t, topo_.OwnerOf(target));
     if (t) {
       return Then(
-          ReceiveStep{t->where, t->ifname, std::move(f), std::move(br),
+          ReceiveStep{t->netns, t->ifname, std::move(f), std::move(br),
                       Prev{v, absl::StrCat(label, " (routed by ", nexthop.to_string(), ")")}});
     }
   }
@@ -255,7 +255,7 @@ absl::StatusOr<std::optional<Next>> Walker::UnderlayClusterAddress(const Where& 
     // drops it (ip_error: no route) or sends it out of its own default route.
     bool uplink = false;
     if (oif.kind == "veth") {
-      SARENA_ASSIGN_OR_RETURN(uplink, IsUplink(w, oif));
+      SARENA_ASSIGN_OR_RETURN(uplink, topo_.IsUplink(w, oif));
     }
     if (uplink) {
       const model::Node* owner = cluster_.FindNode(pod->node_name);
@@ -282,8 +282,8 @@ absl::StatusOr<std::optional<Next>> Walker::UnderlayClusterAddress(const Where& 
                 via_router ? absl::StrCat(" to router ", nexthop.to_string()) : std::string(),
                 ", which is not a node: reachable only if the network routes pod "
                 "addresses"));
-    SARENA_ASSIGN_OR_RETURN(Where pw, NodeWhere(pod->node_name));
-    const Interface* in = PrimaryInterface(pw);
+    SARENA_ASSIGN_OR_RETURN(Where pw, topo_.NodeRef(pod->node_name));
+    const Interface* in = topo_.PrimaryInterface(pw);
     return Then(ReceiveStep{pw, in ? in->name : "", std::move(f), std::move(br),
                             Prev{v, absl::StrCat(label, " (underlay routes pod addresses)")}});
   }
@@ -310,7 +310,7 @@ absl::StatusOr<std::optional<Next>> Walker::UnderlayClusterAddress(const Where& 
 // so the answer cannot return (kindnet's KIND-MASQ-AGENT MASQUERADE is what makes it work).
 absl::StatusOr<bool> Walker::NoteVethUplinkExit(const Where& w, Vertex v, const Interface& oif,
                                                 const Flight& f) {
-  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(w, oif));
+  SARENA_ASSIGN_OR_RETURN(bool uplink, topo_.IsUplink(w, oif));
   if (!uplink) return true;
   const Packet& p = f.pkt;
   InfoOnce(v, absl::StrCat("cluster_exit:", oif.name), "cluster_exit",

@@ -21,6 +21,7 @@
 namespace sarena::diag::internal {
 
 using model::CtState;
+using model::DeviceRef;
 using model::InputDecision;
 using model::InputDrop;
 using model::Interface;

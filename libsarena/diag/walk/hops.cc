@@ -1,4 +1,4 @@
-// Locations (NodeWhere, PodWhere, HopId), graph helpers (AddHop, InfoOnce, Need) and the
+// Locations (HopId; the namespaces themselves are model::Topology's), graph helpers (AddHop, InfoOnce, Need) and the
 // branch fan-out (Fan, Enter, BranchHop, Join: a FATAL in some but not all branches is reported
 // as CRITICAL).
 #include "libsarena/diag/walk/walker.h"
@@ -16,39 +16,6 @@ std::string Tuple(const Packet& p) {
 
 // ------------------------------------------------------------------------------------------
 // Locations.
-
-absl::StatusOr<Where> Walker::NodeWhere(absl::string_view node) {
-  Where w;
-  w.node_name = std::string(node);
-  auto st = snap_.Node(node);
-  if (st.ok()) {
-    w.node = *st;
-    w.ns = *st;
-    return w;
-  }
-  if (absl::IsNotFound(st.status())) return w;  // ns == nullptr: not in the snapshot
-  return st.status();
-}
-
-absl::StatusOr<Where> Walker::PodWhere(const model::Pod& pod) {
-  Where w;
-  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(pod.node_name));
-  w.node = node.node;
-  w.node_name = pod.node_name;
-  w.pod = &pod;
-  if (pod.host_network) {
-    w.pod = nullptr;
-    w.ns = node.node;
-    return w;
-  }
-  auto st = snap_.PodNetns(pod.namespace_, pod.name, pod.node_name);
-  if (st.ok()) {
-    w.ns = *st;
-  } else if (!absl::IsNotFound(st.status())) {
-    return st.status();
-  }
-  return w;
-}
 
 std::string Walker::HopId(const Where& w, bool reply) const {
   std::string id = w.in_pod() ? w.pod->Key() : w.node_name;

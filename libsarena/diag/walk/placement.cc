@@ -40,7 +40,7 @@ absl::StatusOr<net::Ipv4> Walker::ResolveDestination() {
   const Query& q = query_;
   switch (q.dst.kind) {
     case EndpointSpec::Kind::kPod: {
-      const model::Pod* p = FindPodAnywhere(q.dst.namespace_, q.dst.name);
+      const model::Pod* p = topo_.FindPod(q.dst.namespace_, q.dst.name);
       if (!p) {
         return absl::NotFoundError(absl::StrCat("unknown destination pod ", q.dst.namespace_, "/",
                                                 q.dst.name, " (not in cluster/pods.json)"));
@@ -67,8 +67,8 @@ absl::StatusOr<net::Ipv4> Walker::NodeDestination(const std::string& name) {
   const model::Node* n = cluster_.FindNode(name);
   std::optional<net::Ipv4> ip = n ? n->PrimaryIp() : std::nullopt;
   if (!ip && snap_.HasNodeDir(name)) {
-    SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
-    if (const Interface* i = PrimaryInterface(w); i && i->PrimaryAddress()) {
+    SARENA_ASSIGN_OR_RETURN(Where w, topo_.NodeRef(name));
+    if (const Interface* i = topo_.PrimaryInterface(w); i && i->PrimaryAddress()) {
       ip = i->PrimaryAddress()->local;
     }
     // No Node object and no default route (a live collect of a node whose only address
@@ -115,7 +115,7 @@ absl::StatusOr<Next> Walker::StartFromNode(absl::string_view name, Flight f, Bra
     return absl::NotFoundError(absl::StrCat("source node ", name, " has no directory nodes/",
                                             name, " in the snapshot: nothing to trace from"));
   }
-  SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(name));
+  SARENA_ASSIGN_OR_RETURN(Where w, topo_.NodeRef(name));
   client_where_ = w;
   return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
 }
@@ -123,7 +123,7 @@ absl::StatusOr<Next> Walker::StartFromNode(absl::string_view name, Flight f, Bra
 // A pod source: its podIP from its netns (a hostNetwork pod sends from its node).
 absl::StatusOr<Next> Walker::StartFromPod(Flight f, Branch br) {
   const Query& q = query_;
-  const model::Pod* p = FindPodAnywhere(q.src.namespace_, q.src.name);
+  const model::Pod* p = topo_.FindPod(q.src.namespace_, q.src.name);
   if (!p) {
     return absl::NotFoundError(absl::StrCat("unknown source pod ", q.src.namespace_, "/",
                                             q.src.name, " (not in cluster/pods.json)"));
@@ -147,7 +147,7 @@ absl::StatusOr<Next> Walker::StartFromPod(Flight f, Branch br) {
   }
   f.pkt.src = *p->pod_ip;
   client_packet_ = f.pkt;
-  SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
+  SARENA_ASSIGN_OR_RETURN(Where w, topo_.PodRef(*p));
   client_where_ = w;
   return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
 }
@@ -162,21 +162,21 @@ absl::StatusOr<Next> Walker::StartFromIp(const net::Ipv4& ip, Flight f, Branch b
     }
     f.pkt.src = ip;
     client_packet_ = f.pkt;
-    SARENA_ASSIGN_OR_RETURN(Where w, PodWhere(*p));
+    SARENA_ASSIGN_OR_RETURN(Where w, topo_.PodRef(*p));
     client_where_ = w;
     return Then(OriginateStep{w, std::move(f), std::move(br), Prev{}});
   }
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, OwnerOf(ip));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> o, topo_.OwnerOf(ip));
   if (o) {
-    if (!o->where.ns) {
+    if (!o->netns.ns) {
       return absl::NotFoundError(absl::StrCat("source ", ip.to_string(), " is node ",
-                                              o->where.node_name,
+                                              o->netns.node_name,
                                               " which has no directory in the snapshot"));
     }
     f.pkt.src = ip;
     client_packet_ = f.pkt;
-    client_where_ = o->where;
-    return Then(OriginateStep{o->where, std::move(f), std::move(br), Prev{}});
+    client_where_ = o->netns;
+    return Then(OriginateStep{o->netns, std::move(f), std::move(br), Prev{}});
   }
   return EnterFromOutside(ip, std::move(f), std::move(br));
 }
@@ -187,12 +187,12 @@ absl::StatusOr<Next> Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Bra
   f.pkt.src = ip;
   client_packet_ = f.pkt;
   client_external_ = true;
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> entry, OwnerOf(dst));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> entry, topo_.OwnerOf(dst));
   std::string note;
   if (!entry) {
     SARENA_ASSIGN_OR_RETURN(entry, AssumedEntry(dst, f.pkt.dport, &note));
   }
-  if (!entry || !entry->where.ns) {
+  if (!entry || !entry->netns.ns) {
     return absl::InvalidArgumentError(absl::StrCat("cannot place source ", ip.to_string(),
                                                    ": it is neither a pod nor a node, and the "
                                                    "destination ",
@@ -205,21 +205,21 @@ absl::StatusOr<Next> Walker::EnterFromOutside(const net::Ipv4& ip, Flight f, Bra
   h.packet = f.pkt;
   Vertex v = AddHop(std::move(h), Prev{});
   if (!note.empty()) Suspect(v, Level::kInfo, "external_source", note);
-  return Then(ReceiveStep{entry->where, entry->ifname, f, br, Prev{v, "underlay"}});
+  return Then(ReceiveStep{entry->netns, entry->ifname, f, br, Prev{v, "underlay"}});
 }
 
 // Where traffic from outside for `dst` (no namespace of the snapshot owns it) is assumed to
 // enter: a pod's node (the network routes pod addresses), or for a Service address a node
 // that a load balancer would pick (externalTrafficPolicy Local: one with a ready endpoint).
 // `note` says what was assumed. nullopt: nowhere.
-absl::StatusOr<std::optional<Walker::Owner>> Walker::AssumedEntry(const net::Ipv4& dst,
+absl::StatusOr<std::optional<DeviceRef>> Walker::AssumedEntry(const net::Ipv4& dst,
                                                                   uint16_t dport,
                                                                   std::string* note) {
-  std::optional<Owner> entry;
+  std::optional<DeviceRef> entry;
   if (const model::Pod* p = cluster_.FindPodByIp(dst); p && !p->host_network) {
-    SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(p->node_name));
-    const Interface* i = PrimaryInterface(w);
-    entry = Owner{w, i ? i->name : ""};
+    SARENA_ASSIGN_OR_RETURN(Where w, topo_.NodeRef(p->node_name));
+    const Interface* i = topo_.PrimaryInterface(w);
+    entry = DeviceRef{w, i ? i->name : ""};
     *note = absl::StrCat("assumed: the network routes pod ", p->Key(), " to its node ",
                          p->node_name);
     return entry;
@@ -239,10 +239,10 @@ absl::StatusOr<std::optional<Walker::Owner>> Walker::AssumedEntry(const net::Ipv
   for (const std::string& n : snap_.node_names()) candidates.push_back(n);
   for (const std::string& n : candidates) {
     if (!snap_.HasNodeDir(n)) continue;
-    SARENA_ASSIGN_OR_RETURN(Where w, NodeWhere(n));
+    SARENA_ASSIGN_OR_RETURN(Where w, topo_.NodeRef(n));
     if (!w.ns) continue;
-    const Interface* i = PrimaryInterface(w);
-    entry = Owner{w, i ? i->name : ""};
+    const Interface* i = topo_.PrimaryInterface(w);
+    entry = DeviceRef{w, i ? i->name : ""};
     *note = absl::StrCat("assumed: traffic for Service address ", dst.to_string(),
                          " arrives on node ", n);
     break;

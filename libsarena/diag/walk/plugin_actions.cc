@@ -51,7 +51,7 @@ absl::StatusOr<std::optional<Next>> Walker::HandlePluginAction(const Where& w, V
       }
       if (ttl_expires()) return Done();
       graph_.hop(v).packet = f.pkt;
-      SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*a.pod));
+      SARENA_ASSIGN_OR_RETURN(Where pw, topo_.PodRef(*a.pod));
       const Interface* host = nullptr;
       if (pw.ns) {
         // The host-side device for the hop's oif: the veth whose peer is the pod's ifname.
@@ -68,7 +68,7 @@ absl::StatusOr<std::optional<Next>> Walker::HandlePluginAction(const Where& w, V
 }
 
 absl::StatusOr<Next> Walker::DeliverToPod(DeliverToPodStep& s) {
-  SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*s.pod));
+  SARENA_ASSIGN_OR_RETURN(Where pw, topo_.PodRef(*s.pod));
   if (s.action.at_target.empty() && !s.action.drop_at_target) {
     return Then(ReceiveStep{pw, s.ifname, std::move(s.f), std::move(s.br), s.prev});
   }

@@ -81,7 +81,7 @@ void Walker::ReportRouteError(Vertex v, const RouteResult& r, const Packet& p,
     if (d == nullptr && !w->in_pod() && !r.route && r.error == ENETUNREACH) {
       // No table routes dst at all and the node's primary (underlay) device is down: its routes
       // (remote pod blocks, the default route) went with it when it went down.
-      const Interface* primary = PrimaryInterface(*w);
+      const Interface* primary = topo_.PrimaryInterface(*w);
       if (primary && !primary->loopback && (!primary->admin_up || !primary->CanTransmit())) {
         d = primary;
       }

@@ -35,7 +35,7 @@ absl::StatusOr<Next> Walker::Originate(OriginateStep& s) {
     Suspect(v, Level::kInfo, "file_missing",
             absl::StrCat("cannot check the pod's own routes: directory nodes/", s.w.node_name,
                          "/pods/", s.w.pod->namespace_, "/", s.w.pod->name, " missing"));
-    SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(s.w.node_name));
+    SARENA_ASSIGN_OR_RETURN(Where node, topo_.NodeRef(s.w.node_name));
     std::string iif;
     if (node.ns) {
       model::Flow fl;

@@ -100,7 +100,7 @@ absl::StatusOr<Next> Walker::VethPeer(LinkStep& s) {
 
 absl::StatusOr<Next> Walker::VethToNode(LinkStep& s) {
   // Pod -> node: the node-side device is the one with ifindex == our link_index.
-  SARENA_ASSIGN_OR_RETURN(Where node, NodeWhere(s.w.node_name));
+  SARENA_ASSIGN_OR_RETURN(Where node, topo_.NodeRef(s.w.node_name));
   std::string iif;
   if (node.ns && s.oif->link_index) {
     if (const Interface* hi = node.ns->netstack.FindInterfaceByIndex(*s.oif->link_index)) {
@@ -157,35 +157,35 @@ absl::StatusOr<std::optional<Next>> Walker::VethPeerByIfindex(const Where& w, Ve
     if (!pi || pi->kind != "veth" || (pi->link_index && *pi->link_index != oif.ifindex)) {
       continue;
     }
-    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*p));
+    SARENA_ASSIGN_OR_RETURN(Where pw, topo_.PodRef(*p));
     if (!CrossVeth(w, v, oif, pw, *pi, nexthop, f)) return Done();
     return Then(ReceiveStep{pw, pi->name, std::move(f), std::move(br),
                             Prev{v, absl::StrCat("veth ", oif.name, " -> ", pi->name)}});
   }
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> o, PodByIfindex(w, *oif.link_index, oif.ifindex));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> o, topo_.PodByIfindex(w, *oif.link_index, oif.ifindex));
   if (o) {
-    if (const Interface* pi = o->where.ns->netstack.FindInterface(o->ifname)) {
-      if (!CrossVeth(w, v, oif, o->where, *pi, nexthop, f)) return Done();
+    if (const Interface* pi = o->netns.ns->netstack.FindInterface(o->ifname)) {
+      if (!CrossVeth(w, v, oif, o->netns, *pi, nexthop, f)) return Done();
     }
-    return Then(ReceiveStep{o->where, o->ifname, std::move(f), std::move(br),
+    return Then(ReceiveStep{o->netns, o->ifname, std::move(f), std::move(br),
                             Prev{v, absl::StrCat("veth ", oif.name, " -> ", o->ifname)}});
   }
   // A veth cable to another node (nodes simulated as namespaces joined by veths); the next
   // hop must resolve there (CrossVeth).
-  SARENA_ASSIGN_OR_RETURN(std::optional<Owner> peer, NodeVethPeer(w, oif, nexthop));
+  SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> peer, topo_.NodeVethPeer(w, oif, nexthop));
   if (!peer) return std::nullopt;
-  const Interface* pif = peer->where.ns->netstack.FindInterface(peer->ifname);
-  if (pif && !CrossVeth(w, v, oif, peer->where, *pif, nexthop, f)) return Done();
-  return Then(ReceiveStep{peer->where, peer->ifname, std::move(f), std::move(br),
+  const Interface* pif = peer->netns.ns->netstack.FindInterface(peer->ifname);
+  if (pif && !CrossVeth(w, v, oif, peer->netns, *pif, nexthop, f)) return Done();
+  return Then(ReceiveStep{peer->netns, peer->ifname, std::move(f), std::move(br),
                           Prev{v, absl::StrCat("veth ", oif.name, " -> ", peer->ifname, " (",
-                                               peer->where.node_name, ")")}});
+                                               peer->netns.node_name, ")")}});
 }
 
 absl::StatusOr<Next> Walker::VethPeerByAddress(LinkStep& s) {
   const model::Pod* pod = cluster_.FindPodByIp(s.nexthop);
   if (!pod) pod = cluster_.FindPodByIp(s.f.pkt.dst);
   if (pod && !pod->host_network && pod->node_name == s.w.node_name) {
-    SARENA_ASSIGN_OR_RETURN(Where pw, PodWhere(*pod));
+    SARENA_ASSIGN_OR_RETURN(Where pw, topo_.PodRef(*pod));
     return Then(ReceiveStep{pw, "eth0", std::move(s.f), std::move(s.br),
                             Prev{s.v, absl::StrCat("veth ", s.oif->name, " (peer by address)")}});
   }
@@ -193,10 +193,10 @@ absl::StatusOr<Next> Walker::VethPeerByAddress(LinkStep& s) {
   // its destination) is a host of the snapshot: the veth is a cable into an L2 segment the
   // snapshot does not hold (e.g. an underlay bridge namespace); follow the address.
   {
-    SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_nexthop, OwnerOf(s.nexthop));
+    SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> by_nexthop, topo_.OwnerOf(s.nexthop));
     bool known = by_nexthop.has_value();
     if (!known && s.f.outer) {
-      SARENA_ASSIGN_OR_RETURN(std::optional<Owner> by_outer, OwnerOf(s.f.outer->dst));
+      SARENA_ASSIGN_OR_RETURN(std::optional<DeviceRef> by_outer, topo_.OwnerOf(s.f.outer->dst));
       known = by_outer.has_value();
     }
     if (known) {
@@ -207,7 +207,7 @@ absl::StatusOr<Next> Walker::VethPeerByAddress(LinkStep& s) {
   }
   // A kind / k3d node's uplink: eth0 is a veth into the Docker host's bridge network, which is
   // outside the cluster. Leaving through it is leaving the cluster (Underlay -> External).
-  SARENA_ASSIGN_OR_RETURN(bool uplink, IsUplink(s.w, *s.oif));
+  SARENA_ASSIGN_OR_RETURN(bool uplink, topo_.IsUplink(s.w, *s.oif));
   if (uplink) {
     // Bound before f is moved into the call (argument evaluation order is unspecified).
     std::string label = absl::StrCat(

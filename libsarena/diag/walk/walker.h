@@ -28,6 +28,7 @@
 #include "libsarena/model/arp.h"
 #include "libsarena/model/neigh.h"
 #include "libsarena/model/service_match.h"
+#include "libsarena/model/topology.h"
 #include "libsarena/model/tunnel.h"
 
 namespace sarena::diag::internal {
@@ -35,12 +36,15 @@ namespace sarena::diag::internal {
 class Walker {
  public:
   Walker(const model::Snapshot& snap, const Query& query, Plugin& plugin, const TraceOptions& opts)
-      : snap_(snap), cluster_(snap.cluster()), query_(query), plugin_(plugin), opts_(opts) {
+      : snap_(snap),
+        cluster_(snap.cluster()),
+        topo_(snap),
+        query_(query),
+        plugin_(plugin),
+        opts_(opts) {
     pctx_.snapshot = &snap_;
     pctx_.cluster = &cluster_;
-    pctx_.find_pod = [this](const std::string& ns, const std::string& name) {
-      return FindPodAnywhere(ns, name);
-    };
+    pctx_.topology = &topo_;
     pctx_.graph = &graph_;
     pctx_.query = &query_;
     pctx_.branch_seen = &branch_seen_;
@@ -55,8 +59,6 @@ class Walker {
 
  private:
   // ---- locations ----
-  absl::StatusOr<Where> NodeWhere(absl::string_view node);
-  absl::StatusOr<Where> PodWhere(const model::Pod& pod);
   std::string HopId(const Where& w, bool reply) const;
 
   // ---- graph helpers ----
@@ -79,9 +81,8 @@ class Walker {
   absl::StatusOr<Next> StartFromPod(Flight f, Branch br);
   absl::StatusOr<Next> StartFromIp(const net::Ipv4& ip, Flight f, Branch br);
   absl::StatusOr<Next> EnterFromOutside(const net::Ipv4& ip, Flight f, Branch br);
-  struct Owner;
-  absl::StatusOr<std::optional<Owner>> AssumedEntry(const net::Ipv4& dst, uint16_t dport,
-                                                    std::string* note);
+  absl::StatusOr<std::optional<DeviceRef>> AssumedEntry(const net::Ipv4& dst, uint16_t dport,
+                                                        std::string* note);
 
   // ---- the loop (loop.cc) ----
   // Runs `first` and every step it leads to, depth-first, from a stack of steps.
@@ -324,31 +325,10 @@ class Walker {
   void NotePolicyRoute(Vertex v, const RouteResult& r);
   void CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
                      const std::optional<net::Ipv4>& gateway);
-  struct Owner {
-    Where where;
-    std::string ifname;
-  };
-  absl::StatusOr<std::optional<Owner>> OwnerOf(const net::Ipv4& ip);
-  absl::StatusOr<std::optional<Owner>> PodByIfindex(const Where& node, int ifindex,
-                                                    int peer_ifindex);
-  // The other end of a veth "cable" from node `w` to another node's netns. ifindexes are per
-  // netns, so a candidate is matched by the (ifindex, peer ifindex) pair and must not lead into
-  // one of its own node's pods (VethPeerIsPod); nullopt when no node holds the other end.
-  absl::StatusOr<std::optional<Owner>> NodeVethPeer(const Where& w, const Interface& oif,
-                                                    const net::Ipv4& nexthop);
   // NodeVethPeer found no node holding the other end of veth `oif`, but a node of the snapshot
   // has no link data and may hold it: that node's file is Needed (kEnd) and true returned, so
   // the veth is not taken for an uplink out of the cluster by absence.
   absl::StatusOr<bool> VethPeerMayBeUnlisted(const Where& w, Vertex v, const Interface& oif);
-  // True when the veth `veth` of node `node` leads into one of that node's pods: its peer is a
-  // pod's eth0 by the ifindex pair, or another veth with the same link-netnsid does (one peer
-  // netns id names one namespace).
-  absl::StatusOr<bool> VethPeerIsPod(const Where& node, const Interface& veth);
-  // True when `oif` is node `w`'s uplink and a veth whose other end no namespace of the snapshot
-  // holds (a kind / k3d node: eth0's peer is in the Docker host's bridge network): the way out
-  // of the cluster, not an unknown namespace. The uplink is the device with the node's address
-  // (PrimaryInterface) or of its default route.
-  absl::StatusOr<bool> IsUplink(const Where& w, const Interface& oif);
   // INFO router on a hop in a snapshot namespace that nodes.json does not list.
   void NoteRouter(const Where& w, Vertex v);
   // Leaving the cluster through a veth uplink: INFO cluster_exit, and a FATAL
@@ -360,14 +340,9 @@ class Walker {
   // packet died here (the FATAL is added to `v`).
   bool CrossVeth(const Where& w, Vertex v, const Interface& oif, const Where& peer,
                  const Interface& pif, const net::Ipv4& nexthop, Flight& f);
-  // Pods of `node`: the cluster's, plus pod directories of the snapshot that pods.json lacks
-  // (a collect without kubectl data), synthesized from their netns.
-  const std::vector<const model::Pod*>& PodsOn(const std::string& node);
-  const model::Pod* FindPodAnywhere(const std::string& ns, const std::string& name);
   // pod_ip_duplicate at `v` (a hop in pod `w.pod`) when the packet's destination is the address
   // of more than one live pod: FATAL when the query named another of them, else WARNING.
   void NoteSharedPodIp(const Where& w, Vertex v, const Flight& f);
-  const Interface* PrimaryInterface(const Where& node);
 
   // ---- fan-out (hops.cc) ----
   // The steps of a fan-out: each branch (its first step) after an Enter step that gives it the
@@ -398,6 +373,8 @@ class Walker {
 
   const model::Snapshot& snap_;
   const model::Cluster& cluster_;
+  // Whose namespace is which, who owns an address, a node's pods, veth ends (model/topology.h).
+  model::Topology topo_;
   const Query& query_;
   Plugin& plugin_;
   TraceOptions opts_;
@@ -414,8 +391,6 @@ class Walker {
   std::vector<std::vector<Vertex>*> collectors_;
   // The request as the client sent it (after source selection), for reply verification.
   std::optional<Packet> client_packet_;
-  std::deque<model::Pod> synthetic_pods_;
-  absl::flat_hash_map<std::string, std::vector<const model::Pod*>> pods_on_;
   Where client_where_;
   bool client_external_ = false;
   // Size of the client's first packet (its route MTU, or --size): a TCP server's segments are
