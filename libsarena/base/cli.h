@@ -159,11 +159,6 @@ absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
                                     const std::vector<CommandSpec>& commands,
                                     absl::string_view program);
 
-/// The executables' entry: --help / --version print HelpText / VersionText on stdout and exit 0;
-/// a flag error prints "<name>: <message> (see --help)" on stderr and exits 2; otherwise returns
-/// the positional arguments (ParseProgramFlags).
-std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc);
-
 /// A text table whose columns are as wide as their widest cell (nothing is ever truncated),
 /// separated by two spaces; the last column is not padded.
 class TextTable {
