@@ -394,6 +394,17 @@ bool AsksForJsonOutput(const std::vector<std::string>& args) {
   return json;
 }
 
+absl::Status CheckOutputFormat(absl::string_view typed, absl::string_view value,
+                               const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  std::string expected;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    absl::StrAppend(&expected, i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ", allowed[i]);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid ", typed, " '", value, "': expected ", expected));
+}
+
 absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
                                     const std::vector<CommandSpec>& commands,
                                     absl::string_view program) {

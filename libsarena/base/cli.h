@@ -140,6 +140,12 @@ absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& a
 /// in the requested shape before (or although) the flags parsed.
 bool AsksForJsonOutput(const std::vector<std::string>& args);
 
+/// `value` of an output flag (`typed` as typed: "-o", "--output") checked against the formats
+/// the program or command prints, `allowed` in order. Error (kInvalidArgument): "invalid -o
+/// 'yaml': expected text, json or dot". The one wording of a bad -o in every executable.
+absl::Status CheckOutputFormat(absl::string_view typed, absl::string_view value,
+                               const std::vector<std::string>& allowed);
+
 /// One command of a program that takes command words and at most one argument: words
 /// "endpoint get", arg "ID" (arg "" = takes no argument).
 struct CommandSpec {

@@ -130,8 +130,8 @@ TEST(SarenadFlags, FlagErrorsInTextAreOneLineOnStderr) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
     EXPECT_THAT(
-        r.err, HasSubstr(std::string(bad) == "-o yaml" ? "invalid -o 'yaml': text or json"
-                                                       : "invalid --output 'table': text or json"));
+        r.err, HasSubstr(std::string(bad) == "-o yaml" ? "invalid -o 'yaml': expected text or json"
+                                                       : "invalid --output 'table': expected text or json"));
   }
 }
 

@@ -191,10 +191,8 @@ const sarena::ProgramDoc& Doc() {
 absl::Status CheckOutputFlags() {
   for (const auto& [flag, typed] :
        {std::pair{&FLAGS_o, "-o"}, std::pair{&FLAGS_output, "--output"}}) {
-    if (const std::string v = absl::GetFlag(*flag); v != "text" && v != "json") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid ", typed, " '", v, "': text or json"));
-    }
+    absl::Status st = sarena::CheckOutputFormat(typed, absl::GetFlag(*flag), {"text", "json"});
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }
