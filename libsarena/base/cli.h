@@ -1,11 +1,17 @@
 // Command-line helpers shared by the executables (sarenad, sarena, sarena-diag, sarena-cni):
-// flag parsing with dashed flag names, one --help/--version printer, and text tables.
+// one --help/--version printer (HelpText over a ProgramDoc), two flag parsers over one token
+// scan, command matching, and text tables. Nothing here prints an error: a failure is reported
+// by rpc::ReportCliError (libsarena/rpc/cli_output.h), text or the -o json object.
 //
-// Flags are Abseil flags (ABSL_FLAG(type, pod_cidr, ...)) but are typed and documented with
-// dashes (--pod-cidr): the identifier's '_' is '-' on the command line and in --help. A
-// program's flags are the ABSL_FLAGs defined in its own sources (ProgramDoc::flag_sources) and
-// in libsarena/, never Abseil's own (--flagfile, --helpfull, ...), plus any documented in
-// ProgramDoc::extra_flags (for a program with its own parser, e.g. sarena-diag).
+// The two parsers (docs/architecture.md "The command lines"):
+//  - ParseProgramFlags: Abseil flags (ABSL_FLAG(type, pod_cidr, ...)), typed and documented with
+//    dashes (--pod-cidr): the identifier's '_' is '-' on the command line and in --help. A
+//    program's flags are the ABSL_FLAGs defined in its own sources (ProgramDoc::flag_sources) and
+//    in libsarena/, never Abseil's own (--flagfile, --helpfull, ...). sarenad and sarena: one
+//    process-wide set of flags each.
+//  - ParseFlagTable: a table of FlagDocs (documented as ProgramDoc::extra_flags), for a program
+//    whose commands each take their own set and repeat flags, which process-global Abseil flags
+//    cannot express: sarena-diag.
 #ifndef LIBSARENA_BASE_CLI_H_
 #define LIBSARENA_BASE_CLI_H_
 
