@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -395,6 +394,17 @@ bool AsksForJsonOutput(const std::vector<std::string>& args) {
   return json;
 }
 
+absl::Status CheckOutputFormat(absl::string_view typed, absl::string_view value,
+                               const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  std::string expected;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    absl::StrAppend(&expected, i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ", allowed[i]);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid ", typed, " '", value, "': expected ", expected));
+}
+
 absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
                                     const std::vector<CommandSpec>& commands,
                                     absl::string_view program) {
@@ -440,18 +450,6 @@ absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown command '", absl::StrJoin(positional, " "), "'", tail));
-}
-
-std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc) {
-  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-  if (PrintHelpIfAsked(args, doc)) std::exit(0);
-  absl::StatusOr<std::vector<std::string>> positional = ParseProgramFlags(args, doc);
-  if (!positional.ok()) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", doc.name.c_str(),
-                 std::string(positional.status().message()).c_str());
-    std::exit(2);
-  }
-  return *std::move(positional);
 }
 
 TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_aligned)

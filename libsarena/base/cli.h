@@ -1,11 +1,17 @@
 // Command-line helpers shared by the executables (sarenad, sarena, sarena-diag, sarena-cni):
-// flag parsing with dashed flag names, one --help/--version printer, and text tables.
+// one --help/--version printer (HelpText over a ProgramDoc), two flag parsers over one token
+// scan, command matching, and text tables. Nothing here prints an error: a failure is reported
+// by rpc::ReportCliError (libsarena/rpc/cli_output.h), text or the -o json object.
 //
-// Flags are Abseil flags (ABSL_FLAG(type, pod_cidr, ...)) but are typed and documented with
-// dashes (--pod-cidr): the identifier's '_' is '-' on the command line and in --help. A
-// program's flags are the ABSL_FLAGs defined in its own sources (ProgramDoc::flag_sources) and
-// in libsarena/, never Abseil's own (--flagfile, --helpfull, ...), plus any documented in
-// ProgramDoc::extra_flags (for a program with its own parser, e.g. sarena-diag).
+// The two parsers (docs/architecture.md "The command lines"):
+//  - ParseProgramFlags: Abseil flags (ABSL_FLAG(type, pod_cidr, ...)), typed and documented with
+//    dashes (--pod-cidr): the identifier's '_' is '-' on the command line and in --help. A
+//    program's flags are the ABSL_FLAGs defined in its own sources (ProgramDoc::flag_sources) and
+//    in libsarena/, never Abseil's own (--flagfile, --helpfull, ...). sarenad and sarena: one
+//    process-wide set of flags each.
+//  - ParseFlagTable: a table of FlagDocs (documented as ProgramDoc::extra_flags), for a program
+//    whose commands each take their own set and repeat flags, which process-global Abseil flags
+//    cannot express: sarena-diag.
 #ifndef LIBSARENA_BASE_CLI_H_
 #define LIBSARENA_BASE_CLI_H_
 
@@ -140,6 +146,12 @@ absl::StatusOr<ParsedFlagTable> ParseFlagTable(const std::vector<std::string>& a
 /// in the requested shape before (or although) the flags parsed.
 bool AsksForJsonOutput(const std::vector<std::string>& args);
 
+/// `value` of an output flag (`typed` as typed: "-o", "--output") checked against the formats
+/// the program or command prints, `allowed` in order. Error (kInvalidArgument): "invalid -o
+/// 'yaml': expected text, json or dot". The one wording of a bad -o in every executable.
+absl::Status CheckOutputFormat(absl::string_view typed, absl::string_view value,
+                               const std::vector<std::string>& allowed);
+
 /// One command of a program that takes command words and at most one argument: words
 /// "endpoint get", arg "ID" (arg "" = takes no argument).
 struct CommandSpec {
@@ -158,11 +170,6 @@ struct CommandSpec {
 absl::StatusOr<size_t> MatchCommand(const std::vector<std::string>& positional,
                                     const std::vector<CommandSpec>& commands,
                                     absl::string_view program);
-
-/// The executables' entry: --help / --version print HelpText / VersionText on stdout and exit 0;
-/// a flag error prints "<name>: <message> (see --help)" on stderr and exits 2; otherwise returns
-/// the positional arguments (ParseProgramFlags).
-std::vector<std::string> ParseCommandLineOrExit(int argc, char** argv, const ProgramDoc& doc);
 
 /// A text table whose columns are as wide as their widest cell (nothing is ever truncated),
 /// separated by two spaces; the last column is not padded.

@@ -210,13 +210,8 @@ std::string CommandArgs::Unknown(const std::vector<std::string>& known) const {
 absl::StatusOr<std::string> CommandArgs::OutputFormat(
     const std::string& def, const std::vector<std::string>& allowed) const {
   std::string format = Get("o", Get("output", def));
-  if (absl::c_linear_search(allowed, format)) return format;
-  std::string expected;
-  for (size_t i = 0; i < allowed.size(); ++i) {
-    absl::StrAppend(&expected, i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ", allowed[i]);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid -o '", format, "': expected ", expected));
+  if (absl::Status st = CheckOutputFormat("-o", format, allowed); !st.ok()) return st;
+  return format;
 }
 
 absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {

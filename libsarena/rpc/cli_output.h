@@ -1,7 +1,8 @@
 // What the `sarena` CLI prints from sarenad's answers: the -o json rendering of its messages
-// (protobuf's JSON mapping), the one JSON error object of -o json mode (sarena and sarena-diag
-// report failures through ReportCliError), and the lookup of one endpoint for `sarena endpoint
-// get ID`; CommandOutput, the result and failure printer of sarena-diag's commands.
+// (protobuf's JSON mapping), the one JSON error object of -o json mode (sarena, sarena-diag and
+// sarenad report failures through ReportCliError), and the lookup of one endpoint for `sarena
+// endpoint get ID`; CommandOutput, the result and failure printer of sarena-diag's commands and
+// sarenad's failure report.
 #ifndef LIBSARENA_RPC_CLI_OUTPUT_H_
 #define LIBSARENA_RPC_CLI_OUTPUT_H_
 
@@ -31,7 +32,7 @@ std::string MessageToText(const google::protobuf::Message& message);
 /// NOT_FOUND>", "message": "<status message>"} (v1::CliError).
 v1::CliError CliErrorOf(const absl::Status& status);
 
-/// How sarena and sarena-diag report a failed command (the one error shape of -o json): with
+/// How sarena, sarena-diag and sarenad report a failure (the one error shape of -o json): with
 /// `json` (the command line asked for -o json), MessageToJson(CliErrorOf(status)) on stdout,
 /// i.e. {"code": "<absl::StatusCode name>", "message": "<status message>"}, and nothing on
 /// stderr (so `... -o json | jq` always reads JSON); otherwise "<program>: <status message>"
@@ -41,7 +42,7 @@ int ReportCliError(absl::string_view program, const absl::Status& status, bool j
 
 /// How one command of a sarena executable that parses its own flags (sarena-diag,
 /// sarena-diag-live) writes its result and reports a failure, in the one shape ReportCliError
-/// prints. Cheap to copy; holds no stream.
+/// prints; also how sarenad reports the failure that ends it. Cheap to copy; holds no stream.
 class CommandOutput {
  public:
   /// For the program `doc` describes, run with `argc`/`argv` (main's): messages are prefixed with

@@ -225,6 +225,19 @@ TEST(CliFlagTable, AsksForJsonOutput) {
   EXPECT_FALSE(AsksForJsonOutput({"-o"}));
 }
 
+// One wording of a bad -o for sarena, sarenad and sarena-diag.
+TEST(CliFlagTable, CheckOutputFormat) {
+  EXPECT_TRUE(CheckOutputFormat("-o", "json", {"text", "json"}).ok());
+  EXPECT_EQ(CheckOutputFormat("-o", "yaml", {"text", "json", "dot"}),
+            absl::InvalidArgumentError("invalid -o 'yaml': expected text, json or dot"));
+  EXPECT_EQ(CheckOutputFormat("--output", "", {"table", "json"}),
+            absl::InvalidArgumentError("invalid --output '': expected table or json"));
+  // The executables say it so (sarenad's in unit SarenadFlags, sarena-diag's in DiagCli).
+  auto r = testing::Run(absl::StrCat(testing::BinaryDir(), "/tools/sarena -o yaml status"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "sarena: invalid -o 'yaml': expected table or json\n");
+}
+
 // The real `sarena` binary: a command whose argument is missing says which argument (it used
 // to say "unknown command"); nothing here reaches sarenad (the usage error comes first).
 testing::CommandResult RunSarena(absl::string_view args) {

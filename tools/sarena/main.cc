@@ -430,11 +430,11 @@ int main(int argc, char** argv) {
         kExitUsage);
   }
   const std::vector<std::string>& cmd = *parsed;
-  if (!JsonOutput() && absl::GetFlag(FLAGS_o) != "table") {
-    const std::string o = absl::GetFlag(FLAGS_o);
+  if (absl::Status st =
+          sarena::CheckOutputFormat("-o", absl::GetFlag(FLAGS_o), {"table", "json"});
+      !st.ok()) {
     absl::SetFlag(&FLAGS_o, "table");
-    return Fail(absl::InvalidArgumentError(absl::StrCat("invalid -o '", o, "': table or json")),
-                kExitUsage);
+    return Fail(st, kExitUsage);
   }
   std::vector<sarena::CommandSpec> specs;
   for (const Command& c : Commands()) specs.push_back(c.spec);

@@ -1,6 +1,8 @@
 // sarenad: the node daemon. Owns the eBPF datapath, the host device, IPAM and the endpoint
 // table; serves sarena-cni and the sarena CLI on a unix socket. Runs in the foreground and logs
-// to stderr. Thin: flags -> libsarena -> serve.
+// to stderr. Thin: flags -> libsarena -> serve. A failure that ends it is reported once, as
+// sarena's and sarena-diag's are (rpc::CommandOutput): "sarenad: <message>" on stderr, or with
+// -o json one {"code", "message"} object on stdout.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include "libsarena/daemon/metrics_node.h"
 #include "libsarena/daemon/metrics_server.h"
 #include "libsarena/daemon/server.h"
+#include "libsarena/rpc/cli_output.h"
 
 ABSL_FLAG(std::string, pod_cidr, "", "This node's pod CIDR, e.g. 10.244.1.0/24 (required)");
 ABSL_FLAG(std::string, node_ip, "",
@@ -72,15 +75,18 @@ ABSL_FLAG(absl::Duration, io_timeout, absl::Seconds(30),
 ABSL_FLAG(std::string, metrics_address, "",
           "Serve Prometheus metrics (GET /metrics) on this TCP address: 127.0.0.1:9964, "
           "[::1]:9964 or :9964 (every address); empty = off (docs/metrics.md)");
+ABSL_FLAG(std::string, o, "text",
+          "How a failure that ends sarenad (a bad flag included) is reported, once, at exit: "
+          "text: \"sarenad: <message>\" on stderr; json: one {\"code\", \"message\"} object "
+          "(sarena.rpc.v1.CliError, as sarena -o json prints it) on stdout, the only thing "
+          "sarenad writes there. Logs go to stderr either way.");
+ABSL_FLAG(std::string, output, "text", "Same as -o (the last of the two given wins).");
 
 namespace {
 
 // Exit status: 2 for a bad flag or flag value (kInvalidArgument, e.g. --node-ip outside or at
 // the edge of --pod-cidr), 1 for any other failure (kernel, state directory, bpffs).
-int Fail(const absl::Status& st) {
-  sarena::Log(sarena::LogLevel::kError, st.ToString());
-  return absl::IsInvalidArgument(st) ? 2 : 1;
-}
+int ExitStatusOf(const absl::Status& st) { return absl::IsInvalidArgument(st) ? 2 : 1; }
 
 // The cluster flags, checked, as ClusterNode options (finds the uplink).
 absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> MakeCluster() {
@@ -169,23 +175,42 @@ const sarena::ProgramDoc& Doc() {
                  {"Socket and state",
                   {"socket", "state-dir", "max-connections", "max-connections-per-uid",
                    "reserved-root-connections", "idle-timeout", "io-timeout"}},
-                 {"Observability", {"metrics-address", "debug"}}},
+                 {"Observability", {"metrics-address", "debug"}},
+                 {"Failure report", {"o", "output"}}},
       .epilog = "Exit status: 0 after a stop, 2 for a bad flag or flag value, 1 for any other "
-                "failure (kernel, state directory, bpffs, etcd).\n",
+                "failure (kernel, state directory, bpffs, etcd, a stop that did not finish in "
+                "time). The failure is reported once, at exit: \"sarenad: <message>\" on stderr, "
+                "or with -o json {\"code\": \"<absl status code, e.g. INVALID_ARGUMENT>\", "
+                "\"message\": \"...\"} (sarena.rpc.v1.CliError) on stdout and not on stderr.\n",
   };
   return *doc;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (std::vector<std::string> rest = sarena::ParseCommandLineOrExit(argc, argv, Doc());
-      !rest.empty()) {
-    std::fprintf(stderr,
-                 "sarenad: unexpected argument '%s': sarenad takes flags only (see --help)\n",
-                 rest[0].c_str());
-    return 2;
+// The output flags' values, checked: text or json (which of them is in force is
+// sarena::AsksForJsonOutput's answer on the raw arguments, as for every sarena executable).
+absl::Status CheckOutputFlags() {
+  for (const auto& [flag, typed] :
+       {std::pair{&FLAGS_o, "-o"}, std::pair{&FLAGS_output, "--output"}}) {
+    absl::Status st = sarena::CheckOutputFormat(typed, absl::GetFlag(*flag), {"text", "json"});
+    if (!st.ok()) return st;
   }
+  return absl::OkStatus();
+}
+
+// sarenad; every failure that ends it returns out.Fail(...), the one report (rpc::ReportCliError).
+int Main(int argc, char** argv, const sarena::rpc::CommandOutput& out) {
+  auto fail = [&out](const absl::Status& st) { return out.Fail(ExitStatusOf(st), st); };
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (sarena::PrintHelpIfAsked(args, Doc())) return 0;
+  absl::StatusOr<std::vector<std::string>> rest = sarena::ParseProgramFlags(args, Doc());
+  if (!rest.ok()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(rest.status().message(), " (see --help)")));
+  }
+  if (!rest->empty()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "unexpected argument '", (*rest)[0], "': sarenad takes flags only (see --help)")));
+  }
+  if (absl::Status st = CheckOutputFlags(); !st.ok()) return fail(st);
   sarena::SetLogSink(sarena::FdLogSink(STDERR_FILENO));
   if (absl::GetFlag(FLAGS_debug)) sarena::SetMinLogLevel(sarena::LogLevel::kDebug);
 
@@ -194,32 +219,27 @@ int main(int argc, char** argv) {
   std::unique_ptr<sarena::daemon::ClusterNode> cluster;
   if (clustered) {
     absl::StatusOr<std::unique_ptr<sarena::daemon::ClusterNode>> c = MakeCluster();
-    if (!c.ok()) return Fail(c.status());
+    if (!c.ok()) return fail(c.status());
     cluster = *std::move(c);
   } else {
     if (absl::GetFlag(FLAGS_pod_cidr).empty() || absl::GetFlag(FLAGS_node_ip).empty()) {
-      std::fprintf(stderr,
-                   "sarenad: --pod-cidr and --node-ip are required without --etcd-endpoints "
-                   "(see --help)\n");
-      return 2;
+      return fail(absl::InvalidArgumentError(
+          "--pod-cidr and --node-ip are required without --etcd-endpoints (see --help)"));
     }
     auto cidr = sarena::net::ParseIpv4Prefix(absl::GetFlag(FLAGS_pod_cidr), "--pod-cidr");
+    if (!cidr.ok()) return fail(cidr.status());  // kInvalidArgument naming the flag and value
     auto node_ip = sarena::net::ParseIpv4(absl::GetFlag(FLAGS_node_ip), "--node-ip");
-    if (!cidr.ok() || !node_ip.ok()) {
-      std::fprintf(stderr, "sarenad: %s\n",
-                   std::string((!cidr.ok() ? cidr.status() : node_ip.status()).message()).c_str());
-      return 2;
-    }
+    if (!node_ip.ok()) return fail(node_ip.status());
     o.pod_cidr = *cidr;
     o.node_ip = *node_ip;
   }
   std::optional<boost::asio::ip::tcp::endpoint> metrics_at;
   if (const std::string m = absl::GetFlag(FLAGS_metrics_address); !m.empty()) {
     auto at = sarena::daemon::ParseListenAddress(m, "--metrics-address");
-    if (!at.ok()) return Fail(at.status());
+    if (!at.ok()) return fail(at.status());
     // A taken port stops sarenad here, before the node is touched (bound for real below).
     if (absl::Status st = sarena::daemon::CheckListenAddress(*at); !st.ok()) {
-      return Fail(absl::Status(st.code(), absl::StrCat("--metrics-address ", m, ": ", st.message(),
+      return fail(absl::Status(st.code(), absl::StrCat("--metrics-address ", m, ": ", st.message(),
                                                        " (another process listens there?)")));
     }
     metrics_at = *at;
@@ -232,8 +252,8 @@ int main(int argc, char** argv) {
   } else if (mode == "tc") {
     o.attach_mode = sarena::bpf::AttachMode::kTc;
   } else {
-    std::fprintf(stderr, "sarenad: invalid --attach-mode '%s': auto, tcx or tc\n", mode.c_str());
-    return 2;
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat("invalid --attach-mode '", mode, "': auto, tcx or tc")));
   }
   o.state_dir = absl::GetFlag(FLAGS_state_dir);
   o.bpffs = absl::GetFlag(FLAGS_bpffs);
@@ -243,7 +263,7 @@ int main(int argc, char** argv) {
 
   // One sarenad per network namespace, checked before anything on the node is touched.
   auto instance = sarena::daemon::NetnsInstanceLock::Acquire();
-  if (!instance.ok()) return Fail(instance.status());
+  if (!instance.ok()) return fail(instance.status());
 
   std::unique_ptr<sarena::daemon::EndpointManager> manager;
   sarena::daemon::Handler handler;
@@ -260,7 +280,7 @@ int main(int argc, char** argv) {
                o.node_ip.to_string(), ", socket ", absl::GetFlag(FLAGS_socket), ", state ",
                o.state_dir, ", bpffs ", o.bpffs);
     auto m = sarena::daemon::EndpointManager::Create(o);
-    if (!m.ok()) return Fail(m.status());
+    if (!m.ok()) return fail(m.status());
     manager = *std::move(m);
     sarena::daemon::EndpointManager* mp = manager.get();
     handler = [mp](const sarena::rpc::v1::Request& req, const sarena::daemon::PeerCred& peer) {
@@ -290,23 +310,24 @@ int main(int argc, char** argv) {
       (so.io_timeout > absl::ZeroDuration() ? so.io_timeout : absl::Seconds(30)) +
       absl::Seconds(5);
   auto server = sarena::daemon::Server::Create(std::move(so), std::move(handler));
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return fail(server.status());
   std::unique_ptr<sarena::daemon::MetricsServer> metrics_server;
   if (metrics_at) {
     sarena::daemon::NodeMetrics* nm = node_metrics.get();
     auto ms = sarena::daemon::MetricsServer::Create(**server, {.address = *metrics_at},
                                                     [nm] { return nm->Render(); });
-    if (!ms.ok()) return Fail(ms.status());
+    if (!ms.ok()) return fail(ms.status());
     metrics_server = *std::move(ms);
   }
   // In a cluster the socket answers STATUS (not ready, and why) while the node registers and
-  // its datapath comes up on this thread; a failure there stops the daemon with its status.
-  int bring_up_rc = 0;
+  // its datapath comes up on this thread; a failure there stops the daemon and is its failure,
+  // reported at exit.
+  absl::Status bring_up_status;
   std::thread bring_up;
   if (clustered) {
     sarena::daemon::Server* s = server->get();
     sarena::daemon::ClusterNode* c = cluster.get();
-    bring_up = std::thread([s, c, o, &bring_up_rc] {
+    bring_up = std::thread([s, c, o, &bring_up_status] {
       absl::Status st = c->BringUp(o);
       if (st.ok()) {
         SARENA_LOG(Info, "node is up and joined the cluster");
@@ -316,28 +337,36 @@ int main(int argc, char** argv) {
         SARENA_LOG(Info, "bring-up stopped: ", st.message());
         return;
       }
-      bring_up_rc = Fail(st);
+      bring_up_status = std::move(st);
       s->Stop();
     });
   }
   boost::asio::signal_set signals((*server)->io_context(), SIGINT, SIGTERM);
   sarena::daemon::Server* srv = server->get();
-  signals.async_wait([srv, grace, &signals](const boost::system::error_code& ec, int sig) {
+  // Ends the process at once with exit status 1, `st` reported as every failure is (_Exit
+  // flushes no stdio: an -o json report is flushed here).
+  auto fail_now = [out](const absl::Status& st) {
+    out.Fail(1, st);
+    std::fflush(stdout);
+    std::_Exit(1);
+  };
+  signals.async_wait([srv, grace, &signals, fail_now](const boost::system::error_code& ec,
+                                                      int sig) {
     if (ec) return;
     SARENA_LOG(Info, "signal ", sig, ": stopping (the datapath keeps forwarding)");
     srv->Stop();
     // A request stuck in the kernel must not keep sarenad alive: exit after the grace period
     // whatever the worker is doing, or at once on a second signal. The datapath is pinned.
-    std::thread([grace] {
+    std::thread([grace, fail_now] {
       absl::SleepFor(grace);
-      SARENA_LOG(Error, "stop did not finish within ", absl::FormatDuration(grace),
-                 " (a request is stuck); exiting anyway");
-      std::_Exit(1);
+      fail_now(absl::DeadlineExceededError(
+          absl::StrCat("stop did not finish within ", absl::FormatDuration(grace),
+                       " (a request is stuck); exiting anyway")));
     }).detach();
-    signals.async_wait([](const boost::system::error_code& e, int again) {
+    signals.async_wait([fail_now](const boost::system::error_code& e, int again) {
       if (e) return;
-      SARENA_LOG(Error, "signal ", again, " again: exiting at once");
-      std::_Exit(1);
+      fail_now(absl::CancelledError(
+          absl::StrCat("signal ", again, " again during the stop: exiting at once")));
     });
   });
   std::signal(SIGPIPE, SIG_IGN);
@@ -348,5 +377,13 @@ int main(int argc, char** argv) {
   if (cluster) cluster->Stop();
   if (bring_up.joinable()) bring_up.join();
   SARENA_LOG(Info, "sarenad stopped");
-  return bring_up_rc;
+  if (!bring_up_status.ok()) return fail(bring_up_status);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const sarena::rpc::CommandOutput out(Doc(), argc, argv);
+  return out.FinishStdout(Main(argc, argv, out));
 }
