@@ -1,4 +1,5 @@
-/* The kernel drop tracer's ABI, shared by bpf/kernel/drop_trace.bpf.c and libsarena/live (C++).
+/* The kernel drop tracer's ABI, shared by bpf/kernel/drop_trace.bpf.c and
+ * libsarena/datapath/drop_trace.cc (C++).
  * Plain C, fixed-size fields; no kernel or libc headers, so both sides include it as is.
  * Byte order: addresses in network order (as on the wire); ports, protocol and ethertype in host
  * order. Source: include/trace/events/skb.h (tracepoint kfree_skb), include/net/dropreason-core.h. */

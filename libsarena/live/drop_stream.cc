@@ -17,6 +17,7 @@
 #include "libsarena/base/errno_status.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/diag/report.pb.h"
+#include "libsarena/live/drop_names.h"
 #include "libsarena/live/netns_scan.h"
 #include "libsarena/live/probe.h"
 #include "libsarena/model/packet.h"
@@ -123,7 +124,7 @@ absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_a
   std::map<uint64_t, std::string> names = NamedInodes();
   SARENA_ASSIGN_OR_RETURN(std::set<uint64_t> wanted, ResolveDropStreamNetns(opt));
   // Every IPv4/ARP drop of the machine; the namespace filter is applied here.
-  SARENA_ASSIGN_OR_RETURN(DropTracer tracer, DropTracer::Start({}));
+  SARENA_ASSIGN_OR_RETURN(datapath::DropTraceProgram tracer, datapath::DropTraceProgram::Start({}));
   if (!opt.ready_file.empty()) SARENA_RETURN_IF_ERROR(WriteReadyFile(opt.ready_file));
   struct RemoveReady {
     std::string path;
@@ -149,11 +150,11 @@ absl::Status StreamDrops(const DropStreamOptions& opt, const volatile std::sig_a
       uint64_t left_ms = now >= end ? 0 : (end - now) / 1000000ull + 1;
       wait = static_cast<int>(std::min<uint64_t>(left_ms, static_cast<uint64_t>(wait)));
     }
-    SARENA_ASSIGN_OR_RETURN(DrainResult batch, tracer.Drain(wait));
+    SARENA_ASSIGN_OR_RETURN(datapath::DropTraceBatch batch, tracer.Drain(wait));
     more = batch.more;
     stats.lost = batch.lost;
     stats.read += batch.drops.size();
-    for (RawDrop& r : batch.drops) {
+    for (datapath::DropTraceEvent& r : batch.drops) {
       if (!wanted.empty() && !wanted.count(r.netns_inode)) continue;
       NamedDrop d;
       d.reason = DropReasonName(r.reason);

@@ -1,11 +1,12 @@
 // `sarena-diag drops`: the kernel's drops as they happen. Attaches the kfree_skb tracer
-// (DropTracer, every IPv4/ARP drop of the machine) and hands each drop, named (reason from BTF,
-// location from kallsyms, namespace name from /var/run/netns), to a callback until told to stop
-// or until a duration has passed. Optionally only the drops of some named namespaces.
+// (datapath::DropTraceProgram, every IPv4/ARP drop of the machine) and hands each drop, named
+// (reason from BTF, location from kallsyms: drop_names.h; namespace name from /var/run/netns), to
+// a callback until told to stop or until a duration has passed. Optionally only the drops of
+// some named namespaces.
 // Bounded: the kernel side is the tracer's 256 KiB ring (a full ring loses events, it never
 // grows; DropStreamStats::lost counts them); user space holds one drain of at most
-// kDrainMaxEvents events at a time, a namespace-name cache of at most kMaxNetnsNames entries and
-// a symbol cache of at most kMaxSymbols entries.
+// datapath::kDropTraceDrainMaxEvents events at a time, a namespace-name cache of at most
+// kMaxNetnsNames entries and a symbol cache of at most kMaxSymbols entries.
 // Source: include/trace/events/skb.h, include/net/dropreason-core.h, ip-netns(8).
 #ifndef LIBSARENA_LIVE_DROP_STREAM_H_
 #define LIBSARENA_LIVE_DROP_STREAM_H_
@@ -19,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "libsarena/live/drop_tracer.h"
+#include "libsarena/datapath/drop_trace.h"
 
 namespace sarena::live {
 
@@ -28,7 +29,7 @@ inline constexpr size_t kMaxSymbols = 1024;
 
 /// One drop, named.
 struct NamedDrop {
-  RawDrop raw;
+  datapath::DropTraceEvent raw;
   std::string reason;    // "SKB_DROP_REASON_IP_RPFILTER" (DropReasonName)
   std::string location;  // "ip_rcv_finish_core+0x1a4" ("" unresolved, or symbols off)
   std::string netns;     // name under /var/run/netns, "" when none is known
@@ -58,7 +59,7 @@ struct DropStreamStats {
   /// drop storm or a slow sink); every namespace's, so some may not have passed the filter.
   uint64_t lost = 0;
   /// Events still queued when the stream stopped and the final drain's budget (a few
-  /// kDrainMaxEvents batches) ran out: true when some were left unread.
+  /// datapath::kDropTraceDrainMaxEvents batches) ran out: true when some were left unread.
   bool left_unread = false;
 };
 
@@ -71,9 +72,10 @@ absl::StatusOr<std::set<uint64_t>> ResolveDropStreamNetns(const DropStreamOption
 
 /// Streams drops to `sink` (see the file comment) until `*stop` becomes non-zero (set it from a
 /// SIGINT/SIGTERM handler), `duration_ms` has passed, or `sink` returns false. Each ring read
-/// is bounded (DropTracer::Drain, kDrainMaxEvents); while a read comes back full the next one
-/// follows at once. After the stop the ring is drained once more (at most kFinalDrains reads),
-/// so drops of the last moment are not lost. `stats`, if given, is filled in.
+/// is bounded (datapath::DropTraceProgram::Drain, datapath::kDropTraceDrainMaxEvents); while a
+/// read comes back full the next one follows at once. After the stop the ring is drained once
+/// more (at most kFinalDrains reads), so drops of the last moment are not lost. `stats`, if
+/// given, is filled in.
 /// Errors: kNotFound / kInvalidArgument naming a --netns that is not a network namespace (the
 /// name's open error, prefixed "--netns NAME: "); the tracer's load/attach errors as
 /// ErrnoStatus — kPermissionDenied without CAP_BPF, and also kNotFound (no kernel BTF: ESRCH;
@@ -84,8 +86,9 @@ absl::Status StreamDrops(const DropStreamOptions& options, const volatile std::s
                          const std::function<bool(const NamedDrop&)>& sink,
                          DropStreamStats* stats = nullptr);
 
-/// The most ring reads StreamDrops makes after its stop (each at most kDrainMaxEvents events):
-/// the ring's content at the stop (one full ring) plus a margin, not a storm forever.
+/// The most ring reads StreamDrops makes after its stop (each at most
+/// datapath::kDropTraceDrainMaxEvents events): the ring's content at the stop (one full ring)
+/// plus a margin, not a storm forever.
 inline constexpr int kFinalDrains = 4;
 
 /// One drop as a JSON object on one line (sarena.diag.v1.KernelDropEvent, protobuf's JSON

@@ -17,11 +17,12 @@
 #include "libsarena/base/status_macros.h"
 #include "libsarena/collect/collect.h"
 #include "libsarena/datapath/abi.h"
+#include "libsarena/datapath/drop_trace.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
 #include "libsarena/diag/report.h"
-#include "libsarena/live/drop_tracer.h"
+#include "libsarena/live/drop_names.h"
 #include "libsarena/live/netns_scan.h"
 #include "libsarena/live/probe.h"
 
@@ -81,8 +82,8 @@ std::optional<std::vector<datapath::DropCounter>> ReadDatapathDrops(const std::s
 // Whether a traced drop is the probe's (or about it): the probe's packet or its reply, an ICMP
 // error between the two addresses, or any packet of the two addresses (ARP included) that died
 // in a namespace of the node.
-bool IsProbes(const RawDrop& d, const model::ProbeOutcome& p, uint8_t proto, uint16_t dport,
-              bool in_node) {
+bool IsProbes(const datapath::DropTraceEvent& d, const model::ProbeOutcome& p, uint8_t proto,
+              uint16_t dport, bool in_node) {
   if (d.eth_proto != 0x0800) return in_node;
   if (d.proto == 1) return true;  // ICMP between the two addresses (errors about the probe)
   if (d.proto != proto) return in_node;
@@ -92,12 +93,14 @@ bool IsProbes(const RawDrop& d, const model::ProbeOutcome& p, uint8_t proto, uin
 }
 
 // What the ring holds now (waiting at most `wait_ms` for the first event), in a bounded number
-// of DropTracer::Drain reads: the tracer is filtered to the probe's addresses, so a read that
-// comes back full is already unusual, and four are a full ring's worth several times over.
-absl::StatusOr<std::vector<RawDrop>> DrainBounded(DropTracer& tracer, int wait_ms) {
-  std::vector<RawDrop> all;
+// of datapath::DropTraceProgram::Drain reads: the tracer is filtered to the probe's addresses, so
+// a read that comes back full is already unusual, and four are a full ring's worth several times
+// over.
+absl::StatusOr<std::vector<datapath::DropTraceEvent>> DrainBounded(
+    datapath::DropTraceProgram& tracer, int wait_ms) {
+  std::vector<datapath::DropTraceEvent> all;
   for (int i = 0; i < 4; ++i) {
-    SARENA_ASSIGN_OR_RETURN(DrainResult batch, tracer.Drain(i == 0 ? wait_ms : 0));
+    SARENA_ASSIGN_OR_RETURN(datapath::DropTraceBatch batch, tracer.Drain(i == 0 ? wait_ms : 0));
     all.insert(all.end(), std::make_move_iterator(batch.drops.begin()),
                std::make_move_iterator(batch.drops.end()));
     if (!batch.more) break;
@@ -136,8 +139,8 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
 
   // The kfree_skb tracer loads (BTF, verifier) while the snapshot is collected.
   auto tracer_future = std::async(std::launch::async, [&] {
-    return DropTracer::Start(src == dst ? std::vector<net::Ipv4>{src}
-                                        : std::vector<net::Ipv4>{src, dst});
+    return datapath::DropTraceProgram::Start(src == dst ? std::vector<net::Ipv4>{src}
+                                                        : std::vector<net::Ipv4>{src, dst});
   });
 
   // 1. The namespaces, and which owns --src.
@@ -197,7 +200,7 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   for (const NetnsInfo& n : all) paths[n.inode] = n.path;
 
   // 3. The tracer and the datapath's counters, then 4. the probe.
-  SARENA_ASSIGN_OR_RETURN(DropTracer tracer, tracer_future.get());
+  SARENA_ASSIGN_OR_RETURN(datapath::DropTraceProgram tracer, tracer_future.get());
   // Whatever the collect's own traffic left.
   SARENA_RETURN_IF_ERROR(DrainBounded(tracer, 0).status());
   auto dp_before = ReadDatapathDrops(opt.bpffs);
@@ -214,9 +217,10 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
   SARENA_ASSIGN_OR_RETURN(ProbeResult probe, SendProbe(popt));
   // Drops still in flight (a reply's, an ICMP error's) come within a few ms; keep a short window.
   constexpr int kWindowMs = 30;
-  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> raw, DrainBounded(tracer, kWindowMs));
+  SARENA_ASSIGN_OR_RETURN(std::vector<datapath::DropTraceEvent> raw,
+                          DrainBounded(tracer, kWindowMs));
   usleep(kWindowMs * 1000);
-  SARENA_ASSIGN_OR_RETURN(std::vector<RawDrop> more, DrainBounded(tracer, 0));
+  SARENA_ASSIGN_OR_RETURN(std::vector<datapath::DropTraceEvent> more, DrainBounded(tracer, 0));
   raw.insert(raw.end(), more.begin(), more.end());
   auto dp_after = ReadDatapathDrops(opt.bpffs);
   model::LiveEvidence& ev = res.evidence;
@@ -227,7 +231,7 @@ absl::StatusOr<LiveResult> TraceLive(const LiveOptions& opt) {
 
   // Kernel drops of the probe, merged.
   std::map<uint64_t, std::string> symbols;
-  for (const RawDrop& d : raw) {
+  for (const datapath::DropTraceEvent& d : raw) {
     if (d.ts_ns < probe_start) continue;
     // After a completed handshake the socket is closed: the teardown's drops are not the probe's.
     if (probe.outcome.result == "connected" && query.proto == 6 && d.ts_ns > probe.ended_ns) {

@@ -4,8 +4,9 @@
 //      other named namespace;
 //   2. collects the node's snapshot (libsarena/collect: the caller's namespace as the node, the
 //      sarena endpoint list's pods, every other veth-peer namespace as pod "netns/<name>");
-//   3. attaches the kfree_skb tracer (DropTracer) for the probe's two addresses and reads the
-//      sarena datapath's drop counters before and after, when its maps are pinned (read-only);
+//   3. attaches the kfree_skb tracer (datapath::DropTraceProgram) for the probe's two addresses
+//      and reads the sarena datapath's drop counters before and after, when its maps are pinned
+//      (read-only);
 //   4. sends one bounded probe from the source namespace (SendProbe);
 //   5. walks the same query (the probe's source port) with diag::Trace and joins the kernel's
 //      drops to the hops (diag::JoinEvidence).

@@ -1,4 +1,4 @@
-// Privileged tests of the kfree_skb drop tracer (libsarena/live/drop_tracer.h) and of
+// Privileged tests of the kfree_skb drop tracer (libsarena/datapath/drop_trace.h) and of
 // `sarena-diag drops`' exit codes: real BPF (root, BTF) and drops made inside network namespaces
 // the test creates (UDP to a closed port on their loopback: SKB_DROP_REASON_NO_SOCKET). No
 // traffic leaves those namespaces.
@@ -10,13 +10,16 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "libsarena/live/drop_tracer.h"
+#include "libsarena/datapath/drop_trace.h"
 #include "libsarena/netlink/netns.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::live {
 namespace {
 
+using ::sarena::datapath::DropTraceEvent;
+using ::sarena::datapath::DropTraceProgram;
+using ::sarena::datapath::kDropTraceDrainMaxEvents;
 using ::sarena::testing::BinaryDir;
 using ::sarena::testing::IsRoot;
 using ::sarena::testing::RunOk;
@@ -40,11 +43,11 @@ uint64_t InodeOf(const ScopedNetns& ns) {
   return n.ok() ? n->inode() : 0;
 }
 
-TEST(DropTracer, DrainIsBoundedAndSaysMore) {
+TEST(DropTraceProgram, DrainIsBoundedAndSaysMore) {
   ASSERT_TRUE(IsRoot()) << "needs root (BPF)";
   ScopedNetns ns("dtb");
   const uint64_t inode = InodeOf(ns);
-  auto tracer = DropTracer::Start({kLoopback});
+  auto tracer = DropTraceProgram::Start({kLoopback});
   ASSERT_TRUE(tracer.ok()) << tracer.status();
   SendDropsIn(ns, 10);
   auto first = tracer->Drain(100, 3);
@@ -52,13 +55,13 @@ TEST(DropTracer, DrainIsBoundedAndSaysMore) {
   EXPECT_EQ(first->drops.size(), 3u);
   EXPECT_TRUE(first->more);
   size_t ours = 0;
-  for (const RawDrop& d : first->drops) ours += d.netns_inode == inode;
+  for (const DropTraceEvent& d : first->drops) ours += d.netns_inode == inode;
   bool more = first->more;
   for (int i = 0; i < 100 && more; ++i) {
     auto next = tracer->Drain(0, 3);
     ASSERT_TRUE(next.ok()) << next.status();
     EXPECT_LE(next->drops.size(), 3u);
-    for (const RawDrop& d : next->drops) ours += d.netns_inode == inode;
+    for (const DropTraceEvent& d : next->drops) ours += d.netns_inode == inode;
     more = next->more;
   }
   EXPECT_FALSE(more);
@@ -69,10 +72,10 @@ TEST(DropTracer, DrainIsBoundedAndSaysMore) {
   EXPECT_EQ(empty->lost, 0u);
 }
 
-TEST(DropTracer, FullRingCountsLostEvents) {
+TEST(DropTraceProgram, FullRingCountsLostEvents) {
   ASSERT_TRUE(IsRoot()) << "needs root (BPF)";
   ScopedNetns ns("dtl");
-  auto tracer = DropTracer::Start({kLoopback});
+  auto tracer = DropTraceProgram::Start({kLoopback});
   ASSERT_TRUE(tracer.ok()) << tracer.status();
   // The ring holds ~3600 events (256 KiB of 72-byte records); nobody reads while 6000 come.
   constexpr int kSent = 6000;
@@ -83,7 +86,7 @@ TEST(DropTracer, FullRingCountsLostEvents) {
   for (int i = 0; i < 100 && more; ++i) {
     auto batch = tracer->Drain(0);
     ASSERT_TRUE(batch.ok()) << batch.status();
-    EXPECT_LE(batch->drops.size(), kDrainMaxEvents);
+    EXPECT_LE(batch->drops.size(), kDropTraceDrainMaxEvents);
     read += batch->drops.size();
     lost = batch->lost;
     more = batch->more;

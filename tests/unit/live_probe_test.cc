@@ -14,7 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "libsarena/live/drop_tracer.h"
+#include "libsarena/live/drop_names.h"
 #include "libsarena/live/netns_scan.h"
 #include "libsarena/live/probe.h"
 
@@ -166,13 +166,6 @@ TEST(DropReasonName, FromKernelBtf) {
   EXPECT_TRUE(rpf);
   EXPECT_TRUE(nosock);
   EXPECT_EQ(DropReasonName(1000000), "SKB_DROP_REASON_1000000");
-}
-
-TEST(DropTracer, AddressCountChecked) {
-  // No address means every drop (sarena-diag drops); more than the ABI's 8 is refused.
-  auto t = DropTracer::Start(std::vector<net::Ipv4>(9));  // SARENA_DROP_TRACE_MAX_ADDRS + 1
-  EXPECT_TRUE(absl::IsInvalidArgument(t.status()));
-  EXPECT_TRUE(absl::StrContains(t.status().message(), "addrs")) << t.status();
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "libsarena/live/drop_tracer.h"
+#include "libsarena/datapath/drop_trace.h"
 
 #include <linux/types.h>
 // libbpf before the skeleton.
@@ -7,32 +7,29 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <map>
-#include <mutex>
+#include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "bpf/drop_trace.skel.h"
 #include "bpf/kernel/drop_trace.h"
 #include "libsarena/base/errno_status.h"
 #include "libsarena/bpf/libbpf_log.h"
 
-namespace sarena::live {
+namespace sarena::datapath {
+
+static_assert(kDropTraceMaxAddrs == SARENA_DROP_TRACE_MAX_ADDRS,
+              "kDropTraceMaxAddrs is bpf/kernel/drop_trace.h's SARENA_DROP_TRACE_MAX_ADDRS");
 
 // Sample's return value when the call's budget is reached: libbpf stops consuming (the sample
 // that returned it is already consumed, and kept) and hands the value back.
 constexpr int kBudgetReached = -E2BIG;
 
-struct DropTracer::Impl {
+struct DropTraceProgram::Impl {
   drop_trace* skel = nullptr;
   ring_buffer* ring = nullptr;
-  std::vector<RawDrop> pending;
-  size_t budget = kDrainMaxEvents;  // of the Drain running
+  std::vector<DropTraceEvent> pending;
+  size_t budget = kDropTraceDrainMaxEvents;  // of the Drain running
   bool budget_reached = false;
 
   ~Impl() {
@@ -44,7 +41,7 @@ struct DropTracer::Impl {
     if (size < sizeof(sarena_drop_event)) return 0;
     sarena_drop_event ev;
     std::memcpy(&ev, data, sizeof(ev));
-    RawDrop d;
+    DropTraceEvent d;
     d.ts_ns = ev.ts_ns;
     d.location = ev.location;
     d.reason = ev.reason;
@@ -68,12 +65,12 @@ struct DropTracer::Impl {
   }
 };
 
-DropTracer::DropTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-DropTracer::DropTracer(DropTracer&&) noexcept = default;
-DropTracer& DropTracer::operator=(DropTracer&&) noexcept = default;
-DropTracer::~DropTracer() = default;
+DropTraceProgram::DropTraceProgram(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DropTraceProgram::DropTraceProgram(DropTraceProgram&&) noexcept = default;
+DropTraceProgram& DropTraceProgram::operator=(DropTraceProgram&&) noexcept = default;
+DropTraceProgram::~DropTraceProgram() = default;
 
-absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs) {
+absl::StatusOr<DropTraceProgram> DropTraceProgram::Start(const std::vector<net::Ipv4>& addrs) {
   if (addrs.size() > SARENA_DROP_TRACE_MAX_ADDRS) {
     return absl::InvalidArgumentError(absl::StrCat("drop tracer: addrs has ", addrs.size(),
                                                    " addresses, want 0..",
@@ -92,8 +89,7 @@ absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs
   cfg.n_addrs = static_cast<__u32>(addrs.size());
   for (size_t i = 0; i < addrs.size(); ++i) cfg.addrs[i] = net::ToBe32(addrs[i]);
   __u32 zero = 0;
-  if (bpf_map_update_elem(bpf_map__fd(impl->skel->maps.drop_trace_cfg), &zero, &cfg, BPF_ANY) <
-      0) {
+  if (bpf_map_update_elem(bpf_map__fd(impl->skel->maps.drop_trace_cfg), &zero, &cfg, BPF_ANY) < 0) {
     return ErrnoStatus(errno, "write drop_trace_cfg");
   }
   impl->ring = ring_buffer__new(bpf_map__fd(impl->skel->maps.drop_trace_events), &Impl::Sample,
@@ -102,10 +98,10 @@ absl::StatusOr<DropTracer> DropTracer::Start(const std::vector<net::Ipv4>& addrs
   if (int ret = drop_trace__attach(impl->skel); ret < 0) {
     return ErrnoStatus(-ret, "attach tp_btf/kfree_skb (drop_trace)", capture.Text());
   }
-  return DropTracer(std::move(impl));
+  return DropTraceProgram(std::move(impl));
 }
 
-absl::StatusOr<DrainResult> DropTracer::Drain(int wait_ms, size_t max_events) {
+absl::StatusOr<DropTraceBatch> DropTraceProgram::Drain(int wait_ms, size_t max_events) {
   impl_->pending.clear();
   impl_->budget = max_events == 0 ? 1 : max_events;
   impl_->budget_reached = false;
@@ -116,7 +112,7 @@ absl::StatusOr<DrainResult> DropTracer::Drain(int wait_ms, size_t max_events) {
     impl_->pending.clear();
     return ErrnoStatus(-ret, "read ring buffer drop_trace_events");
   }
-  DrainResult out;
+  DropTraceBatch out;
   out.drops.swap(impl_->pending);
   out.more = impl_->budget_reached;
   // Written by the program on every CPU with an atomic add; an aligned 8-byte load is whole.
@@ -124,52 +120,29 @@ absl::StatusOr<DrainResult> DropTracer::Drain(int wait_ms, size_t max_events) {
   return out;
 }
 
-std::string DropReasonName(uint32_t value) {
-  static std::mutex mu;
-  static std::map<uint32_t, std::string>* names = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  if (names == nullptr) {
-    names = new std::map<uint32_t, std::string>();
-    bpf::internal::LibbpfLogCapture capture;  // keep libbpf quiet
-    if (btf* b = btf__load_vmlinux_btf()) {
-      for (const char* enum_name : {"skb_drop_reason", "skb_drop_reason_core"}) {
-        int id = btf__find_by_name_kind(b, enum_name, BTF_KIND_ENUM);
-        if (id <= 0) continue;
-        const btf_type* t = btf__type_by_id(b, id);
-        const struct btf_enum* e = btf_enum(t);
-        for (int i = 0; i < btf_vlen(t); ++i) {
-          names->emplace(static_cast<uint32_t>(e[i].val), btf__name_by_offset(b, e[i].name_off));
-        }
-        break;
-      }
-      btf__free(b);
+absl::StatusOr<std::map<uint32_t, std::string>> ReadKernelDropReasons() {
+  bpf::internal::LibbpfLogCapture capture;  // keep libbpf quiet
+  btf* b = btf__load_vmlinux_btf();
+  if (b == nullptr) return ErrnoStatus(errno ? errno : ENOENT, "load kernel BTF 'vmlinux'");
+  std::map<uint32_t, std::string> names;
+  bool found = false;
+  for (const char* enum_name : {"skb_drop_reason", "skb_drop_reason_core"}) {
+    int id = btf__find_by_name_kind(b, enum_name, BTF_KIND_ENUM);
+    if (id <= 0) continue;
+    const btf_type* t = btf__type_by_id(b, id);
+    const struct btf_enum* e = btf_enum(t);
+    for (int i = 0; i < btf_vlen(t); ++i) {
+      names.emplace(static_cast<uint32_t>(e[i].val), btf__name_by_offset(b, e[i].name_off));
     }
+    found = true;
+    break;
   }
-  auto it = names->find(value);
-  return it != names->end() ? it->second : absl::StrCat("SKB_DROP_REASON_", value);
+  btf__free(b);
+  if (!found) {
+    return absl::NotFoundError(
+        "kernel BTF 'vmlinux' has no enum skb_drop_reason or skb_drop_reason_core");
+  }
+  return names;
 }
 
-std::string KernelSymbol(uint64_t address) {
-  if (address == 0) return "";
-  FILE* f = std::fopen("/proc/kallsyms", "r");
-  if (f == nullptr) return "";
-  uint64_t best = 0;
-  std::string best_name;
-  char line[512];
-  while (std::fgets(line, sizeof(line), f)) {
-    // "ffffffff81000000 T _stext [module]"
-    std::vector<absl::string_view> parts =
-        absl::StrSplit(absl::string_view(line), ' ', absl::SkipEmpty());
-    if (parts.size() < 3) continue;
-    if (parts[1] != "T" && parts[1] != "t") continue;
-    uint64_t a = 0;
-    if (!absl::SimpleHexAtoi(parts[0], &a) || a > address || a <= best) continue;
-    best = a;
-    best_name = std::string(absl::StripTrailingAsciiWhitespace(parts[2]));
-  }
-  std::fclose(f);
-  if (best == 0 || address - best > (1u << 20)) return "";
-  return absl::StrFormat("%s+0x%x", best_name, address - best);
-}
-
-}  // namespace sarena::live
+}  // namespace sarena::datapath
