@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libsarena/model/neigh.h"
 #include "libsarena/model/snapshot.h"
 #include "tests/lib/test_util.h"
 
@@ -981,6 +982,84 @@ TEST(NetstackParse, MalformedNeighbourLladdrIsALoadError) {
       R"({"dst":"10.0.0.5","dev":"gre6","lladdr":"::","state":["NOARP"]},)"
       R"({"dst":"10.0.0.2","dev":"eth0","state":["FAILED"]}])");
   EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(NetstackParse, NeighbourStateIsTheSetOfNudBits) {
+  // iproute2 prints one name per NUD_* bit of ndm_state, in bit order, and no "state" at all for
+  // NUD_NONE; an array with several names is one entry in several states.
+  Netstack ns;
+  absl::Status st = ns.ParseNeighbors(
+      R"([{"dst":"10.0.0.1","dev":"eth0","lladdr":"02:00:00:00:00:01","state":["REACHABLE"]},)"
+      R"({"dst":"10.0.0.2","dev":"eth0","lladdr":"02:00:00:00:00:02","state":["STALE","NOARP"]},)"
+      R"({"dst":"10.0.0.3","dev":"tunl0","state":["NOARP","PERMANENT"]},)"
+      R"({"dst":"10.0.0.4","dev":"eth0","lladdr":"02:00:00:00:00:04"},)"
+      R"({"dst":"10.0.0.5","dev":"eth0","state":[]},)"
+      R"({"dst":"10.0.0.6","dev":"eth0","lladdr":"02:00:00:00:00:06","state":["DELAY","FAILED"]},)"
+      R"({"dst":"10.0.0.7","dev":"eth0","state":"INCOMPLETE"}])");
+  ASSERT_TRUE(st.ok()) << st;
+  const std::vector<Neighbor>& n = ns.neighbors();
+  ASSERT_EQ(n.size(), 7u);
+  EXPECT_EQ(n[0].state, NeighState::kReachable);
+  EXPECT_EQ(n[0].StateNames(), "REACHABLE");
+  EXPECT_TRUE(n[0].Usable());
+  EXPECT_EQ(n[1].state, NeighState::kStale | NeighState::kNoArp);
+  EXPECT_EQ(n[1].StateNames(), "STALE,NOARP");
+  EXPECT_EQ(n[2].state, NeighState::kNoArp | NeighState::kPermanent);
+  EXPECT_EQ(n[2].StateNames(), "NOARP,PERMANENT");
+  EXPECT_TRUE(n[2].Usable());  // no lladdr needed on a NOARP entry
+  EXPECT_EQ(n[3].state, NeighState::kNone);  // NUD_NONE: no "state"
+  EXPECT_EQ(n[3].StateNames(), "");
+  EXPECT_TRUE(n[3].Usable());
+  EXPECT_EQ(n[4].state, NeighState::kNone);
+  EXPECT_FALSE(n[4].Usable());  // neither an lladdr nor NOARP / PERMANENT
+  EXPECT_EQ(n[5].state, NeighState::kDelay | NeighState::kFailed);
+  EXPECT_FALSE(n[5].Usable());  // FAILED among the states
+  EXPECT_EQ(n[6].state, NeighState::kIncomplete);  // a lone string reads as a one-name array
+  EXPECT_FALSE(n[6].Usable());
+}
+
+TEST(NeighborLladdr, StaticStatesAreNeverReResolved) {
+  // PERMANENT or NOARP among the states: the entry stays wrong until someone replaces it.
+  Interface receiver;
+  receiver.name = "eth0";
+  receiver.mac = *net::ParseMac("02:00:00:00:00:02");
+  Neighbor n;
+  n.dst = Ip("10.0.0.5");
+  n.dev = "veth1";
+  n.lladdr = *net::ParseMac("02:00:00:00:00:01");
+  n.state = NeighState::kNoArp | NeighState::kPermanent;
+  NeighCheck c = CheckNeighborLladdr(n, receiver, "pod a/b");
+  EXPECT_EQ(c.fit, NeighFit::kStaleStatic);
+  EXPECT_THAT(c.detail, ::testing::StartsWith("noarp,permanent neighbour entry 10.0.0.5 lladdr "
+                                              "02:00:00:00:00:01 on veth1, but eth0 of pod a/b"));
+  n.state = NeighState::kStale;
+  c = CheckNeighborLladdr(n, receiver, "pod a/b");
+  EXPECT_EQ(c.fit, NeighFit::kStaleDynamic);
+  EXPECT_THAT(c.detail, ::testing::StartsWith("stale neighbour entry 10.0.0.5"));
+  n.state = NeighState::kNone;  // no state printed: no word for it
+  EXPECT_THAT(CheckNeighborLladdr(n, receiver, "pod a/b").detail,
+              ::testing::StartsWith("neighbour entry 10.0.0.5"));
+  n.lladdr = receiver.mac;
+  EXPECT_EQ(CheckNeighborLladdr(n, receiver, "pod a/b").fit, NeighFit::kMatches);
+}
+
+TEST(NetstackParse, UnknownNeighbourStateIsALoadError) {
+  // iproute2 prints only the eight NUD_* names, upper case: anything else is not its output.
+  for (const char* bad : {"BOGUS", "reachable", "NONE", "REACHABLE,PERMANENT", ""}) {
+    Netstack ns;
+    absl::Status st = ns.ParseNeighbors(
+        absl::StrCat(R"([{"dst":"10.0.0.1","dev":"eth0","lladdr":"02:00:00:00:00:01","state":["REACHABLE"]},)"
+                     R"({"dst":"10.0.0.2","dev":"eth0","state":["STALE",")", bad, R"("]}])"),
+        "nodes/n1/ip-neigh.json");
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message(), absl::StrCat("parse nodes/n1/ip-neigh.json: [1].state[1]: invalid "
+                                         "neighbour state '", bad, "'"));
+  }
+  Netstack ns;
+  absl::Status st = ns.ParseNeighbors(R"([{"dst":"10.0.0.2","dev":"eth0","state":[2]}])");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("[0].state[0]: expected a string"));
 }
 
 TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/net/ip.h"
@@ -382,6 +383,20 @@ TEST(NetlinkVocabularyTest, NamesFollowIproute2) {
   EXPECT_EQ(ToString(NeighState::kPermanent), "PERMANENT");
   EXPECT_EQ(ToString(NeighState::kNone), "NONE");
   EXPECT_EQ(ToString(static_cast<NeighState>(0x82)), "REACHABLE,PERMANENT");
+  EXPECT_EQ(ToString(NeighState::kReachable | NeighState::kPermanent), "REACHABLE,PERMANENT");
+  for (uint16_t bit = 0x01; bit <= 0x80; bit <<= 1) {  // every name `ip neigh` prints
+    auto state = static_cast<NeighState>(bit);
+    EXPECT_EQ(*net::ParseNeighState(ToString(state)), state) << bit;
+  }
+  EXPECT_TRUE(net::HasAny(NeighState::kStale | NeighState::kNoArp, NeighState::kNoArp));
+  EXPECT_FALSE(net::HasAny(NeighState::kStale, NeighState::kFailed | NeighState::kIncomplete));
+  EXPECT_FALSE(net::HasAny(NeighState::kNone, NeighState::kNone));
+  for (const char* bad : {"NONE", "reachable", "REACHABLE,PERMANENT", "0x80", "", "BOGUS"}) {
+    absl::StatusOr<NeighState> st = net::ParseNeighState(bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(st.status().message(), absl::StrCat("invalid neighbour state '", bad, "'"));
+  }
   EXPECT_EQ(ToString(OperState::kLowerLayerDown), "LOWERLAYERDOWN");
   EXPECT_EQ(ToString(RuleAction::kToTable), "lookup");
 }
