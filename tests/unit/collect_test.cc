@@ -52,9 +52,9 @@ TEST(Collect, PodSpec) {
 }
 
 TEST(Collect, RoundTripThroughTheSnapshotReader) {
-  char tmpl[] = "/tmp/sarena-diag-collect-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string out = tmpl;
+  sarena::testing::TempDir dir("sarena-diag-collect-");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string& out = dir.path();
   CollectOptions opts;
   opts.out_dir = out;
   opts.node = "self";
@@ -83,7 +83,6 @@ TEST(Collect, RoundTripThroughTheSnapshotReader) {
   ASSERT_NE(ns.FindInterface("lo"), nullptr);
   EXPECT_TRUE(ns.FindInterface("lo")->loopback);
   EXPECT_TRUE(ns.IsLocalAddress(net::Ipv4(0x7f000001)));
-  sarena::testing::Run(absl::StrCat("rm -rf '", out, "'"));
 
   CollectOptions bad;
   EXPECT_TRUE(absl::IsInvalidArgument(Collect(bad).status()));

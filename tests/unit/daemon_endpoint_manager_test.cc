@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/lib/fake_endpoint_datapath.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -25,17 +26,11 @@ using ::testing::HasSubstr;
 class EndpointManagerTest : public ::testing::Test {
  protected:
   EndpointManagerTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-em-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
     options_.pod_cidr = *net::ParseIpv4Prefix("10.250.0.0/24");
     options_.node_ip = boost::asio::ip::make_address_v4("10.250.0.1");
-    options_.state_dir = dir_ + "/state";
+    options_.state_dir = dir_.Path("state");
   }
-  ~EndpointManagerTest() override {
-    manager_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  ~EndpointManagerTest() override { manager_.reset(); }
   absl::Status Start() {
     manager_.reset();
     auto m = EndpointManager::CreateWith(
@@ -96,7 +91,7 @@ class EndpointManagerTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-em-"};
   DaemonOptions options_;
   FakeEndpointDatapath::World world_;
   std::unique_ptr<EndpointManager> manager_;

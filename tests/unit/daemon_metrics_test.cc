@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -42,7 +41,6 @@
 namespace sarena::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using ::testing::HasSubstr;
@@ -485,23 +483,17 @@ double SecondsUntilClosed(uint16_t port, absl::Duration limit) {
 
 class MetricsServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-metrics-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
   void TearDown() override {
     if (server_) server_->Stop();
     metrics_.reset();  // after the I/O thread stopped, before the Server
     server_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   // A Server whose handler answers ADD ok, or fails it with CNI code 11 for container "later";
   // its observer feeds cni_; a MetricsServer on 127.0.0.1:<free port> rendering cni_'s families.
   void StartServers(MetricsServerOptions mo) {
     ServerOptions so;
-    so.socket_path = dir_ + "/s.sock";
+    so.socket_path = dir_.Path("s.sock");
     so.allowed_uids = {};
     so.observe = [this](const v1::Request& q, const v1::Response& r, absl::Duration d) {
       cni_.Observe(q, r, d);
@@ -539,7 +531,7 @@ class MetricsServerTest : public ::testing::Test {
     while (!got) absl::SleepFor(absl::Milliseconds(1));
   }
 
-  std::string dir_;
+  testing::TempDir dir_{"sarena-metrics-"};
   CniRequestMetrics cni_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
@@ -551,7 +543,7 @@ class MetricsServerTest : public ::testing::Test {
 TEST_F(MetricsServerTest, ServesMetricsCountsRequestsAnd404sOtherPaths) {
   StartServers({});
   for (const char* cid : {"a", "b", "later"}) {
-    auto c = rpc::Client::Connect(dir_ + "/s.sock");
+    auto c = rpc::Client::Connect(dir_.Path("s.sock"));
     ASSERT_TRUE(c.ok()) << c.status();
     v1::Request q;
     q.mutable_endpoint_add()->mutable_ref()->set_container_id(cid);

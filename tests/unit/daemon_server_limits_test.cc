@@ -28,6 +28,7 @@
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -40,6 +41,7 @@ using rpc::ReadFrame;
 using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
+using ::sarena::testing::TempDir;
 using ::testing::HasSubstr;
 
 constexpr uid_t kNobody = 65534;
@@ -158,9 +160,7 @@ class HeldConnections {
 class DaemonServerLimitsTest : public ::testing::Test {
  protected:
   DaemonServerLimitsTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-lim-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-    ::chmod(dir_.c_str(), 0755);  // uid 65534 must reach the socket
+    ::chmod(dir_.path().c_str(), 0755);  // uid 65534 must reach the socket
     rlimit rl;
     ::getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
@@ -168,10 +168,8 @@ class DaemonServerLimitsTest : public ::testing::Test {
   }
   ~DaemonServerLimitsTest() override {
     server_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
-  std::string SocketPath() const { return dir_ + "/run/sarenad.sock"; }
+  std::string SocketPath() const { return dir_.Path("run/sarenad.sock"); }
   ServerOptions Options() const {
     return ServerOptions{.socket_path = SocketPath(), .mode = 0666, .allowed_uids = {0}};
   }
@@ -191,7 +189,7 @@ class DaemonServerLimitsTest : public ::testing::Test {
     return resp->gc().removed(0).container_id();
   }
 
-  std::string dir_;
+  TempDir dir_{"sarena-lim-"};
   std::unique_ptr<Server> server_;
 };
 
@@ -280,7 +278,7 @@ TEST_F(DaemonServerLimitsTest, IdleAndSlowPeersAreReapedOnDeadlines) {
 }
 
 TEST_F(DaemonServerLimitsTest, SocketDirectoryWritableByOthersIsRefused) {
-  const std::string run = dir_ + "/run";
+  const std::string run = dir_.Path("run");
   ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(run.c_str(), 0777), 0);
   auto s = Server::Create(Options(), Echo);
@@ -311,7 +309,7 @@ TEST_F(DaemonServerLimitsTest, SocketDirectoryWritableByOthersIsRefused) {
 TEST_F(DaemonServerLimitsTest, MissingSocketDirectoryIsCreated0755) {
   StartServer(Options());
   struct stat st;
-  ASSERT_EQ(::stat((dir_ + "/run").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir_.Path("run").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(st.st_uid, 0u);
 }

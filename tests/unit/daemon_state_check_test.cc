@@ -13,6 +13,7 @@
 #include "libsarena/daemon/endpoint_manager.h"
 #include "libsarena/daemon/ipam.h"
 #include "libsarena/daemon/state_store.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -41,28 +42,20 @@ v1::Endpoint Record(const std::string& id, const std::string& ip, uint32_t endpo
 
 class DaemonStateCheckTest : public ::testing::Test {
  protected:
-  DaemonStateCheckTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-check-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  ~DaemonStateCheckTest() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   // Opens both stores; call again after closing (the stores hold the dirs' locks).
   void OpenBoth() {
     store_.reset();
     ipam_.reset();
-    auto ipam = Ipam::Open({.state_dir = dir_,
+    auto ipam = Ipam::Open({.state_dir = dir_.path(),
                             .pod_cidr = *net::ParseIpv4Prefix("10.244.1.0/24"),
                             .gateway = Ip("10.244.1.1")});
     ASSERT_TRUE(ipam.ok()) << ipam.status();
     ipam_ = std::move(*ipam);
-    auto store = EndpointStore::Open({.state_dir = dir_});
+    auto store = EndpointStore::Open({.state_dir = dir_.path()});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-check-"};
   std::unique_ptr<Ipam> ipam_;
   std::unique_ptr<EndpointStore> store_;
 };
@@ -85,13 +78,13 @@ TEST_F(DaemonStateCheckTest, RecordWithoutAllocationFileKeepsItsAddressSoItIsNot
   OpenBoth();
   ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
   ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
-  ASSERT_TRUE(fs::remove(dir_ + "/ipam/10.244.1.2"));
+  ASSERT_TRUE(fs::remove(dir_.Path("ipam/10.244.1.2")));
   OpenBoth();
   ASSERT_FALSE(ipam_->Lookup(EndpointKey{"a", "eth0"}).has_value());
   auto adopted = CrossCheckState(*ipam_, *store_);
   ASSERT_TRUE(adopted.ok()) << adopted.status();
   EXPECT_EQ(*adopted, 1);
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));  // no write at start: the record is it
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.2")));  // no write at start: the record is it
   EXPECT_FALSE(ipam_->List().at(0).in_file);
   auto next = ipam_->Reserve(EndpointKey{"b", "eth0"});
   ASSERT_TRUE(next.ok());
@@ -108,7 +101,7 @@ TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInM
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->to_string(), "10.244.1.2");
   EXPECT_EQ(*ipam_->Reserve(EndpointKey{"a", "eth0"}), *a);  // idempotent
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.2")));
   ASSERT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
   EXPECT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
   auto taken = ipam_->Adopt(EndpointKey{"c", "eth0"}, Ip("10.244.1.2"));
@@ -123,9 +116,9 @@ TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInM
   auto released = ipam_->Release(EndpointKey{"a", "eth0"});
   ASSERT_TRUE(released.ok());
   EXPECT_EQ(released->value().to_string(), "10.244.1.2");
-  EXPECT_TRUE(fs::exists(dir_ + "/ipam/10.244.1.4"));
+  EXPECT_TRUE(fs::exists(dir_.Path("ipam/10.244.1.4")));
   ASSERT_TRUE(ipam_->Release(EndpointKey{"d", "eth0"}).ok());
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.4"));
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.4")));
   EXPECT_EQ(ipam_->Reserve(EndpointKey{"e", "eth0"})->to_string(), "10.244.1.2");
   // Nothing of a reservation survives a restart without its record.
   OpenBoth();
@@ -140,7 +133,7 @@ TEST_F(DaemonStateCheckTest, AddressAllocatedToAnotherKeyRefusesStartNamingBothF
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(st.status().message(), HasSubstr(store_->PathOf(EndpointKey{"a", "eth0"})));
-  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_.Path("ipam/10.244.1.2")));
   EXPECT_THAT(st.status().message(), HasSubstr("other/eth0"));
 }
 
@@ -152,7 +145,7 @@ TEST_F(DaemonStateCheckTest, KeyHoldingADifferentAddressRefusesStart) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(st.status().message(), HasSubstr("says 10.244.1.7"));
-  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_.Path("ipam/10.244.1.2")));
 }
 
 TEST_F(DaemonStateCheckTest, TwoRecordsOnOneAddressRefuseStartAndNothingIsClaimed) {

@@ -1,7 +1,6 @@
 // The layers are checked, not just drawn: every `#include "libsarena/<layer>/..."` in libsarena/,
 // tools/, examples/ and bench/ must be allowed by cmake/layers.txt, and the table itself must
 // have no cycle (layers point down only).
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -140,14 +139,13 @@ TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
 
 // The checker itself can fail: a tree with an upward include is reported, file and line named.
 TEST(Layering, AnUpwardIncludeIsReported) {
-  const fs::path root = fs::temp_directory_path() / absl::StrCat("sarena-layers-", ::getpid());
-  fs::create_directories(root / "libsarena/model");
+  sarena::testing::TempDir dir("sarena-layers-");
+  const fs::path root = dir.path();
   fs::create_directories(root / "libsarena/diag");
-  std::ofstream(root / "libsarena/model/x.h") << "#include \"libsarena/base/log.h\"\n"
-                                              << "#include \"libsarena/diag/walk.h\"\n";
+  dir.Write("libsarena/model/x.h",
+            "#include \"libsarena/base/log.h\"\n#include \"libsarena/diag/walk.h\"\n");
   const Table table = ParseTable("base:\nmodel: base\ndiag: base model\n");
   std::vector<std::string> v = Violations(root, table);
-  fs::remove_all(root);
   EXPECT_THAT(v, ::testing::ElementsAre("libsarena/model/x.h:2: model -> diag"));
   EXPECT_THAT(Cycles(ParseTable("a: b\nb: c\nc: a\n")), ::testing::SizeIs(1));
 }

@@ -4,10 +4,7 @@
 // tests/data/model.
 #include "libsarena/model/snapshot.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -27,23 +24,12 @@ std::string Data(const std::string& rel) {
 
 class SnapshotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sarena-model-snap-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()); }
   void Copy(const std::string& from_rel, const std::string& to_rel) {
-    fs::create_directories(fs::path(dir_ + "/" + to_rel).parent_path());
-    fs::copy_file(Data(from_rel), dir_ + "/" + to_rel, fs::copy_options::overwrite_existing);
+    fs::create_directories(fs::path(dir_.Path(to_rel)).parent_path());
+    fs::copy_file(Data(from_rel), dir_.Path(to_rel), fs::copy_options::overwrite_existing);
   }
-  void Write(const std::string& rel, const std::string& text) {
-    fs::create_directories(fs::path(dir_ + "/" + rel).parent_path());
-    std::ofstream(dir_ + "/" + rel) << text;
-  }
+  void Write(const std::string& rel, const std::string& text) { dir_.Write(rel, text); }
   // cluster/ (legacy endpoints, no ippools) + node-a complete + node-b routes only + a pod netns.
   void BuildBasic() {
     for (const char* f : {"pods.json", "nodes.json", "services.json", "endpoints.json"}) {
@@ -65,12 +51,12 @@ class SnapshotTest : public ::testing::Test {
     }
     Copy("iproute2/ip-route.json", "nodes/node-b/ip-route.json");
   }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-model-snap-"};
 };
 
 TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok()) << snap.status();
   const Snapshot& s = **snap;
   EXPECT_EQ(s.node_names(), (std::vector<std::string>{"node-a", "node-b"}));
@@ -123,7 +109,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
 
 TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok());
   auto pod = (*snap)->PodNetns("default", "client");
   ASSERT_TRUE(pod.ok()) << pod.status();
@@ -147,7 +133,7 @@ TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
   Write("nodes/node-a/pods/kube-system/coredns-1/ip-addr.json", "[]");  // not in pods.json
   Write("nodes/node-a/pods/stray-file", "x");                           // not a namespace dir
   Write("nodes/node-a/pods/default/notes.txt", "x");                    // a file, not a pod
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok()) << snap.status();
   using Dirs = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ((*snap)->PodDirsOn("node-a"),
@@ -163,7 +149,7 @@ TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
   BuildBasic();
   Write("nodes/node-b/ip-addr.json",
         R"([{"ifindex":2,"ifname":"eth0","addr_info":[{"family":"inet","local":"192.168.1.x","prefixlen":24}]}])");
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok());  // node files are parsed lazily
   auto b = (*snap)->Node("node-b");
   ASSERT_FALSE(b.ok());
@@ -172,7 +158,7 @@ TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
               HasSubstr("parse nodes/node-b/ip-addr.json: [0].addr_info[0].local: invalid IPv4 address '192.168.1.x'"));
   Write("nodes/node-b/ip-addr.json", "[]");
   Write("nodes/node-b/iptables-save.txt", "*filter\n:INPUT ACCEPT [0:0]\n-A OUTPUT -j DROP\nCOMMIT\n");
-  auto snap2 = Snapshot::Open(dir_);
+  auto snap2 = Snapshot::Open(dir_.path());
   auto b2 = (*snap2)->Node("node-b");
   ASSERT_FALSE(b2.ok());
   EXPECT_THAT(std::string(b2.status().message()),
@@ -182,25 +168,25 @@ TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
 TEST_F(SnapshotTest, MalformedClusterFileFailsOpen) {
   BuildBasic();
   Write("cluster/services.json", R"({"items":[{"metadata":{"name":"s"},"spec":{"clusterIP":"10.96.0.999"}}]})");
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_FALSE(snap.ok());
   EXPECT_THAT(std::string(snap.status().message()),
               HasSubstr("parse cluster/services.json: items[0].spec.clusterIP: invalid IPv4 address '10.96.0.999'"));
 }
 
 TEST_F(SnapshotTest, EmptyDirectoryAndMissingDirectory) {
-  auto snap = Snapshot::Open(dir_, {.eager = true});
+  auto snap = Snapshot::Open(dir_.path(), {.eager = true});
   ASSERT_TRUE(snap.ok());
   EXPECT_TRUE((*snap)->node_names().empty());
   EXPECT_THAT((*snap)->cluster().files().missing, Contains("cluster/pods.json"));
-  auto none = Snapshot::Open(dir_ + "/nope");
+  auto none = Snapshot::Open(dir_.Path("nope"));
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SnapshotTest, ReadFileStaysInsideSnapshot) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_, {.eager = true});
+  auto snap = Snapshot::Open(dir_.path(), {.eager = true});
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_TRUE((*snap)->ReadFile("nodes/node-a/sysctl.txt").ok());
   EXPECT_EQ((*snap)->ReadFile("nodes/node-a/nope.json").status().code(), absl::StatusCode::kNotFound);

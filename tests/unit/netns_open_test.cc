@@ -1,11 +1,9 @@
 // nl::Netns::Open must refuse anything that is not a namespace file at once, never block on it
 // (issue 10 defect 5: a FIFO as CNI_NETNS hung the whole daemon). No privileges needed.
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -14,11 +12,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/netlink/netns.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::nl {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 // Netns::Open on another thread, so that a regression (a blocking open) fails the test after
@@ -36,19 +34,11 @@ absl::Status OpenWithTimeout(const std::string& path, absl::Duration timeout = a
 
 class NetnsOpenTest : public ::testing::Test {
  protected:
-  NetnsOpenTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-netns-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  ~NetnsOpenTest() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-netns-"};
 };
 
 TEST_F(NetnsOpenTest, FifoIsRefusedAtOnceNamingThePath) {
-  const std::string fifo = dir_ + "/netns-fifo";
+  const std::string fifo = dir_.Path("netns-fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   absl::Status st = OpenWithTimeout(fifo);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
@@ -57,12 +47,12 @@ TEST_F(NetnsOpenTest, FifoIsRefusedAtOnceNamingThePath) {
 }
 
 TEST_F(NetnsOpenTest, RegularFileAndDirectoryAreRefused) {
-  const std::string file = dir_ + "/plain";
+  const std::string file = dir_.Path("plain");
   { std::FILE* f = std::fopen(file.c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
   absl::Status st = OpenWithTimeout(file);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(st.message(), HasSubstr("(regular file)"));
-  st = OpenWithTimeout(dir_);
+  st = OpenWithTimeout(dir_.path());
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(st.message(), HasSubstr("(directory)"));
 }
@@ -71,7 +61,7 @@ TEST_F(NetnsOpenTest, OtherNamespaceTypeIsRefusedAndMissingIsNotFound) {
   absl::Status st = OpenWithTimeout("/proc/self/ns/uts");
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(st.message(), HasSubstr("not a network namespace"));
-  st = OpenWithTimeout(dir_ + "/missing");
+  st = OpenWithTimeout(dir_.Path("missing"));
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
 }
 

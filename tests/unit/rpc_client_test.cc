@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -28,10 +26,12 @@
 #include "libsarena/rpc/framing.h"
 #include "libsarena/rpc/kind.h"
 #include "libsarena/rpc/sarenad.pb.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::rpc {
 namespace {
 
+using ::sarena::testing::TempDir;
 using ::testing::HasSubstr;
 
 struct Pair {
@@ -286,9 +286,6 @@ class ScriptedPeer {
   using Handler = std::function<void(int conn_fd)>;
 
   explicit ScriptedPeer(Handler handler) {
-    char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/sarenad.sock";
     listen_fd_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -300,14 +297,12 @@ class ScriptedPeer {
       if (conn) handler(conn.get());
     });
   }
-  ~ScriptedPeer() {
-    thread_.join();
-    std::filesystem::remove_all(dir_);
-  }
+  ~ScriptedPeer() { thread_.join(); }
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  TempDir dir_{"sarena-client-test-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   UniqueFd listen_fd_;
   std::thread thread_;
 };
@@ -321,9 +316,8 @@ TEST(DaemonClient, UnreachableSocketIsUnavailableWithPathAndErrno) {
   EXPECT_EQ(cni::CniCodeOf(c.status()), 11u);
 
   // A socket file nobody listens on: refused.
-  char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string path = dir + "/dead.sock";
+  TempDir dir("sarena-client-test-");
+  std::string path = dir.Path("dead.sock");
   {
     UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
@@ -334,7 +328,6 @@ TEST(DaemonClient, UnreachableSocketIsUnavailableWithPathAndErrno) {
   c = Client::Connect(path, absl::Seconds(1));
   EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
   EXPECT_THAT(c.status().message(), HasSubstr("errno 111"));
-  std::filesystem::remove_all(dir);
 
   c = Client::Connect(std::string(120, 'x'), absl::Seconds(1));
   EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
@@ -500,9 +493,6 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
 class ForkedPeer {
  public:
   explicit ForkedPeer(uid_t uid) {
-    char tmpl[] = "/tmp/sarena-client-peer-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/sarenad.sock";
     UniqueFd listen_fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -536,12 +526,12 @@ class ForkedPeer {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
-    std::filesystem::remove_all(dir_);
   }
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  TempDir dir_{"sarena-client-peer-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   pid_t pid_ = -1;
 };
 
@@ -580,9 +570,9 @@ TEST(DaemonClient, TrustsOnlyARootPeer) {
 }
 
 TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
-  char tmpl[] = "/tmp/sarena-client-dir-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string sock = dir + "/sarenad.sock";
+  TempDir tmp("sarena-client-dir-");
+  const std::string& dir = tmp.path();
+  std::string sock = tmp.Path("sarenad.sock");
   EXPECT_TRUE(CheckSocketDirectory(sock).ok());  // 0700, ours
   for (auto [mode, says] : std::vector<std::pair<mode_t, std::string>>{
            {0777, "writable by group and others (mode 0777)"},
@@ -611,7 +601,7 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
     ASSERT_EQ(::chown(dir.c_str(), 0, 0), 0);
   }
   // A regular file where the socket should be.
-  { std::ofstream(sock) << "x"; }
+  tmp.Write("sarenad.sock", "x");
   s = CheckSocketDirectory(sock);
   EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
   EXPECT_THAT(s.message(), HasSubstr("is not a socket"));
@@ -619,7 +609,6 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
   s = CheckSocketDirectory(dir + "/nope/sarenad.sock");
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_EQ(cni::CniCodeOf(s), 11u);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
