@@ -28,6 +28,7 @@
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
@@ -42,6 +43,7 @@ using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
 using ::sarena::testing::TempDir;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr uid_t kNobody = 65534;
@@ -175,9 +177,9 @@ class DaemonServerLimitsTest : public ::testing::Test {
   }
   void StartServer(ServerOptions o) {
     auto s = Server::Create(std::move(o), Echo);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s);
     server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
   }
   // One GC round trip as this process (root).
   std::string RoundTrip(const std::string& id) {
@@ -282,25 +284,23 @@ TEST_F(DaemonServerLimitsTest, SocketDirectoryWritableByOthersIsRefused) {
   ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(run.c_str(), 0777), 0);
   auto s = Server::Create(Options(), Echo);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  ASSERT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(s.status().message(), HasSubstr("'" + run + "'"));
   EXPECT_THAT(s.status().message(), HasSubstr("writable by group or others"));
   EXPECT_FALSE(fs::exists(SocketPath()));
 
   ASSERT_EQ(::chmod(run.c_str(), 0775), 0);  // group-writable is refused too
   s = Server::Create(Options(), Echo);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
 
   ASSERT_EQ(::chmod(run.c_str(), 0755), 0);
   ASSERT_EQ(::chown(run.c_str(), kNobody, kNobody), 0);  // not ours
   s = Server::Create(Options(), Echo);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
-  EXPECT_THAT(s.status().message(), HasSubstr("owned by uid 65534"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("owned by uid 65534")));
 
   ASSERT_EQ(::chown(run.c_str(), 0, 0), 0);
   s = Server::Create(Options(), Echo);
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s);
   struct stat st;
   ASSERT_EQ(::stat(run.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
@@ -325,7 +325,7 @@ TEST(FramingReadTest, ChunkedBodyReadsWholeAndReportsTruncation) {
   v1::Request got;
   absl::Status st = ReadFrame(b.get(), &got, absl::Seconds(10));
   writer.join();
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   ASSERT_EQ(got.gc().valid_size(), 1);
   EXPECT_EQ(got.gc().valid(0).container_id(), big);
 
@@ -333,14 +333,14 @@ TEST(FramingReadTest, ChunkedBodyReadsWholeAndReportsTruncation) {
   ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
   st = ReadFrame(b.get(), &got, absl::Milliseconds(200));
-  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
-  EXPECT_THAT(st.message(), HasSubstr("body: 4 of 4194304 bytes"));
+  EXPECT_THAT(st,
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("body: 4 of 4194304 bytes")));
   ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
   a.Reset();
   st = ReadFrame(b.get(), &got, absl::Seconds(2));
-  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
-  EXPECT_THAT(st.message(), HasSubstr("after 4 of 4194304 body bytes"));
+  EXPECT_THAT(st,
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("after 4 of 4194304 body bytes")));
 }
 
 }  // namespace

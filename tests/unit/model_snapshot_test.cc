@@ -9,11 +9,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -56,9 +58,8 @@ class SnapshotTest : public ::testing::Test {
 
 TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_.path());
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  const Snapshot& s = **snap;
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
+  const Snapshot& s = *snap;
   EXPECT_EQ(s.node_names(), (std::vector<std::string>{"node-a", "node-b"}));
   EXPECT_NE(s.cluster().FindPod("default", "client"), nullptr);
   EXPECT_FALSE(s.cluster().files().endpoint_slices);  // fell back to endpoints.json
@@ -66,7 +67,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_THAT(s.cluster().files().loaded, Contains("cluster/endpoints.json"));
 
   auto a = s.Node("node-a");
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_OK(a);
   EXPECT_EQ((*a)->id, "node:node-a");
   EXPECT_TRUE((*a)->missing_files.empty()) << (*a)->missing_files[0];
   EXPECT_TRUE((*a)->netfilter.has_value());
@@ -86,7 +87,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_EQ(*s.Node("node-a"), *a);
 
   auto b = s.Node("node-b");
-  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_OK(b);
   const auto& missing = (*b)->missing_files;
   for (const char* f : {"nodes/node-b/ip-link.json", "nodes/node-b/ip-addr.json",
                         "nodes/node-b/ip-rule.json", "nodes/node-b/ip-neigh.json",
@@ -101,18 +102,15 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_FALSE((*b)->netstack.Has(NetstackSource::kSysctls));
 
   auto none = s.Node("node-z");
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(none.status().message()), HasSubstr("no directory nodes/node-z"));
+  ASSERT_THAT(none, StatusIs(absl::StatusCode::kNotFound, HasSubstr("no directory nodes/node-z")));
   EXPECT_FALSE(s.Node("../etc").ok());
 }
 
 TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_.path());
-  ASSERT_TRUE(snap.ok());
-  auto pod = (*snap)->PodNetns("default", "client");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
+  auto pod = snap->PodNetns("default", "client");
+  ASSERT_OK(pod);
   EXPECT_EQ((*pod)->id, "pod:default/client");
   EXPECT_EQ((*pod)->dir, "nodes/node-a/pods/default/client");
   const Interface* eth0 = (*pod)->netstack.FindInterface("eth0");
@@ -123,9 +121,8 @@ TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   EXPECT_EQ(r.gateway, net::Ipv4::from_string("169.254.1.1"));
   EXPECT_EQ(r.prefsrc, net::Ipv4::from_string("10.65.1.3"));
   EXPECT_THAT((*pod)->missing_files, Contains("nodes/node-a/pods/default/client/sysctl.txt"));
-  auto missing = (*snap)->PodNetns("shop", "web-7c9f-abcde");
-  ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  auto missing = snap->PodNetns("shop", "web-7c9f-abcde");
+  ASSERT_THAT(missing, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
@@ -133,16 +130,15 @@ TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
   Write("nodes/node-a/pods/kube-system/coredns-1/ip-addr.json", "[]");  // not in pods.json
   Write("nodes/node-a/pods/stray-file", "x");                           // not a namespace dir
   Write("nodes/node-a/pods/default/notes.txt", "x");                    // a file, not a pod
-  auto snap = Snapshot::Open(dir_.path());
-  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
   using Dirs = std::vector<std::pair<std::string, std::string>>;
-  EXPECT_EQ((*snap)->PodDirsOn("node-a"),
+  EXPECT_EQ(snap->PodDirsOn("node-a"),
             (Dirs{{"default", "client"}, {"kube-system", "coredns-1"}}));
-  EXPECT_EQ((*snap)->PodDirsOn("node-b"), Dirs{});  // no pods/ directory
-  EXPECT_EQ((*snap)->PodDirsOn("node-z"), Dirs{});  // no such node
+  EXPECT_EQ(snap->PodDirsOn("node-b"), Dirs{});  // no pods/ directory
+  EXPECT_EQ(snap->PodDirsOn("node-z"), Dirs{});  // no such node
   // node-b has routes only: its devices are unknown, which Open() tells from the files.
-  EXPECT_EQ((*snap)->nodes_without_links(), std::vector<std::string>{"node-b"});
-  EXPECT_EQ((*snap)->cached_nodes(), 0u);
+  EXPECT_EQ(snap->nodes_without_links(), std::vector<std::string>{"node-b"});
+  EXPECT_EQ(snap->cached_nodes(), 0u);
 }
 
 TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
@@ -152,8 +148,7 @@ TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
   auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok());  // node files are parsed lazily
   auto b = (*snap)->Node("node-b");
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(b, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(b.status().message()),
               HasSubstr("parse nodes/node-b/ip-addr.json: [0].addr_info[0].local: invalid IPv4 address '192.168.1.x'"));
   Write("nodes/node-b/ip-addr.json", "[]");
@@ -175,28 +170,25 @@ TEST_F(SnapshotTest, MalformedClusterFileFailsOpen) {
 }
 
 TEST_F(SnapshotTest, EmptyDirectoryAndMissingDirectory) {
-  auto snap = Snapshot::Open(dir_.path(), {.eager = true});
-  ASSERT_TRUE(snap.ok());
-  EXPECT_TRUE((*snap)->node_names().empty());
-  EXPECT_THAT((*snap)->cluster().files().missing, Contains("cluster/pods.json"));
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path(), {.eager = true}));
+  EXPECT_TRUE(snap->node_names().empty());
+  EXPECT_THAT(snap->cluster().files().missing, Contains("cluster/pods.json"));
   auto none = Snapshot::Open(dir_.Path("nope"));
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  ASSERT_THAT(none, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(SnapshotTest, ReadFileStaysInsideSnapshot) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_.path(), {.eager = true});
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  EXPECT_TRUE((*snap)->ReadFile("nodes/node-a/sysctl.txt").ok());
-  EXPECT_EQ((*snap)->ReadFile("nodes/node-a/nope.json").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ((*snap)->ReadFile("../x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*snap)->ReadFile("/etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path(), {.eager = true}));
+  EXPECT_OK(snap->ReadFile("nodes/node-a/sysctl.txt"));
+  EXPECT_THAT(snap->ReadFile("nodes/node-a/nope.json"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(snap->ReadFile("../x"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(snap->ReadFile("/etc/passwd"), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(SarenaEndpoints, BareArraySnakeCaseAndErrors) {
   auto eps = ParseSarenaEndpoints(R"([{"ip":"10.1.1.1","pod_mac":"02:00:00:00:00:01","host_ifname":"lxcx","endpoint_id":"7"}])");
-  ASSERT_TRUE(eps.ok()) << eps.status();
+  ASSERT_OK(eps);
   EXPECT_EQ((*eps)[0].endpoint_id, 7u);  // uint32 fields may be JSON strings in protobuf JSON
   EXPECT_EQ((*eps)[0].host_ifname, "lxcx");
   auto bad = ParseSarenaEndpoints(R"({"endpoints":[{"podMac":"zz"}]})", "nodes/a/sarena-endpoints.json");
