@@ -406,9 +406,7 @@ class CalicoPlugin : public Plugin {
     };
     if (flag("all") || flag(host->name)) return;
     const model::Neighbor* n = pod.FindNeighbor(*r.gateway, r.oif);
-    bool permanent =
-        n && std::find(n->state.begin(), n->state.end(), "PERMANENT") != n->state.end();
-    if (permanent) return;
+    if (n && HasAny(n->state, net::NeighState::kPermanent)) return;
     bool cached = n && n->Usable();
     ctx.Suspect(hop, cached ? Level::kCritical : Level::kFatal, "neighbor_missing",
                 absl::StrCat("proxy_arp is off on ", host->name, " (net.ipv4.conf.", host->name,

@@ -1,22 +1,9 @@
 #include "libsarena/model/neigh.h"
 
-#include <algorithm>
-
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace sarena::model {
-
-namespace {
-
-bool HasState(const Neighbor& n, absl::string_view s) {
-  return std::any_of(n.state.begin(), n.state.end(),
-                     [&](const std::string& x) { return absl::EqualsIgnoreCase(x, s); });
-}
-
-}  // namespace
 
 NeighCheck CheckNeighborLladdr(const Neighbor& n, const Interface& receiver,
                                absl::string_view receiver_where) {
@@ -26,9 +13,9 @@ NeighCheck CheckNeighborLladdr(const Neighbor& n, const Interface& receiver,
     out.fit = NeighFit::kMatches;
     return out;
   }
-  bool fixed = HasState(n, "PERMANENT") || HasState(n, "NOARP");
+  bool fixed = HasAny(n.state, NeighState::kPermanent | NeighState::kNoArp);
   out.fit = fixed ? NeighFit::kStaleStatic : NeighFit::kStaleDynamic;
-  std::string state = absl::AsciiStrToLower(absl::StrJoin(n.state, ","));
+  std::string state = absl::AsciiStrToLower(n.StateNames());
   out.detail = absl::StrCat(
       state.empty() ? "" : absl::StrCat(state, " "), "neighbour entry ", n.dst.to_string(),
       " lladdr ", net::FormatMac(*n.lladdr), " on ", n.dev, ", but ", receiver.name, " of ",

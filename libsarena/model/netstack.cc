@@ -122,9 +122,13 @@ const InterfaceAddress* Interface::PrimaryAddress() const {
 bool Neighbor::Usable() const {
   if (!lladdr.has_value()) {
     // NOARP devices (tunl0, point-to-point) need no lladdr.
-    return Contains(state, "NOARP") || Contains(state, "PERMANENT");
+    return HasAny(state, NeighState::kNoArp | NeighState::kPermanent);
   }
-  return !Contains(state, "FAILED") && !Contains(state, "INCOMPLETE");
+  return !HasAny(state, NeighState::kFailed | NeighState::kIncomplete);
+}
+
+std::string Neighbor::StateNames() const {
+  return state == NeighState::kNone ? std::string() : ToString(state);
 }
 
 std::string Route::ToString() const {

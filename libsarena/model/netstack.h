@@ -33,9 +33,10 @@ namespace sarena::model {
 // ---------------------------------------------------------------------------------------------
 // Enumerations (values are the kernel's uapi numbers from linux/rtnetlink.h).
 
-// The rtnetlink vocabulary (scope, route type, route protocol, table ids, rule action and their
-// iproute2 names) is defined once in libsarena/net/rtnl.h, shared with netlink/; the model names
-// it here so model::Route reads like the kernel's route.
+// The rtnetlink vocabulary (scope, route type, route protocol, table ids, rule action, neighbour
+// state and their iproute2 names) is defined once in libsarena/net/rtnl.h, shared with netlink/;
+// the model names it here so model::Route reads like the kernel's route.
+using net::NeighState;
 using net::RouteProtocol;
 using net::RouteType;
 using net::RuleAction;
@@ -219,11 +220,15 @@ struct Neighbor {
   net::Ipv4 dst;
   std::string dev;
   std::optional<net::Mac> lladdr;
-  std::vector<std::string> state;     // "REACHABLE", "STALE", "PERMANENT", "FAILED", "NOARP", ...
+  NeighState state = NeighState::kNone;  // NUD_* bits from the "state" names ("REACHABLE", ...)
   bool router = false;
 
-  /// A usable resolution: lladdr present and state not FAILED/INCOMPLETE.
+  /// A usable resolution: lladdr present and state not FAILED/INCOMPLETE (without an lladdr,
+  /// NOARP or PERMANENT).
   bool Usable() const;
+  /// The state as `ip neigh` prints it: iproute2's names joined with ',' in bit order
+  /// ("REACHABLE", "NOARP,PERMANENT"); "" for NUD_NONE (`ip -j neigh` prints no "state").
+  std::string StateNames() const;
 };
 
 /// One forwarding-database entry (`bridge -j fdb show`).

@@ -138,6 +138,24 @@ absl::StatusOr<std::optional<net::Mac>> GetNeighLladdr(const JsonValue& obj, abs
                         absl::StrCat("invalid link-layer address '", *s, "'"));
 }
 
+// A neighbour's "state": the names iproute2 prints for the NUD_* bits of ndm_state (absent for
+// NUD_NONE), as one set. iproute2 prints no other name, so any other is corrupt: an error
+// naming the element and the value.
+absl::StatusOr<NeighState> GetNeighState(const JsonValue& obj, absl::string_view file,
+                                         absl::string_view path) {
+  SARENA_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                          GetStringArray(obj, "state", file, path));
+  NeighState state = NeighState::kNone;
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::StatusOr<NeighState> bit = net::ParseNeighState(names[i]);
+    if (!bit.ok()) {
+      return JsonFieldError(file, absl::StrCat(path, ".state[", i, "]"), bit.status().message());
+    }
+    state |= *bit;
+  }
+  return state;
+}
+
 }  // namespace
 
 absl::Status Netstack::ParseNeighbors(absl::string_view json, absl::string_view file_name) {
@@ -162,7 +180,7 @@ absl::Status Netstack::ParseNeighbors(absl::string_view json, absl::string_view 
       ndev = &interfaces_[f->second];
     }
     SARENA_ASSIGN_OR_RETURN(n.lladdr, GetNeighLladdr(it, file_name, p, ndev));
-    SARENA_ASSIGN_OR_RETURN(n.state, GetStringArray(it, "state", file_name, p));
+    SARENA_ASSIGN_OR_RETURN(n.state, GetNeighState(it, file_name, p));
     n.router = it.Find("router", false) != nullptr;
     neighbors_.push_back(std::move(n));
   }

@@ -36,6 +36,12 @@ constexpr ProtoName kProtoNames[] = {
     {RouteProtocol::kRip, "rip"},           {RouteProtocol::kEigrp, "eigrp"},
 };
 
+// ip/ipneigh.c print_neigh_state: the bits in this order, each by its NUD_ name.
+constexpr std::pair<uint16_t, absl::string_view> kNeighStateNames[] = {
+    {0x01, "INCOMPLETE"}, {0x02, "REACHABLE"}, {0x04, "STALE"}, {0x08, "DELAY"},
+    {0x10, "PROBE"},      {0x20, "FAILED"},    {0x40, "NOARP"}, {0x80, "PERMANENT"},
+};
+
 // A decimal 0..255.
 bool ParseByte(absl::string_view text, uint8_t* out) {
   uint32_t v = 0;
@@ -131,14 +137,10 @@ std::string ToString(RuleAction action) {
 }
 
 std::string ToString(NeighState state) {
-  static constexpr std::pair<uint16_t, const char*> kNames[] = {
-      {0x01, "INCOMPLETE"}, {0x02, "REACHABLE"}, {0x04, "STALE"}, {0x08, "DELAY"},
-      {0x10, "PROBE"},      {0x20, "FAILED"},    {0x40, "NOARP"}, {0x80, "PERMANENT"},
-  };
   auto v = static_cast<uint16_t>(state);
   if (v == 0) return "NONE";
   std::vector<std::string> parts;
-  for (const auto& [bit, name] : kNames) {
+  for (const auto& [bit, name] : kNeighStateNames) {
     if (v & bit) {
       parts.emplace_back(name);
       v &= ~bit;
@@ -146,6 +148,13 @@ std::string ToString(NeighState state) {
   }
   if (v) parts.push_back(absl::StrFormat("0x%x", v));
   return absl::StrJoin(parts, ",");
+}
+
+absl::StatusOr<NeighState> ParseNeighState(absl::string_view text) {
+  for (const auto& [bit, name] : kNeighStateNames) {
+    if (text == name) return static_cast<NeighState>(bit);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("invalid neighbour state '", text, "'"));
 }
 
 }  // namespace sarena::net

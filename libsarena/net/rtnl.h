@@ -127,9 +127,24 @@ enum class NeighState : uint16_t {
   kNoArp = 0x40,
   kPermanent = 0x80,
 };
+/// A set of states is the union of its bits (the kernel's ndm_state is such a set).
+constexpr NeighState operator|(NeighState a, NeighState b) {
+  return static_cast<NeighState>(static_cast<uint16_t>(a) | static_cast<uint16_t>(b));
+}
+constexpr NeighState& operator|=(NeighState& a, NeighState b) { return a = a | b; }
+/// Whether `state` has any of the bits of `bits` (HasAny(s, kFailed | kIncomplete)).
+constexpr bool HasAny(NeighState state, NeighState bits) {
+  return (static_cast<uint16_t>(state) & static_cast<uint16_t>(bits)) != 0;
+}
 /// iproute2's names: "PERMANENT", "REACHABLE", "STALE", ... ("NONE" for 0); several bits are
 /// joined with ',' in bit order (as `ip neigh` prints them); unknown bits as hex ("0x100").
 std::string ToString(NeighState state);
+/// One state bit from its iproute2 name: one of the eight that `ip neigh` prints ("INCOMPLETE",
+/// "REACHABLE", "STALE", "DELAY", "PROBE", "FAILED", "NOARP", "PERMANENT"; an element of
+/// `ip -j neigh`'s "state" array), exactly as printed. "NONE" is no such name (iproute2 prints
+/// no state at all for NUD_NONE) and neither is a ','-joined list.
+/// Errors: kInvalidArgument "invalid neighbour state '<text>'".
+absl::StatusOr<NeighState> ParseNeighState(absl::string_view text);
 
 }  // namespace sarena::net
 

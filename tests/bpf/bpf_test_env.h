@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/bpf/bpffs.h"
 #include "libsarena/net/ip.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::testing {
 
@@ -27,14 +28,8 @@ namespace sarena::testing {
 class ScopedBpffs {
  public:
   ScopedBpffs() {
-    char tmpl[] = "/tmp/sarena-bpffs-XXXXXX";
-    char* dir = mkdtemp(tmpl);
-    if (dir == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-      return;
-    }
-    dir_ = dir;
-    auto mounted = bpf::EnsureBpffs(dir_);
+    if (dir_.path().empty()) return;  // mkdtemp failed: TempDir reported it
+    auto mounted = bpf::EnsureBpffs(dir_.path());
     if (!mounted.ok()) {
       ADD_FAILURE() << mounted.status();
       return;
@@ -43,17 +38,16 @@ class ScopedBpffs {
   }
   ~ScopedBpffs() {
     if (!mounted_.empty()) umount2(mounted_.c_str(), MNT_DETACH);
-    if (!dir_.empty()) rmdir(dir_.c_str());
-  }
+  }  // then dir_, the mount point, is removed
   ScopedBpffs(const ScopedBpffs&) = delete;
   ScopedBpffs& operator=(const ScopedBpffs&) = delete;
 
-  const std::string& path() const { return dir_; }
+  const std::string& path() const { return dir_.path(); }
   /// The directory a bpffs was mounted on ("" if none was needed).
   const std::string& mounted() const { return mounted_; }
 
  private:
-  std::string dir_;
+  TempDir dir_{"sarena-bpffs-"};
   std::string mounted_;
 };
 

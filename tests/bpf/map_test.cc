@@ -22,6 +22,7 @@
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/abi.h"
 #include "tests/bpf/bpf_test_env.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::bpf {
@@ -46,6 +47,7 @@ using ::sarena::datapath::Program;
 using ::sarena::datapath::Maps;
 using ::sarena::datapath::Objects;
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 UniqueFd CreateMap(bpf_map_type type, uint32_t key_size, uint32_t value_size, uint32_t max,
@@ -72,7 +74,7 @@ class MapTest : public ::testing::Test {
     auto m = Map<EndpointKey, Endpoint>::FromFd(
         CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), max, "sarena_test",
                   BPF_F_NO_PREALLOC));
-    EXPECT_TRUE(m.ok()) << m.status();
+    EXPECT_OK(m);
     return *std::move(m);
   }
 };
@@ -80,31 +82,29 @@ class MapTest : public ::testing::Test {
 TEST_F(MapTest, SizeMismatchIsFailedPreconditionNamingMapAndSizes) {
   auto bad_value = Map<EndpointKey, uint64_t>::FromFd(
       CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), 16, "sarena_mism"));
-  ASSERT_FALSE(bad_value.ok());
-  EXPECT_EQ(bad_value.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_THAT(bad_value, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(std::string(bad_value.status().message()), HasSubstr("sarena_mism"));
   EXPECT_THAT(std::string(bad_value.status().message()), HasSubstr("value size 24 != expected 8"));
 
   auto bad_key = Map<uint32_t, Endpoint>::FromFd(
       CreateMap(BPF_MAP_TYPE_HASH, sizeof(EndpointKey), sizeof(Endpoint), 16, "sarena_mism"));
-  ASSERT_FALSE(bad_key.ok());
-  EXPECT_EQ(bad_key.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_THAT(bad_key, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(std::string(bad_key.status().message()), HasSubstr("key size 20 != expected 4"));
 }
 
 TEST_F(MapTest, PerCpuAndPlainMapsAreNotInterchangeable) {
   auto plain_as_percpu = PerCpuMap<uint32_t, EndpointCounters>::FromFd(
       CreateMap(BPF_MAP_TYPE_ARRAY, 4, sizeof(EndpointCounters), 4));
-  EXPECT_EQ(plain_as_percpu.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plain_as_percpu, StatusIs(absl::StatusCode::kFailedPrecondition));
   auto percpu_as_plain = Map<uint32_t, EndpointCounters>::FromFd(
       CreateMap(BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(EndpointCounters), 4));
-  EXPECT_EQ(percpu_as_plain.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(percpu_as_plain.status().message()), HasSubstr("per-CPU"));
+  EXPECT_THAT(percpu_as_plain,
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("per-CPU")));
 }
 
 TEST_F(MapTest, InvalidFdAndNonMapFdAreRejected) {
   using U32Map = Map<uint32_t, uint32_t>;
-  EXPECT_EQ(U32Map::FromFd(UniqueFd()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(U32Map::FromFd(UniqueFd()), StatusIs(absl::StatusCode::kInvalidArgument));
   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   EXPECT_FALSE(U32Map::FromFd(UniqueFd(fd)).ok());
 }
@@ -113,20 +113,19 @@ TEST_F(MapTest, UpdateLookupDeleteWithFlagsAndNotFound) {
   auto m = EndpointHash();
   EndpointKey k = KeyN(1);
   EXPECT_EQ(m.Lookup(k).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(m.Delete(k).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(m.Update(k, ValueN(1), UpdateFlags::kExist).code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(m.Update(k, ValueN(1), UpdateFlags::kNoExist).ok());
+  EXPECT_THAT(m.Delete(k), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(m.Update(k, ValueN(1), UpdateFlags::kExist), StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_OK(m.Update(k, ValueN(1), UpdateFlags::kNoExist));
   EXPECT_EQ(m.Update(k, ValueN(2), UpdateFlags::kNoExist).code(),
             absl::StatusCode::kAlreadyExists);
   auto v = m.Lookup(k);
-  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_OK(v);
   EXPECT_TRUE(Equal(*v, ValueN(1)));
-  ASSERT_TRUE(m.Update(k, ValueN(2), UpdateFlags::kExist).ok());
+  ASSERT_OK(m.Update(k, ValueN(2), UpdateFlags::kExist));
   EXPECT_TRUE(Equal(*m.Lookup(k), ValueN(2)));
-  ASSERT_TRUE(m.Delete(k).ok());
+  ASSERT_OK(m.Delete(k));
   auto gone = m.Lookup(k);
-  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(gone.status().message()), HasSubstr("sarena_test"));
+  EXPECT_THAT(gone, StatusIs(absl::StatusCode::kNotFound, HasSubstr("sarena_test")));
 }
 
 TEST_F(MapTest, KeysAndForEachSeeEveryEntry) {
@@ -134,7 +133,7 @@ TEST_F(MapTest, KeysAndForEachSeeEveryEntry) {
   constexpr uint32_t kN = 1000;
   for (uint32_t i = 0; i < kN; ++i) ASSERT_TRUE(m.Update(KeyN(i), ValueN(i)).ok());
   auto keys = m.Keys();
-  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_OK(keys);
   ASSERT_EQ(keys->size(), kN);
   std::vector<bool> seen(kN);
   for (const auto& k : *keys) {
@@ -152,7 +151,7 @@ TEST_F(MapTest, KeysAndForEachSeeEveryEntry) {
                }).ok());
   EXPECT_EQ(visited, kN);
   visited = 0;
-  ASSERT_TRUE(m.ForEach([&](const EndpointKey&, const Endpoint&) { return ++visited < 10; }).ok());
+  ASSERT_OK(m.ForEach([&](const EndpointKey&, const Endpoint&) { return ++visited < 10; }));
   EXPECT_EQ(visited, 10u);
 }
 
@@ -165,9 +164,9 @@ TEST_F(MapTest, BatchOpsOnHash) {
     keys.push_back(KeyN(i));
     values.push_back(ValueN(i));
   }
-  ASSERT_TRUE(m.UpdateBatch(keys, values).ok());
+  ASSERT_OK(m.UpdateBatch(keys, values));
   auto all = m.LookupBatch();
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), kN);
   std::vector<bool> seen(kN);
   for (const auto& [k, v] : *all) {
@@ -180,45 +179,44 @@ TEST_F(MapTest, BatchOpsOnHash) {
   // NOEXIST on existing keys fails, naming how many went in.
   auto again = m.UpdateBatch(absl::MakeSpan(keys).subspan(0, 10),
                              absl::MakeSpan(values).subspan(0, 10), UpdateFlags::kNoExist);
-  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_THAT(std::string(again.message()), HasSubstr("0 written"));
+  EXPECT_THAT(again, StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("0 written")));
   EXPECT_EQ(m.UpdateBatch(keys, absl::MakeSpan(values).subspan(1)).code(),
             absl::StatusCode::kInvalidArgument);
 
-  ASSERT_TRUE(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, kN / 2)).ok());
+  ASSERT_OK(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, kN / 2)));
   auto rest = m.Keys();
-  ASSERT_TRUE(rest.ok());
+  ASSERT_OK(rest);
   EXPECT_EQ(rest->size(), kN / 2);
   EXPECT_EQ(m.Lookup(keys[0]).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(m.Lookup(keys[kN - 1]).ok());
   // Deleting an absent key stops the batch with kNotFound.
-  EXPECT_EQ(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, 1)).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(m.DeleteBatch(absl::MakeSpan(keys).subspan(0, 1)),
+              StatusIs(absl::StatusCode::kNotFound));
   // An empty map reads as empty.
-  ASSERT_TRUE(m.DeleteBatch(absl::MakeSpan(keys).subspan(kN / 2)).ok());
+  ASSERT_OK(m.DeleteBatch(absl::MakeSpan(keys).subspan(kN / 2)));
   auto none = m.LookupBatch();
-  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_OK(none);
   EXPECT_TRUE(none->empty());
 }
 
 TEST_F(MapTest, BatchOpsOnArrayIncludingUnsupportedDelete) {
   auto m = Map<uint32_t, uint64_t>::FromFd(CreateMap(BPF_MAP_TYPE_ARRAY, 4, 8, 300));
-  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_OK(m);
   std::vector<uint32_t> keys;
   std::vector<uint64_t> values;
   for (uint32_t i = 0; i < 300; ++i) {
     keys.push_back(i);
     values.push_back(uint64_t{i} * 3);
   }
-  ASSERT_TRUE(m->UpdateBatch(keys, values).ok());
+  ASSERT_OK(m->UpdateBatch(keys, values));
   auto all = m->LookupBatch();
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), 300u);
   for (const auto& [k, v] : *all) EXPECT_EQ(v, uint64_t{k} * 3);
   // Arrays have no delete (batch or not): the batch falls back to the loop, which reports the
   // kernel's EINVAL for the first element.
   auto del = m->DeleteBatch(absl::MakeSpan(keys).subspan(0, 3));
-  EXPECT_EQ(del.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(del.message()), HasSubstr("0 of 3 deleted"));
+  EXPECT_THAT(del, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 of 3 deleted")));
 }
 
 TEST_F(MapTest, LookupAllFallsBackWhereTheKernelHasNoBatch) {
@@ -229,7 +227,7 @@ TEST_F(MapTest, LookupAllFallsBackWhereTheKernelHasNoBatch) {
   };
   auto m = Map<LpmKey, uint32_t>::FromFd(
       CreateMap(BPF_MAP_TYPE_LPM_TRIE, sizeof(LpmKey), 4, 64, "sarena_lpm", BPF_F_NO_PREALLOC));
-  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_OK(m);
   std::vector<LpmKey> keys;
   std::vector<uint32_t> values;
   for (uint32_t i = 0; i < 20; ++i) {
@@ -238,24 +236,24 @@ TEST_F(MapTest, LookupAllFallsBackWhereTheKernelHasNoBatch) {
   }
   ASSERT_TRUE(m->UpdateBatch(keys, values).ok());  // loop fallback
   auto all = m->LookupBatch();
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all);
   EXPECT_EQ(all->size(), 20u);
-  ASSERT_TRUE(m->DeleteBatch(keys).ok());
+  ASSERT_OK(m->DeleteBatch(keys));
   EXPECT_TRUE(m->Keys()->empty());
 }
 
 TEST_F(MapTest, PerCpuValuesOnePerPossibleCpu) {
   auto m = PerCpuMap<uint32_t, EndpointCounters>::FromFd(
       CreateMap(BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(EndpointCounters), 8));
-  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_OK(m);
   auto cpus = NumPossibleCpus();
-  ASSERT_TRUE(cpus.ok());
+  ASSERT_OK(cpus);
   EXPECT_EQ(m->num_cpus(), *cpus);
   std::vector<EndpointCounters> values(*cpus);
   for (int i = 0; i < *cpus; ++i) values[i] = {uint64_t(i + 1), uint64_t(100 * (i + 1)), 0, 7};
-  ASSERT_TRUE(m->Update(3, values).ok());
+  ASSERT_OK(m->Update(3, values));
   auto got = m->Lookup(3);
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   ASSERT_EQ(got->size(), size_t(*cpus));
   for (int i = 0; i < *cpus; ++i) EXPECT_EQ((*got)[i].rx_bytes, uint64_t(100 * (i + 1)));
   EndpointCounters sum = SumCounters(*got);
@@ -263,10 +261,10 @@ TEST_F(MapTest, PerCpuValuesOnePerPossibleCpu) {
   EXPECT_EQ(sum.tx_bytes, uint64_t(7) * *cpus);
   EXPECT_EQ(m->Update(3, absl::MakeSpan(values).subspan(1)).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(m->UpdateAll(3, EndpointCounters{}).ok());
+  ASSERT_OK(m->UpdateAll(3, EndpointCounters{}));
   EXPECT_EQ(SumCounters(*m->Lookup(3)).rx_packets, 0u);
   auto all = m->LookupBatch();
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all);
   EXPECT_EQ(all->size(), 8u);
   for (const auto& [k, v] : *all) EXPECT_EQ(v.size(), size_t(*cpus));
 }
@@ -275,18 +273,17 @@ TEST_F(MapTest, PinAndFromPin) {
   ::sarena::testing::ScopedBpffs fs;
   auto m = EndpointHash(16);
   std::string path = fs.path() + "/pinned";
-  ASSERT_TRUE(m.raw().Pin(path).ok());
-  EXPECT_EQ(m.raw().Pin(path).code(), absl::StatusCode::kAlreadyExists);
-  ASSERT_TRUE(m.Update(KeyN(5), ValueN(5)).ok());
+  ASSERT_OK(m.raw().Pin(path));
+  EXPECT_THAT(m.raw().Pin(path), StatusIs(absl::StatusCode::kAlreadyExists));
+  ASSERT_OK(m.Update(KeyN(5), ValueN(5)));
   auto again = Map<EndpointKey, Endpoint>::FromPin(path);
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again);
   EXPECT_EQ(again->info().id, m.info().id);
   EXPECT_TRUE(Equal(*again->Lookup(KeyN(5)), ValueN(5)));
   auto wrong = Map<uint32_t, Endpoint>::FromPin(path);
-  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(wrong.status().message()), HasSubstr(path));
+  EXPECT_THAT(wrong, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(path)));
   auto missing = Map<EndpointKey, Endpoint>::FromPin(fs.path() + "/nothing");
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(MapTest, EnsureBpffsMountsOnceAndCreatesSubdirectories) {
@@ -296,16 +293,16 @@ TEST_F(MapTest, EnsureBpffsMountsOnceAndCreatesSubdirectories) {
   EXPECT_FALSE(*IsBpffs("/tmp"));
   // Already on bpffs: only directories are created.
   auto nested = EnsureBpffs(fs.path() + "/a/b/c");
-  ASSERT_TRUE(nested.ok()) << nested.status();
+  ASSERT_OK(nested);
   EXPECT_EQ(*nested, "");
   EXPECT_TRUE(*IsBpffs(fs.path() + "/a/b/c"));
   auto again = EnsureBpffs(fs.path());
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(*again, "");
   rmdir((fs.path() + "/a/b/c").c_str());
   rmdir((fs.path() + "/a/b").c_str());
   rmdir((fs.path() + "/a").c_str());
-  EXPECT_EQ(IsBpffs("/nonexistent/sarena").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(IsBpffs("/nonexistent/sarena"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 // ---- The real objects ----
@@ -313,7 +310,7 @@ TEST_F(MapTest, EnsureBpffsMountsOnceAndCreatesSubdirectories) {
 TEST_F(MapTest, LoadedMapsMatchTheAbiStructs) {
   ::sarena::testing::ScopedBpffs fs;
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const Maps& m = objs->maps();
   EXPECT_EQ(m.endpoints.info().key_size, sizeof(sarena_endpoint_key));
   EXPECT_EQ(m.endpoints.info().value_size, sizeof(sarena_endpoint));
@@ -345,22 +342,22 @@ TEST_F(MapTest, LoadedMapsMatchTheAbiStructs) {
 TEST_F(MapTest, ObjectsShareMapsThroughPinsAcrossLoads) {
   ::sarena::testing::ScopedBpffs fs;
   auto first = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(first->maps().endpoints.Update(KeyN(9), ValueN(9)).ok());
+  ASSERT_OK(first);
+  ASSERT_OK(first->maps().endpoints.Update(KeyN(9), ValueN(9)));
   uint32_t id = first->maps().endpoints.info().id;
   first = absl::InternalError("dropped");  // destroy: maps survive through the pins
   auto second = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_OK(second);
   EXPECT_EQ(second->maps().endpoints.info().id, id);
   EXPECT_TRUE(Equal(*second->maps().endpoints.Lookup(KeyN(9)), ValueN(9)));
   // A reader (CLI, diagnoser) opens the same maps by pin.
   auto pinned = Maps::FromPinRoot(fs.path());
-  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  ASSERT_OK(pinned);
   EXPECT_EQ(pinned->endpoints.info().id, id);
   auto cfg = pinned->config.Read();
-  ASSERT_TRUE(cfg.ok());
+  ASSERT_OK(cfg);
   EXPECT_EQ(cfg->net_ifindex, 0u);
-  EXPECT_EQ(Maps::FromPinRoot(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Maps::FromPinRoot(fs.path() + "/nope"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 // Readers (the sarena CLI, collect, the metrics endpoint, the example) open the pins read-only:
@@ -368,38 +365,38 @@ TEST_F(MapTest, ObjectsShareMapsThroughPinsAcrossLoads) {
 TEST_F(MapTest, OpenPinnedReadsButCannotWrite) {
   ::sarena::testing::ScopedBpffs fs;
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const sarena::net::Ipv4 ip = *sarena::net::ParseIpv4("10.244.0.7");
   const Endpoint ep = MakeEndpoint(7, {2, 0, 0, 0, 0, 7}, {2, 0, 0, 0, 1, 7}, 7);
-  ASSERT_TRUE(objs->maps().endpoints.Put(ip, ep).ok());
-  ASSERT_TRUE(objs->maps().config.Write({.net_ifindex = 501}).ok());
+  ASSERT_OK(objs->maps().endpoints.Put(ip, ep));
+  ASSERT_OK(objs->maps().config.Write({.net_ifindex = 501}));
 
   auto ro = Maps::OpenPinned(fs.path());
-  ASSERT_TRUE(ro.ok()) << ro.status();
+  ASSERT_OK(ro);
   auto got = ro->endpoints.Get(ip);
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   EXPECT_TRUE(Equal(*got, ep));
   auto slot = ro->endpoints.SlotCopy(ip);
-  ASSERT_TRUE(slot.ok()) << slot.status();
+  ASSERT_OK(slot);
   EXPECT_TRUE(slot->has_value());
   EXPECT_EQ(ro->config.Read()->net_ifindex, 501u);
-  EXPECT_TRUE(ro->drops.ReadAll().ok());
-  EXPECT_TRUE(ro->ep_counters.Read(7).ok());
+  EXPECT_OK(ro->drops.ReadAll());
+  EXPECT_OK(ro->ep_counters.Read(7));
 
-  EXPECT_EQ(ro->endpoints.Put(ip, ep).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(ro->endpoints.Put(ip, ep), StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_EQ(ro->endpoints.RemoveIfOwner(ip, 0).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(ro->config.Write({}).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(ro->ep_counters.Reset(7).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(ro->MarkFlowOpener(7).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(ro->config.Write({}), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(ro->ep_counters.Reset(7), StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(ro->MarkFlowOpener(7), StatusIs(absl::StatusCode::kPermissionDenied));
   // Nothing changed behind the writer's back.
   EXPECT_TRUE(Equal(*objs->maps().endpoints.Get(ip), ep));
   EXPECT_EQ(objs->maps().config.Read()->net_ifindex, 501u);
   // The same pins opened for writing (tests, the overlay) still write.
   auto rw = Maps::FromPinRoot(fs.path());
-  ASSERT_TRUE(rw.ok()) << rw.status();
-  EXPECT_TRUE(rw->ep_counters.Reset(7).ok());
-  EXPECT_EQ(Maps::OpenPinned(fs.path() + "/nope").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(rw);
+  EXPECT_OK(rw->ep_counters.Reset(7));
+  EXPECT_THAT(Maps::OpenPinned(fs.path() + "/nope"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 // The endpoint map's verbs: by pod address, and a delete that only takes its own entry (an IP
@@ -407,27 +404,27 @@ TEST_F(MapTest, OpenPinnedReadsButCannotWrite) {
 TEST_F(MapTest, EndpointMapVerbsRespectOwnership) {
   ::sarena::testing::ScopedBpffs fs;
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const EndpointMap& m = objs->maps().endpoints;
   const auto ip = boost::asio::ip::make_address_v4("10.9.0.5");
   const net::Mac mac{2, 0, 0, 0, 0, 5};
-  ASSERT_TRUE(m.Put(ip, MakeEndpoint(7, mac, mac, 3)).ok());
-  ASSERT_TRUE(m.Get(ip).ok());
+  ASSERT_OK(m.Put(ip, MakeEndpoint(7, mac, mac, 3)));
+  ASSERT_OK(m.Get(ip));
   EXPECT_EQ(m.Get(ip)->ifindex, 7u);
   EXPECT_EQ(m.Get(boost::asio::ip::make_address_v4("10.9.0.6")).status().code(),
             absl::StatusCode::kNotFound);
   auto other = m.RemoveIfOwner(ip, 8);  // another veth's DEL
-  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_OK(other);
   EXPECT_FALSE(*other);
-  EXPECT_TRUE(m.Get(ip).ok());
+  EXPECT_OK(m.Get(ip));
   auto addrs = m.Addresses();
-  ASSERT_TRUE(addrs.ok());
+  ASSERT_OK(addrs);
   EXPECT_EQ(*addrs, std::vector<net::Ipv4>{ip});
   auto own = m.RemoveIfOwner(ip, 7);
-  ASSERT_TRUE(own.ok());
+  ASSERT_OK(own);
   EXPECT_TRUE(*own);
   auto again = m.RemoveIfOwner(ip, 7);  // idempotent
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_FALSE(*again);
 }
 
@@ -437,7 +434,7 @@ TEST_F(MapTest, EndpointMapVerbsRespectOwnership) {
 TEST_F(MapTest, EndpointMapKeepsTheSlotsInStep) {
   ::sarena::testing::ScopedBpffs fs;
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const EndpointMap& m = objs->maps().endpoints;
   ASSERT_TRUE(m.slots().has_value());
   const auto& slots = *m.slots();
@@ -449,9 +446,9 @@ TEST_F(MapTest, EndpointMapKeepsTheSlotsInStep) {
   const uint32_t idx = ::sarena::datapath::EndpointSlotIndex(ip);
   EXPECT_EQ(idx, 0x0105u);
   const net::Mac mac{2, 0, 0, 0, 0, 5};
-  ASSERT_TRUE(m.Put(ip, MakeEndpoint(7, mac, mac, 3)).ok());
+  ASSERT_OK(m.Put(ip, MakeEndpoint(7, mac, mac, 3)));
   auto slot = slots.Lookup(idx);
-  ASSERT_TRUE(slot.ok()) << slot.status();
+  ASSERT_OK(slot);
   EXPECT_EQ(slot->addr_be, net::ToBe32(ip));
   EXPECT_EQ(slot->ep.ifindex, 7u);
   EXPECT_EQ(slot->ep.endpoint_id, 3u);
@@ -460,7 +457,7 @@ TEST_F(MapTest, EndpointMapKeepsTheSlotsInStep) {
   EXPECT_EQ(slots.Lookup(idx)->addr_be, net::ToBe32(ip));
   EXPECT_EQ(m.Get(twin)->ifindex, 9u);
   Endpoint traced = MakeEndpoint(7, mac, mac, 3, SARENA_EP_F_TRACE);
-  ASSERT_TRUE(m.Replace(MakeEndpointKey(ip), traced).ok());
+  ASSERT_OK(m.Replace(MakeEndpointKey(ip), traced));
   EXPECT_EQ(slots.Lookup(idx)->ep.flags, SARENA_EP_F_TRACE);
   EXPECT_EQ(m.Replace(MakeEndpointKey(boost::asio::ip::make_address_v4("10.9.1.6")), traced)
                 .code(),
@@ -486,23 +483,23 @@ TEST_F(MapTest, LoadFillsNewSlotsFromAPinnedEndpointHash) {
   const net::Mac mac{2, 0, 0, 0, 0, 7};
   {
     auto objs = Objects::Load({.pin_root = fs.path()});
-    ASSERT_TRUE(objs.ok()) << objs.status();
+    ASSERT_OK(objs);
     ASSERT_TRUE(objs->maps().endpoints.Update(MakeEndpointKey(ip), MakeEndpoint(11, mac, mac, 5))
                     .ok());
   }
   ASSERT_EQ(unlink(absl::StrCat(fs.path(), "/", SARENA_MAP_ENDPOINT_SLOTS).c_str()), 0);
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   auto slot = objs->maps().endpoints.slots()->Lookup(::sarena::datapath::EndpointSlotIndex(ip));
-  ASSERT_TRUE(slot.ok()) << slot.status();
+  ASSERT_OK(slot);
   EXPECT_EQ(slot->addr_be, net::ToBe32(ip));
   EXPECT_EQ(slot->ep.ifindex, 11u);
   // A reload with the slot pin present reuses it (no second sync needed, entry kept).
   auto again = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again);
   EXPECT_EQ(again->maps().endpoints.slots()->Lookup(0x0207)->ep.ifindex, 11u);
   auto pinned = Maps::FromPinRoot(fs.path());
-  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  ASSERT_OK(pinned);
   EXPECT_TRUE(pinned->endpoints.slots().has_value());
 }
 
@@ -517,23 +514,23 @@ TEST_F(MapTest, LoadReconcilesStaleSlotsAndMarksRecordedFlowOpeners) {
   const net::Mac mac{2, 0, 0, 0, 0, 3};
   {
     auto objs = Objects::Load({.pin_root = fs.path()});
-    ASSERT_TRUE(objs.ok()) << objs.status();
+    ASSERT_OK(objs);
     const EndpointMap& m = objs->maps().endpoints;
-    ASSERT_TRUE(m.Put(kept, MakeEndpoint(21, mac, mac, 1)).ok());
-    ASSERT_TRUE(m.Put(gone, MakeEndpoint(22, mac, mac, 2)).ok());
-    ASSERT_TRUE(m.Put(moved, MakeEndpoint(23, mac, mac, 3)).ok());
+    ASSERT_OK(m.Put(kept, MakeEndpoint(21, mac, mac, 1)));
+    ASSERT_OK(m.Put(gone, MakeEndpoint(22, mac, mac, 2)));
+    ASSERT_OK(m.Put(moved, MakeEndpoint(23, mac, mac, 3)));
     // What an older sarenad does: hash writes only.
-    ASSERT_TRUE(m.Delete(MakeEndpointKey(gone)).ok());
-    ASSERT_TRUE(m.Update(MakeEndpointKey(moved), MakeEndpoint(33, mac, mac, 3)).ok());
+    ASSERT_OK(m.Delete(MakeEndpointKey(gone)));
+    ASSERT_OK(m.Update(MakeEndpointKey(moved), MakeEndpoint(33, mac, mac, 3)));
     FlowKey flow = {};
     flow.addr_be = net::ToBe32(kept);
     flow.port_be = htons(40000);
     flow.proto = 6;
-    ASSERT_TRUE(objs->maps().host_flows.Update(flow, 1).ok());
+    ASSERT_OK(objs->maps().host_flows.Update(flow, 1));
     EXPECT_EQ(*objs->maps().flow_openers->Lookup(1), 0u);
   }
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const auto& slots = *objs->maps().endpoints.slots();
   using ::sarena::datapath::EndpointSlotIndex;
   EXPECT_EQ(slots.Lookup(EndpointSlotIndex(kept))->ep.ifindex, 21u);
@@ -559,25 +556,25 @@ TEST_F(MapTest, IncompatiblePinFailsTheLoadWithLibbpfsExplanation) {
 }
 
 TEST_F(MapTest, LoadRequiresAPinRoot) {
-  EXPECT_EQ(Objects::Load({}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Objects::Load({}), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(MapTest, EndpointCounterAndDropHelpers) {
   ::sarena::testing::ScopedBpffs fs;
   auto objs = Objects::Load({.pin_root = fs.path()});
-  ASSERT_TRUE(objs.ok()) << objs.status();
+  ASSERT_OK(objs);
   const Maps& m = objs->maps();
   EXPECT_EQ(m.ep_counters.Read(SARENA_MAX_ENDPOINTS).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<EndpointCounters> v(m.ep_counters.num_cpus(), EndpointCounters{1, 2, 3, 4});
-  ASSERT_TRUE(m.ep_counters.Update(77, v).ok());
+  ASSERT_OK(m.ep_counters.Update(77, v));
   auto c = m.ep_counters.Read(77);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_EQ(c->tx_bytes, 4u * m.ep_counters.num_cpus());
-  ASSERT_TRUE(m.ep_counters.Reset(77).ok());
+  ASSERT_OK(m.ep_counters.Reset(77));
   EXPECT_EQ(m.ep_counters.Read(77)->tx_bytes, 0u);
   auto drops = m.drops.ReadAll();
-  ASSERT_TRUE(drops.ok());
+  ASSERT_OK(drops);
   EXPECT_EQ(drops->size(), size_t{SARENA_DROP_REASON_MAX});
   EXPECT_EQ(DropReasonName(SARENA_DROP_TTL_EXCEEDED), "ttl_exceeded");
   EXPECT_EQ(DropReasonName(SARENA_DROP_SPOOFED_SOURCE), "spoofed_source");

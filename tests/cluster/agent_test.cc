@@ -13,11 +13,13 @@
 #include "libsarena/base/log.h"
 #include "libsarena/cluster/etcd_client.h"
 #include "tests/cluster/etcd_fixture.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::cluster {
 namespace {
 
 using sarena::testing::EtcdProcess;
+using ::sarena::testing::StatusIs;
 
 /// Captures every log message of the process (the library reports through the log sink).
 class LogCapture {
@@ -97,7 +99,7 @@ class AgentTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(etcd_.Start());
     auto c = EtcdClient::Create(etcd_.endpoint());
-    ASSERT_TRUE(c.ok());
+    ASSERT_OK(c);
     client_ = std::move(*c);
   }
   void TearDown() override {
@@ -121,7 +123,7 @@ class AgentTest : public ::testing::Test {
   }
   std::unique_ptr<Agent> Make(AgentOptions o, Applied* applied) {
     auto a = Agent::Create(std::move(o), applied->Fn());
-    EXPECT_TRUE(a.ok()) << a.status();
+    EXPECT_OK(a);
     return a.ok() ? std::move(*a) : nullptr;
   }
   /// Writes a node record straight into etcd (no lease), as a simulated peer.
@@ -139,7 +141,7 @@ class AgentTest : public ::testing::Test {
     r.set_tunnel_port(8472);
     r.set_mtu(1500);
     r.set_routing_mode("tunnel");
-    ASSERT_TRUE(client_->Put(NodeKey(name), RecordToJson(r)).ok());
+    ASSERT_OK(client_->Put(NodeKey(name), RecordToJson(r)));
   }
 
   LogCapture log_;
@@ -151,15 +153,15 @@ TEST_F(AgentTest, RegisterClaimsCidrAndIdWritesALeasedRecordAndReusesClaimsAfter
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
   auto reg = a->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg.ok()) << reg.status();
+  ASSERT_OK(reg);
   EXPECT_EQ(reg->pod_cidr.to_string(), "10.244.0.0/24");
   EXPECT_EQ(reg->node_id, 1u);
   auto rec = client_->Range(NodeKey("node-a"));
-  ASSERT_TRUE(rec.ok());
+  ASSERT_OK(rec);
   ASSERT_EQ(rec->kvs_size(), 1);
   EXPECT_NE(rec->kvs(0).lease(), 0);
   auto peer = ParseNodeRecord(rec->kvs(0).key(), rec->kvs(0).value());
-  ASSERT_TRUE(peer.ok()) << peer.status();
+  ASSERT_OK(peer);
   EXPECT_EQ(peer->underlay.to_string(), "192.0.2.1");
   ASSERT_EQ(peer->pod_cidrs.size(), 1u);
   EXPECT_EQ(peer->pod_cidrs[0].to_string(), "10.244.0.0/24");
@@ -170,7 +172,7 @@ TEST_F(AgentTest, RegisterClaimsCidrAndIdWritesALeasedRecordAndReusesClaimsAfter
   Applied applied_b;
   auto b = Make(Options("node-b", "192.0.2.2"), &applied_b);
   auto reg_b = b->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg_b.ok()) << reg_b.status();
+  ASSERT_OK(reg_b);
   EXPECT_EQ(reg_b->pod_cidr.to_string(), "10.244.1.0/24");
   EXPECT_EQ(reg_b->node_id, 2u);
 
@@ -180,7 +182,7 @@ TEST_F(AgentTest, RegisterClaimsCidrAndIdWritesALeasedRecordAndReusesClaimsAfter
   opts.boot_id = "boot-2";
   auto a2 = Make(opts, &applied);
   auto reg2 = a2->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg2.ok()) << reg2.status();
+  ASSERT_OK(reg2);
   EXPECT_EQ(reg2->pod_cidr, reg->pod_cidr);
   EXPECT_EQ(reg2->node_id, reg->node_id);
 
@@ -189,7 +191,7 @@ TEST_F(AgentTest, RegisterClaimsCidrAndIdWritesALeasedRecordAndReusesClaimsAfter
   wrong.cluster_cidr = *net::ParseIpv4Prefix("10.99.0.0/16");
   auto c = Make(wrong, &applied);
   auto reg_c = c->Register(absl::Seconds(5));
-  EXPECT_EQ(reg_c.status().code(), absl::StatusCode::kFailedPrecondition) << reg_c.status();
+  EXPECT_THAT(reg_c, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_TRUE(absl::StrContains(reg_c.status().message(), "10.99.0.0/16"));
 }
 
@@ -215,7 +217,7 @@ TEST_F(AgentTest, ClaimRaceNeverGivesOneCidrToTwoNodesAndExhaustionIsNamed) {
       EXPECT_TRUE(won.insert(r->pod_cidr.to_string()).second) << "two nodes got "
                                                               << r->pod_cidr.to_string();
     } else {
-      EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+      EXPECT_THAT(r, StatusIs(absl::StatusCode::kResourceExhausted));
       EXPECT_TRUE(absl::StrContains(r.status().message(), "10.250.0.0/23")) << r.status();
       ++exhausted;
     }
@@ -223,7 +225,7 @@ TEST_F(AgentTest, ClaimRaceNeverGivesOneCidrToTwoNodesAndExhaustionIsNamed) {
   EXPECT_EQ(won.size(), 2u);
   EXPECT_EQ(exhausted, 2);
   auto claims = client_->RangePrefix(kPodCidrsPrefix);
-  ASSERT_TRUE(claims.ok());
+  ASSERT_OK(claims);
   EXPECT_EQ(claims->kvs_size(), 2);
 
   // An explicitly given pod CIDR that another node owns is kAlreadyExists naming the owner.
@@ -232,7 +234,7 @@ TEST_F(AgentTest, ClaimRaceNeverGivesOneCidrToTwoNodesAndExhaustionIsNamed) {
   o.pod_cidr = *net::ParseIpv4Prefix("10.250.0.0/24");
   auto late = Make(o, &applied);
   auto r = late->Register(absl::Seconds(5));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_TRUE(absl::StrContains(r.status().message(), "race-")) << r.status();
 }
 
@@ -246,7 +248,7 @@ TEST_F(AgentTest, RegisterRetriesWithBackoffWhileEtcdIsDown) {
   EXPECT_FALSE(a->status().connected);
   ASSERT_TRUE(etcd_.Start());
   t.join();
-  ASSERT_TRUE(reg.ok()) << reg.status();
+  ASSERT_OK(reg);
   EXPECT_TRUE(log_.Contains("unreachable (attempt 2)")) << log_.All();
   EXPECT_TRUE(a->status().registered);
 }
@@ -254,7 +256,7 @@ TEST_F(AgentTest, RegisterRetriesWithBackoffWhileEtcdIsDown) {
 TEST_F(AgentTest, ListThenWatchDeliversPeersAndSyncs) {
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
   PutRecord("sim-1", 100, "198.51.100.1", "10.244.100.0/24");  // before the list
   a->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "sim-1"); }));
@@ -263,7 +265,7 @@ TEST_F(AgentTest, ListThenWatchDeliversPeersAndSyncs) {
   Applied applied_b;
   auto b = Make(Options("node-b", "192.0.2.2"), &applied_b);
   auto reg_b = b->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg_b.ok());
+  ASSERT_OK(reg_b);
   b->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "node-b"); }));
   const PeerNode pb = applied.tables().back().peers.at("node-b");
@@ -294,7 +296,7 @@ TEST_F(AgentTest, CorruptRecordsAreSkippedWithTheKeyLoggedAndWithdrawNothing) {
                            R"("cidr":"10.244.9.0/24"}]})")
                   .ok());
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
   a->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "good"); }));
   auto t = applied.tables().back();
@@ -302,7 +304,7 @@ TEST_F(AgentTest, CorruptRecordsAreSkippedWithTheKeyLoggedAndWithdrawNothing) {
   EXPECT_TRUE(log_.Contains("/sarena/v1/nodes/bad-json")) << log_.All();
   EXPECT_TRUE(log_.Contains("/sarena/v1/nodes/bad-family")) << log_.All();
   // The good peer's record turns corrupt: skipped, the peer stays as it was.
-  ASSERT_TRUE(client_->Put(NodeKey("good"), R"({"name":"good","node_id":"x"})").ok());
+  ASSERT_OK(client_->Put(NodeKey("good"), R"({"name":"good","node_id":"x"})"));
   PutRecord("later", 8, "198.51.100.8", "10.244.8.0/24");  // proves the watch moved on
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "later"); }));
   for (const auto& table : applied.tables()) EXPECT_TRUE(Has(table, "good"));
@@ -313,12 +315,12 @@ TEST_F(AgentTest, CorruptRecordsAreSkippedWithTheKeyLoggedAndWithdrawNothing) {
 TEST_F(AgentTest, LostPeerIsKeptForTheGracePeriodThenWithdrawnUnlessItReRegisters) {
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
   a->Start();
   // node-b registers but never keeps its lease alive (as if its daemon died): TTL 2 s.
   Applied applied_b;
   auto b = Make(Options("node-b", "192.0.2.2"), &applied_b);
-  ASSERT_TRUE(b->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(b->Register(absl::Seconds(10)));
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "node-b"); }));
   ASSERT_TRUE(applied.WaitFor(
       [](const PeerTable& t) { return Has(t, "node-b") && t.peers.at("node-b").lost; }));
@@ -332,11 +334,11 @@ TEST_F(AgentTest, LostPeerIsKeptForTheGracePeriodThenWithdrawnUnlessItReRegister
   size_t before = applied.count();
   Applied applied_c;
   auto c = Make(Options("node-c", "192.0.2.3"), &applied_c);
-  ASSERT_TRUE(c->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(c->Register(absl::Seconds(10)));
   ASSERT_TRUE(applied.WaitFor(
       [](const PeerTable& t) { return Has(t, "node-c") && t.peers.at("node-c").lost; }));
   auto c2 = Make(Options("node-c", "192.0.2.3"), &applied_c);
-  ASSERT_TRUE(c2->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(c2->Register(absl::Seconds(10)));
   c2->Start();
   ASSERT_TRUE(applied.WaitFor(
       [](const PeerTable& t) { return Has(t, "node-c") && !t.peers.at("node-c").lost; }));
@@ -354,7 +356,7 @@ TEST_F(AgentTest, LostPeerIsKeptForTheGracePeriodThenWithdrawnUnlessItReRegister
 TEST_F(AgentTest, AddressChangeIsOneInPlaceUpdate) {
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
   PutRecord("sim", 5, "198.51.100.5", "10.244.5.0/24");
   a->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "sim"); }));
@@ -379,7 +381,7 @@ TEST_F(AgentTest, ApplyErrorsAreRetriedAndALostLeaseIsReRegistered) {
   applied.SetFail(true);
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
   auto reg = a->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg.ok());
+  ASSERT_OK(reg);
   a->Start();
   absl::SleepFor(absl::Milliseconds(800));
   EXPECT_GE(applied.count(), 2u) << "a failed apply is retried";
@@ -391,7 +393,7 @@ TEST_F(AgentTest, ApplyErrorsAreRetriedAndALostLeaseIsReRegistered) {
   EXPECT_TRUE(a->status().synced);
   // Someone revokes node-a's lease: the record goes; the agent grants a new one and re-puts.
   int64_t lease = a->status().lease_id;
-  ASSERT_TRUE(client_->LeaseRevoke(lease).ok());
+  ASSERT_OK(client_->LeaseRevoke(lease));
   EXPECT_EQ(client_->Range(NodeKey("node-a"))->kvs_size(), 0);
   deadline = absl::Now() + absl::Seconds(5);
   while (client_->Range(NodeKey("node-a"))->kvs_size() == 0 && absl::Now() < deadline) {
@@ -418,8 +420,8 @@ TEST_F(AgentTest, EtcdDown20sWithdrawsNothingAndTheWatchResumesAcrossACompaction
   auto a = Make(oa, &applied);
   Applied applied_b;
   auto b = Make(ob, &applied_b);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
-  ASSERT_TRUE(b->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
+  ASSERT_OK(b->Register(absl::Seconds(10)));
   a->Start();
   b->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "node-b"); }));
@@ -440,10 +442,10 @@ TEST_F(AgentTest, EtcdDown20sWithdrawsNothingAndTheWatchResumesAcrossACompaction
   // watch cannot resume from its revision and it must list again.
   PutRecord("sim-new", 50, "198.51.100.50", "10.244.50.0/24");
   ASSERT_TRUE(client_->Put("/scratch", "1").ok());  // compact past node-a's next revision
-  ASSERT_TRUE(client_->DeleteRange("/scratch").ok());
+  ASSERT_OK(client_->DeleteRange("/scratch"));
   auto r = client_->Range("x");
-  ASSERT_TRUE(r.ok());
-  ASSERT_TRUE(client_->Compact(r->header().revision()).ok());
+  ASSERT_OK(r);
+  ASSERT_OK(client_->Compact(r->header().revision()));
   ASSERT_EQ(symlink(etcd_.socket_path().c_str(), link.c_str()), 0);
   ASSERT_TRUE(applied.WaitFor([](const PeerTable& t) { return Has(t, "sim-new"); },
                               absl::Seconds(15)));
@@ -462,10 +464,10 @@ TEST_F(AgentTest, ListNodesShowsLivenessAndDeleteNodeReleasesClaims) {
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
   auto reg = a->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg.ok());
+  ASSERT_OK(reg);
   PutRecord("static", 9, "198.51.100.9", "10.244.9.0/24");
   auto list = ListNodes(etcd_.endpoint());
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list);
   ASSERT_EQ(list->size(), 2u);
   const NodeListing& na = (*list)[0];
   EXPECT_EQ(na.name, "node-a");
@@ -477,33 +479,33 @@ TEST_F(AgentTest, ListNodesShowsLivenessAndDeleteNodeReleasesClaims) {
   EXPECT_FALSE((*list)[1].live);  // no lease
   const int64_t lease_a = a->status().lease_id;
   auto del = DeleteNode(etcd_.endpoint(), "node-a");
-  ASSERT_TRUE(del.ok()) << del.status();
+  ASSERT_OK(del);
   EXPECT_TRUE(del->record_deleted);
   EXPECT_TRUE(del->lease_revoked);
-  EXPECT_EQ(client_->LeaseTimeToLive(lease_a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(client_->LeaseTimeToLive(lease_a), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(del->released_pod_cidrs, std::vector<std::string>{"10.244.0.0/24"});
   EXPECT_EQ(del->released_node_ids, std::vector<uint32_t>{reg->node_id});
   EXPECT_EQ(client_->RangePrefix(kPodCidrsPrefix)->kvs_size(), 0);
-  EXPECT_EQ(DeleteNode(etcd_.endpoint(), "node-a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(DeleteNode(etcd_.endpoint(), "node-a"), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(DeleteNode(etcd_.endpoint(), "Bad/Name").status().code(),
             absl::StatusCode::kInvalidArgument);
   // The released CIDR is claimable again.
   Applied applied_b;
   auto b = Make(Options("node-b", "192.0.2.2"), &applied_b);
   auto reg_b = b->Register(absl::Seconds(10));
-  ASSERT_TRUE(reg_b.ok());
+  ASSERT_OK(reg_b);
   EXPECT_EQ(reg_b->pod_cidr.to_string(), "10.244.0.0/24");
 }
 
 TEST_F(AgentTest, ARunningNodeDeletedByTheOperatorRegistersAgainFromScratch) {
   Applied applied;
   auto a = Make(Options("node-a", "192.0.2.1"), &applied);
-  ASSERT_TRUE(a->Register(absl::Seconds(10)).ok());
+  ASSERT_OK(a->Register(absl::Seconds(10)));
   a->Start();
   ASSERT_TRUE(applied.WaitFor([](const PeerTable&) { return true; }));
   int64_t lease = a->status().lease_id;
   auto del = DeleteNode(etcd_.endpoint(), "node-a");
-  ASSERT_TRUE(del.ok()) << del.status();
+  ASSERT_OK(del);
   EXPECT_TRUE(del->lease_revoked);
   absl::Time deadline = absl::Now() + absl::Seconds(5);
   while (absl::Now() < deadline && (client_->Range(NodeKey("node-a"))->kvs_size() == 0 ||

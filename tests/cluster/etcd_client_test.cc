@@ -12,19 +12,21 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/etcd_fixture.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::cluster {
 namespace {
 
 using sarena::testing::EtcdProcess;
+using ::sarena::testing::StatusIs;
 
 class EtcdClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(etcd_.Start());
     auto c = EtcdClient::Create(etcd_.endpoint());
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c);
     client_ = std::move(*c);
   }
   EtcdProcess etcd_;
@@ -33,7 +35,7 @@ class EtcdClientTest : public ::testing::Test {
 
 TEST(EndpointTest, ParsesUnixAndHttpAndRejectsTheRest) {
   auto eps = ParseEndpoints("unix:///tmp/d/etcd.sock:2379, http://127.0.0.1:2379");
-  ASSERT_TRUE(eps.ok()) << eps.status();
+  ASSERT_OK(eps);
   ASSERT_EQ(eps->size(), 2u);
   EXPECT_EQ((*eps)[0].kind, Endpoint::Kind::kUnix);
   EXPECT_EQ((*eps)[0].path, "/tmp/d/etcd.sock:2379");
@@ -46,7 +48,7 @@ TEST(EndpointTest, ParsesUnixAndHttpAndRejectsTheRest) {
                           // dialled the one endpoint before it.
                           "http://h:2379,", ",http://h:2379", "http://h:1,,http://h:2", " , "}) {
     auto r = ParseEndpoints(bad);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument)) << bad;
   }
   EXPECT_EQ(ParseEndpoints("http://h:2379,").status().message(),
             "invalid etcd endpoints 'http://h:2379,': endpoint 2 is empty");
@@ -56,11 +58,11 @@ TEST(EndpointTest, ParsesUnixAndHttpAndRejectsTheRest) {
 
 TEST_F(EtcdClientTest, PutRangeDeleteAndPrefix) {
   auto p1 = client_->Put("/t/a", "1");
-  ASSERT_TRUE(p1.ok()) << p1.status();
-  ASSERT_TRUE(client_->Put("/t/b", std::string("\0\xff bin", 6)).ok());
-  ASSERT_TRUE(client_->Put("/u/c", "3").ok());
+  ASSERT_OK(p1);
+  ASSERT_OK(client_->Put("/t/b", std::string("\0\xff bin", 6)));
+  ASSERT_OK(client_->Put("/u/c", "3"));
   auto r = client_->RangePrefix("/t/");
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   ASSERT_EQ(r->kvs_size(), 2);
   EXPECT_EQ(r->kvs(0).key(), "/t/a");
   EXPECT_EQ(r->kvs(0).value(), "1");
@@ -68,56 +70,56 @@ TEST_F(EtcdClientTest, PutRangeDeleteAndPrefix) {
   EXPECT_GT(r->header().revision(), p1->header().revision());
   // Range at an older revision sees the older state.
   auto old = client_->Range("/t/", PrefixRangeEnd("/t/"), p1->header().revision());
-  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_OK(old);
   EXPECT_EQ(old->kvs_size(), 1);
   auto limited = client_->Range("/", PrefixRangeEnd("/"), 0, 1);
-  ASSERT_TRUE(limited.ok());
+  ASSERT_OK(limited);
   EXPECT_EQ(limited->kvs_size(), 1);
   EXPECT_TRUE(limited->more());
   auto d = client_->DeleteRange("/t/", PrefixRangeEnd("/t/"));
-  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_OK(d);
   EXPECT_EQ(d->deleted(), 2);
   auto none = client_->Range("/t/a");
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_EQ(none->kvs_size(), 0);
 }
 
 TEST_F(EtcdClientTest, TxnPutIfAbsentAndModRevision) {
   etcd::KeyValue existing;
   auto first = client_->PutIfAbsent("/claim", "alice", 0, &existing);
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first);
   EXPECT_TRUE(*first);
   auto second = client_->PutIfAbsent("/claim", "bob", 0, &existing);
-  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_OK(second);
   EXPECT_FALSE(*second);
   EXPECT_EQ(existing.value(), "alice");
   int64_t rev = existing.mod_revision();
   ASSERT_GT(rev, 0);
   auto stale = client_->PutIfModRevision("/claim", "carol", rev - 1);
-  ASSERT_TRUE(stale.ok());
+  ASSERT_OK(stale);
   EXPECT_FALSE(*stale);
   auto ok = client_->PutIfModRevision("/claim", "dave", rev);
-  ASSERT_TRUE(ok.ok());
+  ASSERT_OK(ok);
   EXPECT_TRUE(*ok);
   auto r = client_->Range("/claim");
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_EQ(r->kvs(0).value(), "dave");
   auto del_stale = client_->DeleteIfModRevision("/claim", rev);
-  ASSERT_TRUE(del_stale.ok());
+  ASSERT_OK(del_stale);
   EXPECT_FALSE(*del_stale);
   auto del = client_->DeleteIfModRevision("/claim", r->kvs(0).mod_revision());
-  ASSERT_TRUE(del.ok());
+  ASSERT_OK(del);
   EXPECT_TRUE(*del);
 }
 
 TEST_F(EtcdClientTest, LeaseKeepsKeyAliveAndExpiryDeletesIt) {
   auto lease = client_->LeaseGrant(absl::Seconds(2));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  ASSERT_TRUE(client_->Put("/leased", "x", lease->id()).ok());
+  ASSERT_OK(lease);
+  ASSERT_OK(client_->Put("/leased", "x", lease->id()));
   for (int i = 0; i < 6; ++i) {  // 3 s of keepalives at 0.5 s: longer than the TTL
     absl::SleepFor(absl::Milliseconds(500));
     auto ttl = client_->LeaseKeepAlive(lease->id());
-    ASSERT_TRUE(ttl.ok()) << ttl.status();
+    ASSERT_OK(ttl);
     EXPECT_GE(*ttl, absl::Seconds(1));
   }
   EXPECT_EQ(client_->Range("/leased")->kvs_size(), 1);
@@ -128,27 +130,27 @@ TEST_F(EtcdClientTest, LeaseKeepsKeyAliveAndExpiryDeletesIt) {
     absl::SleepFor(absl::Milliseconds(200));
   }
   EXPECT_EQ(client_->Range("/leased")->kvs_size(), 0);
-  EXPECT_EQ(client_->LeaseKeepAlive(lease->id()).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(client_->LeaseTimeToLive(lease->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(client_->LeaseKeepAlive(lease->id()), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(client_->LeaseTimeToLive(lease->id()), StatusIs(absl::StatusCode::kNotFound));
   // etcd's own error JSON maps onto the gRPC code: a put on a missing lease is NotFound.
   auto put = client_->Put("/leased", "y", lease->id());
-  EXPECT_EQ(put.status().code(), absl::StatusCode::kNotFound) << put.status();
+  EXPECT_THAT(put, StatusIs(absl::StatusCode::kNotFound));
   // Revoke deletes the keys at once.
   auto l2 = client_->LeaseGrant(absl::Seconds(30));
-  ASSERT_TRUE(l2.ok());
-  ASSERT_TRUE(client_->Put("/leased2", "z", l2->id()).ok());
-  ASSERT_TRUE(client_->LeaseRevoke(l2->id()).ok());
+  ASSERT_OK(l2);
+  ASSERT_OK(client_->Put("/leased2", "z", l2->id()));
+  ASSERT_OK(client_->LeaseRevoke(l2->id()));
   EXPECT_EQ(client_->Range("/leased2")->kvs_size(), 0);
 }
 
 TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
   auto a = client_->Put("/w/a", "1");
-  ASSERT_TRUE(a.ok());
+  ASSERT_OK(a);
   auto b = client_->Put("/w/b", "2");
-  ASSERT_TRUE(b.ok());
-  ASSERT_TRUE(client_->Put("/other", "x").ok());
+  ASSERT_OK(b);
+  ASSERT_OK(client_->Put("/other", "x"));
   auto w = client_->OpenWatch("/w/", PrefixRangeEnd("/w/"), b->header().revision());
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(w);
   std::vector<etcd::Event> got;
   int64_t rev = 0;
   auto collect = [&](size_t want) {
@@ -156,7 +158,7 @@ TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
     while (got.size() < want && absl::Now() < deadline) {
       auto batch = (*w)->Next(absl::Milliseconds(500));
       if (batch.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
-      ASSERT_TRUE(batch.ok()) << batch.status();
+      ASSERT_OK(batch);
       rev = batch->revision;
       got.insert(got.end(), batch->events.begin(), batch->events.end());
     }
@@ -167,9 +169,9 @@ TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
   EXPECT_EQ(got[0].type(), etcd::Event::PUT);
   // Nothing more yet: Next times out and the watch stays usable.
   auto idle = (*w)->Next(absl::Milliseconds(200));
-  EXPECT_EQ(idle.status().code(), absl::StatusCode::kDeadlineExceeded);
-  ASSERT_TRUE(client_->DeleteRange("/w/a").ok());
-  ASSERT_TRUE(client_->Put("/w/c", "3").ok());
+  EXPECT_THAT(idle, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  ASSERT_OK(client_->DeleteRange("/w/a"));
+  ASSERT_OK(client_->Put("/w/c", "3"));
   collect(3);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[1].type(), etcd::Event::DELETE);
@@ -180,8 +182,7 @@ TEST_F(EtcdClientTest, WatchFromRevisionDeliversHistoryThenLiveEvents) {
 }
 
 TEST_F(EtcdClientTest, OneWatchMessageLargerThanManyReadsIsReassembled) {
-  auto w = client_->OpenWatch("/big/", PrefixRangeEnd("/big/"), 0);
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK_AND_ASSIGN(auto w, client_->OpenWatch("/big/", PrefixRangeEnd("/big/"), 0));
   // One transaction of 120 puts of 2 KiB: one revision, so one watch message of ~330 KB of JSON,
   // several times the client's 64 KiB read buffer.
   etcd::TxnRequest txn;
@@ -191,13 +192,13 @@ TEST_F(EtcdClientTest, OneWatchMessageLargerThanManyReadsIsReassembled) {
     put->set_value(std::string(2048, static_cast<char>('a' + i % 26)));
   }
   auto t = client_->Txn(txn);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   size_t events = 0;
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (events < 120 && absl::Now() < deadline) {
-    auto b = (*w)->Next(absl::Seconds(1));
+    auto b = w->Next(absl::Seconds(1));
     if (b.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
-    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_OK(b);
     EXPECT_EQ(b->revision, t->header().revision());
     for (const auto& ev : b->events) {
       EXPECT_EQ(ev.kv().value().size(), 2048u);
@@ -206,20 +207,20 @@ TEST_F(EtcdClientTest, OneWatchMessageLargerThanManyReadsIsReassembled) {
   }
   EXPECT_EQ(events, 120u);
   auto list = client_->RangePrefix("/big/");
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   EXPECT_EQ(list->kvs_size(), 120);
 }
 
 TEST_F(EtcdClientTest, CompactedRevisionIsOutOfRangeWithTheCompactRevision) {
   auto p1 = client_->Put("/c/k", "1");
-  ASSERT_TRUE(p1.ok());
-  ASSERT_TRUE(client_->Put("/c/k", "2").ok());
+  ASSERT_OK(p1);
+  ASSERT_OK(client_->Put("/c/k", "2"));
   auto p3 = client_->Put("/c/k", "3");
-  ASSERT_TRUE(p3.ok());
-  ASSERT_TRUE(client_->Compact(p3->header().revision()).ok());
+  ASSERT_OK(p3);
+  ASSERT_OK(client_->Compact(p3->header().revision()));
   auto r = client_->Range("/c/k", {}, p1->header().revision());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kOutOfRange) << r.status();
-  EXPECT_EQ(client_->Compact(p1->header().revision()).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_THAT(client_->Compact(p1->header().revision()), StatusIs(absl::StatusCode::kOutOfRange));
   absl::Status st;
   auto w = client_->OpenWatch("/c/", PrefixRangeEnd("/c/"), p1->header().revision());
   if (!w.ok()) {
@@ -227,22 +228,21 @@ TEST_F(EtcdClientTest, CompactedRevisionIsOutOfRangeWithTheCompactRevision) {
   } else {
     st = (*w)->Next(absl::Seconds(5)).status();
   }
-  EXPECT_EQ(st.code(), absl::StatusCode::kOutOfRange) << st;
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kOutOfRange));
   EXPECT_EQ(CompactRevisionOf(st), p3->header().revision());
 }
 
 TEST_F(EtcdClientTest, EtcdRestartIsUnavailableThenTheSameClientReconnects) {
-  ASSERT_TRUE(client_->Put("/r/k", "before").ok());
-  auto w = client_->OpenWatch("/r/", PrefixRangeEnd("/r/"), 0);
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(client_->Put("/r/k", "before"));
+  ASSERT_OK_AND_ASSIGN(auto w, client_->OpenWatch("/r/", PrefixRangeEnd("/r/"), 0));
   etcd_.Stop();
   auto r = client_->Range("/r/k");
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
-  auto n = (*w)->Next(absl::Seconds(2));
-  EXPECT_EQ(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kUnavailable));
+  auto n = w->Next(absl::Seconds(2));
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kUnavailable));
   ASSERT_TRUE(etcd_.Start());
   auto again = client_->Range("/r/k");
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again);
   ASSERT_EQ(again->kvs_size(), 1);  // same data dir: the data survived
   EXPECT_EQ(again->kvs(0).value(), "before");
 }
@@ -305,16 +305,14 @@ TEST(EtcdClientDeadlineTest, AServerThatNeverAnswersIsDeadlineExceeded) {
   snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ASSERT_EQ(listen(fd, 8), 0);
-  auto c = EtcdClient::Create("unix://" + path);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK_AND_ASSIGN(auto c, EtcdClient::Create("unix://" + path));
   absl::Time start = absl::Now();
-  auto r = (*c)->Range("/k", {}, 0, 0, absl::Milliseconds(300));
+  auto r = c->Range("/k", {}, 0, 0, absl::Milliseconds(300));
   absl::Duration took = absl::Now() - start;
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_LT(took, absl::Seconds(2));
-  auto missing = EtcdClient::Create("unix:///nonexistent/dir/etcd.sock:2379");
-  ASSERT_TRUE(missing.ok());
-  EXPECT_EQ((*missing)->Range("/k").status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_OK_AND_ASSIGN(auto missing, EtcdClient::Create("unix:///nonexistent/dir/etcd.sock:2379"));
+  EXPECT_THAT(missing->Range("/k"), StatusIs(absl::StatusCode::kUnavailable));
   close(fd);
   unlink(path.c_str());
 }

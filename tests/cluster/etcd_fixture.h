@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "libsarena/cluster/etcd_client.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::testing {
 
@@ -30,19 +31,8 @@ class EtcdProcess {
   /// is still reachable from anywhere). `extra_client_url` (e.g. "http://127.0.0.1:2379"): an
   /// additional client listener, inside that namespace.
   explicit EtcdProcess(std::string netns_path = "", std::string extra_client_url = "")
-      : netns_path_(std::move(netns_path)), extra_url_(std::move(extra_client_url)) {
-    char tmpl[] = "/tmp/sarena-etcd-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    if (d == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-      return;
-    }
-    dir_ = d;
-  }
-  ~EtcdProcess() {
-    Stop();
-    if (!dir_.empty()) (void)system(absl::StrCat("rm -rf '", dir_, "'").c_str());
-  }
+      : netns_path_(std::move(netns_path)), extra_url_(std::move(extra_client_url)) {}
+  ~EtcdProcess() { Stop(); }  // then dir_ goes, data and all
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
@@ -58,13 +48,13 @@ class EtcdProcess {
         int ns = open(netns_path_.c_str(), O_RDONLY | O_CLOEXEC);
         if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(126);
       }
-      if (chdir(dir_.c_str()) != 0) _exit(127);
-      int log = open((dir_ + "/etcd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (chdir(dir_.path().c_str()) != 0) _exit(127);
+      int log = open(dir_.Path("etcd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (log >= 0) {
         dup2(log, 1);
         dup2(log, 2);
       }
-      std::string data = dir_ + "/data";
+      std::string data = dir_.Path("data");
       std::string urls = "unix://etcd.sock:2379";
       if (!extra_url_.empty()) urls += "," + extra_url_;
       execlp("etcd", "etcd", "--name", "n1", "--data-dir", data.c_str(),
@@ -80,13 +70,13 @@ class EtcdProcess {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        ADD_FAILURE() << "etcd exited at start; see " << dir_ << "/etcd.log";
+        ADD_FAILURE() << "etcd exited at start; see " << dir_.Path("etcd.log");
         return false;
       }
       if ((*client)->Range("health", {}, 0, 0, absl::Seconds(1)).ok()) return true;
       absl::SleepFor(absl::Milliseconds(50));
     }
-    ADD_FAILURE() << "etcd did not answer within 20 s; see " << dir_ << "/etcd.log";
+    ADD_FAILURE() << "etcd did not answer within 20 s; see " << dir_.Path("etcd.log");
     return false;
   }
 
@@ -100,15 +90,15 @@ class EtcdProcess {
   }
 
   bool running() const { return pid_ > 0; }
-  const std::string& dir() const { return dir_; }
-  std::string socket_path() const { return dir_ + "/etcd.sock:2379"; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string socket_path() const { return dir_.Path("etcd.sock:2379"); }
   /// "unix:///tmp/sarena-etcd-XXXX/etcd.sock:2379"
   std::string endpoint() const { return "unix://" + socket_path(); }
 
  private:
   std::string netns_path_;
   std::string extra_url_;
-  std::string dir_;
+  TempDir dir_{"sarena-etcd-"};  // a failed mkdtemp is a test failure
   pid_t pid_ = -1;
 };
 

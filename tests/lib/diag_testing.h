@@ -57,17 +57,13 @@ inline std::string Str(const google::protobuf::Struct& s, const std::string& key
 class Scratch {
  public:
   explicit Scratch(absl::string_view fixture) {
-    char tmpl[] = "/tmp/sarena-diag-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    auto r = sarena::testing::Run(absl::StrCat("cp -a '", CaseDir(fixture), "/.' '", dir_, "/'"));
+    auto r = sarena::testing::Run(
+        absl::StrCat("cp -a '", CaseDir(fixture), "/.' '", tmp_.path(), "/'"));
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
-  ~Scratch() { sarena::testing::Run(absl::StrCat("rm -rf '", dir_, "'")); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
 
-  const std::string& dir() const { return dir_; }
-  std::string Path(absl::string_view rel) const { return absl::StrCat(dir_, "/", rel); }
+  const std::string& dir() const { return tmp_.path(); }
+  std::string Path(absl::string_view rel) const { return tmp_.Path(rel); }
 
   /// Replaces every occurrence of `from` (which must occur) in `rel`.
   void Replace(absl::string_view rel, absl::string_view from, absl::string_view to) {
@@ -153,7 +149,7 @@ class Scratch {
   void Write(absl::string_view rel, absl::string_view text) { WriteAll(Path(rel), text); }
 
  private:
-  std::string dir_;
+  sarena::testing::TempDir tmp_{"sarena-diag-test-"};
 };
 
 struct Traced {

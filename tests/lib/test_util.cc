@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -91,13 +94,32 @@ bool IsRoot() { return geteuid() == 0; }
 TempDir::TempDir(absl::string_view prefix) {
   std::string tmpl =
       (std::filesystem::temp_directory_path() / absl::StrCat(prefix, "XXXXXX")).string();
-  if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  if (::mkdtemp(tmpl.data()) != nullptr) {
+    path_ = tmpl;
+  } else {
+    ADD_FAILURE() << "mkdtemp " << tmpl << ": " << std::strerror(errno);
+  }
 }
 
 TempDir::~TempDir() {
   if (path_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Path(absl::string_view rel) const { return absl::StrCat(path_, "/", rel); }
+
+std::string TempDir::Write(absl::string_view rel, absl::string_view contents) const {
+  std::string file = Path(rel);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  out.close();
+  if (ec || !out) {
+    ADD_FAILURE() << "cannot write " << file << ": " << (ec ? ec.message() : std::strerror(errno));
+  }
+  return file;
 }
 
 ScopedNetns::ScopedNetns(absl::string_view prefix) : name_(UniqueName(prefix, 31)) {

@@ -37,7 +37,8 @@ const std::string& BinaryDir();
 bool IsRoot();
 
 /// A fresh directory "<system temp dir>/<prefix>XXXXXX" (mkdtemp, mode 0700), removed with all it
-/// holds on destruction. path() is empty when mkdtemp failed.
+/// holds on destruction. A failed mkdtemp fails the current test (ADD_FAILURE) and leaves path()
+/// empty.
 class TempDir {
  public:
   explicit TempDir(absl::string_view prefix = "sarena-test-");
@@ -46,6 +47,11 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::string& path() const { return path_; }
+  /// "<path()>/<rel>": a file or directory inside (not created).
+  std::string Path(absl::string_view rel) const;
+  /// Writes `contents` to Path(rel), creating the directories on the way, and returns Path(rel).
+  /// A failure to write fails the current test (ADD_FAILURE naming the file).
+  std::string Write(absl::string_view rel, absl::string_view contents) const;
 
  private:
   std::string path_;

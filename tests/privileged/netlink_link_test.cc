@@ -23,6 +23,7 @@
 #include "libsarena/netlink/netns.h"
 #include "libsarena/netlink/socket.h"
 #include "tests/lib/ip_json.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::nl {
@@ -31,6 +32,7 @@ namespace {
 using ::sarena::testing::RunOk;
 using ::sarena::testing::ScopedNetns;
 using ::sarena::testing::UniqueName;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using ::sarena::testing::IpJson;
@@ -54,10 +56,10 @@ class NetlinkLinkTest : public ::testing::Test {
 TEST_F(NetlinkLinkTest, NetnsOpenByNameAndByPathAreTheSameNamespace) {
   ScopedNetns ns("nlo");
   absl::StatusOr<Netns> by_name = Netns::Open(ns.name());
-  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  ASSERT_OK(by_name);
   EXPECT_EQ(by_name->path(), ns.path());
   absl::StatusOr<Netns> by_path = Netns::Open(ns.path());
-  ASSERT_TRUE(by_path.ok()) << by_path.status();
+  ASSERT_OK(by_path);
   EXPECT_TRUE(*by_name == *by_path);
 
   // The inode is the nsfs identity that `stat -L` shows for the bind mount.
@@ -71,40 +73,40 @@ TEST_F(NetlinkLinkTest, NetnsOpenByNameAndByPathAreTheSameNamespace) {
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(pid_text), &pid)) << pid_text;
   absl::Cleanup kill_sleep = [pid] { sarena::testing::Run(absl::StrCat("kill -9 ", pid)); };
   absl::StatusOr<Netns> by_pid = Netns::Open(absl::StrCat("/proc/", pid, "/ns/net"));
-  ASSERT_TRUE(by_pid.ok()) << by_pid.status();
+  ASSERT_OK(by_pid);
   EXPECT_TRUE(*by_pid == *by_name);
 
   // Different from ours, which equals /proc/self/ns/net and /proc/1/ns/net (not modified).
   absl::StatusOr<Netns> current = Netns::Current();
-  ASSERT_TRUE(current.ok()) << current.status();
+  ASSERT_OK(current);
   EXPECT_TRUE(*current != *by_name);
   absl::StatusOr<Netns> self = Netns::Open("/proc/self/ns/net");
-  ASSERT_TRUE(self.ok());
+  ASSERT_OK(self);
   EXPECT_TRUE(*current == *self);
 
   absl::StatusOr<Netns> dup = by_name->Dup();
-  ASSERT_TRUE(dup.ok()) << dup.status();
+  ASSERT_OK(dup);
   EXPECT_TRUE(*dup == *by_name);
   EXPECT_NE(dup->fd(), by_name->fd());
 }
 
 TEST_F(NetlinkLinkTest, NetnsOpenErrors) {
   absl::StatusOr<Netns> missing = Netns::Open(UniqueName("nlmissing"));
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
-  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("open netns '/var/run/netns/"));
+  EXPECT_THAT(missing,
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("open netns '/var/run/netns/")));
   absl::StatusOr<Netns> not_ns = Netns::Open("/proc/self/status");
-  EXPECT_EQ(not_ns.status().code(), absl::StatusCode::kInvalidArgument) << not_ns.status();
+  EXPECT_THAT(not_ns, StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<Netns> mnt_ns = Netns::Open("/proc/self/ns/mnt");
-  EXPECT_EQ(mnt_ns.status().code(), absl::StatusCode::kInvalidArgument) << mnt_ns.status();
-  EXPECT_EQ(Netns::Open("..").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mnt_ns, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Netns::Open(".."), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(NetlinkLinkTest, RunInRunsInsideWithoutMovingTheCaller) {
   ScopedNetns ns("nlr");
   absl::StatusOr<Netns> target = Netns::Open(ns.name());
-  ASSERT_TRUE(target.ok());
+  ASSERT_OK(target);
   absl::StatusOr<Netns> before = Netns::Current();
-  ASSERT_TRUE(before.ok());
+  ASSERT_OK(before);
   bool inside = false;
   absl::Status st = RunIn(*target, [&]() -> absl::Status {
     absl::StatusOr<Netns> here = Netns::Current();
@@ -112,22 +114,22 @@ TEST_F(NetlinkLinkTest, RunInRunsInsideWithoutMovingTheCaller) {
     inside = *here == *target;
     return absl::OkStatus();
   });
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   EXPECT_TRUE(inside);
   absl::StatusOr<Netns> after = Netns::Current();
-  ASSERT_TRUE(after.ok());
+  ASSERT_OK(after);
   EXPECT_TRUE(*after == *before);
 
   // fn's status is returned as is.
   absl::Status err = RunIn(*target, [] { return absl::DataLossError("from fn"); });
-  EXPECT_EQ(err.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(err, StatusIs(absl::StatusCode::kDataLoss));
   // RunInWithResult forwards a value.
   absl::StatusOr<ino_t> ino = RunInWithResult(*target, []() -> absl::StatusOr<ino_t> {
     absl::StatusOr<Netns> here = Netns::Current();
     if (!here.ok()) return here.status();
     return here->inode();
   });
-  ASSERT_TRUE(ino.ok());
+  ASSERT_OK(ino);
   EXPECT_EQ(*ino, target->inode());
 }
 
@@ -135,30 +137,30 @@ TEST_F(NetlinkLinkTest, NetnsCreateAndDeleteLikeIpNetns) {
   const std::string name = UniqueName("nlc", 31);
   absl::Cleanup cleanup = [&] { (void)Netns::Delete(name); };
   absl::StatusOr<Netns> created = Netns::Create(name);
-  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_OK(created);
   EXPECT_THAT(RunOk("ip netns list"), HasSubstr(name));
   // A new namespace holds only loopback, and it is a different namespace from ours.
   PbList links = IpJson(absl::StrCat("ip -n ", name, " -j link show"));
   ASSERT_EQ(links.values_size(), 1);
   EXPECT_EQ(Str(links.values(0).struct_value(), "ifname"), "lo");
   absl::StatusOr<Netns> opened = Netns::Open(name);
-  ASSERT_TRUE(opened.ok());
+  ASSERT_OK(opened);
   EXPECT_TRUE(*opened == *created);
   EXPECT_TRUE(*created != *Netns::Current());
 
   absl::StatusOr<Netns> again = Netns::Create(name);
-  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
-  EXPECT_EQ(Netns::Create("a/b").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(again, StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(Netns::Create("a/b"), StatusIs(absl::StatusCode::kInvalidArgument));
 
-  ASSERT_TRUE(Netns::Delete(name).ok());
+  ASSERT_OK(Netns::Delete(name));
   EXPECT_THAT(RunOk("ip netns list"), ::testing::Not(HasSubstr(name)));
   absl::Status twice = Netns::Delete(name);
-  EXPECT_EQ(twice.code(), absl::StatusCode::kNotFound) << twice;
+  EXPECT_THAT(twice, StatusIs(absl::StatusCode::kNotFound));
   // The handle keeps the namespace alive after its name is gone.
   absl::StatusOr<Socket> sock = Socket::OpenIn(*created);
-  ASSERT_TRUE(sock.ok()) << sock.status();
+  ASSERT_OK(sock);
   absl::StatusOr<Link> lo = sock->GetLink("lo");
-  ASSERT_TRUE(lo.ok()) << lo.status();
+  ASSERT_OK(lo);
   EXPECT_EQ(lo->ifindex, 1);
 }
 
@@ -180,7 +182,7 @@ TEST_F(NetlinkLinkTest, VethWithPeerInAnotherNetnsSeenFromBothSides) {
                                                .mtu = 1400,
                                                .mac = Mac("02:aa:00:00:00:01"),
                                                .peer_mac = Mac("02:bb:00:00:00:02")});
-  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_OK(local);
   EXPECT_EQ(local->name, host);
   EXPECT_EQ(local->kind, "veth");
   EXPECT_EQ(local->mtu, 1400u);
@@ -189,7 +191,7 @@ TEST_F(NetlinkLinkTest, VethWithPeerInAnotherNetnsSeenFromBothSides) {
   EXPECT_TRUE(local->link_netnsid.has_value()) << "peer lives in another netns";
 
   absl::StatusOr<Link> remote = sb->GetLink(peer);
-  ASSERT_TRUE(remote.ok()) << remote.status();
+  ASSERT_OK(remote);
   EXPECT_EQ(remote->kind, "veth");
   EXPECT_EQ(remote->mtu, 1400u);
   EXPECT_EQ(net::FormatMac(remote->mac), "02:bb:00:00:00:02");
@@ -199,10 +201,10 @@ TEST_F(NetlinkLinkTest, VethWithPeerInAnotherNetnsSeenFromBothSides) {
   EXPECT_EQ(remote->link, local->ifindex);
   // By ifindex too.
   absl::StatusOr<Link> by_index = sb->GetLink(remote->ifindex);
-  ASSERT_TRUE(by_index.ok()) << by_index.status();
+  ASSERT_OK(by_index);
   EXPECT_EQ(by_index->name, peer);
   // The peer is not in A.
-  EXPECT_EQ(sa->GetLink(peer).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(sa->GetLink(peer), StatusIs(absl::StatusCode::kNotFound));
 
   // iproute2 agrees, from both namespaces.
   PbList ja = IpJson(a.Exec("ip -j -d link show dev " + host));
@@ -221,31 +223,31 @@ TEST_F(NetlinkLinkTest, VethWithPeerInAnotherNetnsSeenFromBothSides) {
 
   // ListLinks: lo and the veth, ordered by ifindex.
   absl::StatusOr<std::vector<Link>> links = sa->ListLinks();
-  ASSERT_TRUE(links.ok()) << links.status();
+  ASSERT_OK(links);
   ASSERT_EQ(links->size(), 2u);
   EXPECT_EQ((*links)[0].name, "lo");
   EXPECT_EQ((*links)[1].name, host);
 
   // Deleting one end removes both.
-  ASSERT_TRUE(sa->DeleteLink(host).ok());
-  EXPECT_EQ(sb->GetLink(peer).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(sa->DeleteLink(host));
+  EXPECT_THAT(sb->GetLink(peer), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(NetlinkLinkTest, UpDownMtuMacRename) {
   ScopedNetns a("nlu");
   absl::StatusOr<Netns> na = Netns::Open(a.name());
-  ASSERT_TRUE(na.ok());
+  ASSERT_OK(na);
   absl::StatusOr<Socket> s = Socket::OpenIn(*na);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   const std::string x = UniqueName("ux"), y = UniqueName("uy");
   absl::StatusOr<Link> lx = s->CreateVeth({.name = x, .peer_name = y});
-  ASSERT_TRUE(lx.ok()) << lx.status();
+  ASSERT_OK(lx);
   EXPECT_EQ(lx->mtu, 1500u);
 
-  ASSERT_TRUE(s->SetLinkUp(x).ok());
+  ASSERT_OK(s->SetLinkUp(x));
   ASSERT_TRUE(s->SetLinkUp(lx->link).ok());  // the peer, by ifindex
   absl::StatusOr<Link> up = s->GetLink(x);
-  ASSERT_TRUE(up.ok());
+  ASSERT_OK(up);
   EXPECT_TRUE(up->up);
   PbList j = IpJson(a.Exec("ip -j link show dev " + x));
   EXPECT_TRUE(ListHas(j.values(0).struct_value(), "flags", "UP"));
@@ -254,30 +256,30 @@ TEST_F(NetlinkLinkTest, UpDownMtuMacRename) {
   EXPECT_EQ(up->oper_state, OperState::kUp);
   EXPECT_EQ(ToString(up->oper_state), Str(j.values(0).struct_value(), "operstate"));
 
-  ASSERT_TRUE(s->SetLinkDown(lx->ifindex).ok());
+  ASSERT_OK(s->SetLinkDown(lx->ifindex));
   EXPECT_FALSE(s->GetLink(x)->up);
   j = IpJson(a.Exec("ip -j link show dev " + x));
   EXPECT_FALSE(ListHas(j.values(0).struct_value(), "flags", "UP"));
 
-  ASSERT_TRUE(s->SetMtu(x, 9000).ok());
+  ASSERT_OK(s->SetMtu(x, 9000));
   EXPECT_EQ(s->GetLink(x)->mtu, 9000u);
   EXPECT_EQ(Num(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "mtu"), 9000);
 
-  ASSERT_TRUE(s->SetMac(x, Mac("02:12:34:56:78:9a")).ok());
+  ASSERT_OK(s->SetMac(x, Mac("02:12:34:56:78:9a")));
   EXPECT_EQ(net::FormatMac(s->GetLink(x)->mac), "02:12:34:56:78:9a");
   EXPECT_EQ(Str(IpJson(a.Exec("ip -j link show dev " + x)).values(0).struct_value(), "address"),
             "02:12:34:56:78:9a");
 
   // Rename keeps the ifindex; the old name is gone.
   const std::string z = UniqueName("uz");
-  ASSERT_TRUE(s->Rename(x, z).ok());
+  ASSERT_OK(s->Rename(x, z));
   absl::StatusOr<Link> renamed = s->GetLink(z);
-  ASSERT_TRUE(renamed.ok());
+  ASSERT_OK(renamed);
   EXPECT_EQ(renamed->ifindex, lx->ifindex);
-  EXPECT_EQ(s->GetLink(x).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s->GetLink(x), StatusIs(absl::StatusCode::kNotFound));
   // Renaming to a name that exists: kAlreadyExists.
   absl::Status taken = s->Rename(z, y);
-  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists) << taken;
+  EXPECT_THAT(taken, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(std::string(taken.message()),
               HasSubstr(absl::StrCat("rename link '", z, "' to '", y, "'")));
 }
@@ -285,30 +287,30 @@ TEST_F(NetlinkLinkTest, UpDownMtuMacRename) {
 TEST_F(NetlinkLinkTest, KernelErrorsCarryErrnoAndExtack) {
   ScopedNetns a("nle");
   absl::StatusOr<Netns> na = Netns::Open(a.name());
-  ASSERT_TRUE(na.ok());
+  ASSERT_OK(na);
   absl::StatusOr<Socket> s = Socket::OpenIn(*na);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   const std::string x = UniqueName("ex"), y = UniqueName("ey");
-  ASSERT_TRUE(s->CreateVeth({.name = x, .peer_name = y}).ok());
+  ASSERT_OK(s->CreateVeth({.name = x, .peer_name = y}));
 
   // Duplicate link -> kAlreadyExists with the errno.
   absl::StatusOr<Link> dup = s->CreateVeth({.name = x, .peer_name = UniqueName("ez")});
-  EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists) << dup.status();
+  EXPECT_THAT(dup, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(std::string(dup.status().message()),
               HasSubstr(absl::StrCat("create veth '", x, "': File exists (errno 17)")));
 
   // Missing link -> kNotFound.
   const std::string ghost = UniqueName("gh");
   absl::Status del = s->DeleteLink(ghost);
-  EXPECT_EQ(del.code(), absl::StatusCode::kNotFound) << del;
+  EXPECT_THAT(del, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(std::string(del.message()), HasSubstr(absl::StrCat("delete link '", ghost, "'")));
-  EXPECT_EQ(s->GetLink(ghost).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(s->GetLink(987654).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(s->SetLinkUp(ghost).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s->GetLink(ghost), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(s->GetLink(987654), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(s->SetLinkUp(ghost), StatusIs(absl::StatusCode::kNotFound));
 
   // An MTU above the veth maximum: EINVAL plus the kernel's extended-ack explanation.
   absl::Status mtu = s->SetMtu(x, 70000);
-  EXPECT_EQ(mtu.code(), absl::StatusCode::kInvalidArgument) << mtu;
+  EXPECT_THAT(mtu, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(mtu.message()), HasSubstr("errno 22"));
   EXPECT_THAT(std::string(mtu.message()), HasSubstr("mtu greater than device maximum")) << mtu;
 
@@ -322,7 +324,7 @@ TEST_F(NetlinkLinkTest, KernelErrorsCarryErrnoAndExtack) {
             absl::StatusCode::kInvalidArgument);
 
   // The socket stays usable after errors.
-  EXPECT_TRUE(s->GetLink(x).ok());
+  EXPECT_OK(s->GetLink(x));
 }
 
 TEST_F(NetlinkLinkTest, MoveToNetnsWithRename) {
@@ -336,43 +338,43 @@ TEST_F(NetlinkLinkTest, MoveToNetnsWithRename) {
   const std::string x = UniqueName("mx"), y = UniqueName("my"), eth = UniqueName("eth");
   absl::StatusOr<Link> lx =
       sa->CreateVeth({.name = x, .peer_name = y, .peer_mac = Mac("02:00:00:00:0a:0b")});
-  ASSERT_TRUE(lx.ok()) << lx.status();
-  ASSERT_TRUE(sa->MoveToNetns(y, *nb, eth).ok());
-  EXPECT_EQ(sa->GetLink(y).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(lx);
+  ASSERT_OK(sa->MoveToNetns(y, *nb, eth));
+  EXPECT_THAT(sa->GetLink(y), StatusIs(absl::StatusCode::kNotFound));
   absl::StatusOr<Link> moved = sb->GetLink(eth);
-  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_OK(moved);
   EXPECT_EQ(net::FormatMac(moved->mac), "02:00:00:00:0a:0b");
   EXPECT_EQ(moved->link, lx->ifindex);
   EXPECT_TRUE(sa->GetLink(x)->link_netnsid.has_value());
   // And back without a rename (by ifindex).
-  ASSERT_TRUE(sb->MoveToNetns(moved->ifindex, *na).ok());
-  EXPECT_TRUE(sa->GetLink(eth).ok());
+  ASSERT_OK(sb->MoveToNetns(moved->ifindex, *na));
+  EXPECT_OK(sa->GetLink(eth));
   EXPECT_FALSE(sa->GetLink(x)->link_netnsid.has_value());
 }
 
 TEST_F(NetlinkLinkTest, BridgeMasterAndVxlan) {
   ScopedNetns a("nlv");
   absl::StatusOr<Netns> na = Netns::Open(a.name());
-  ASSERT_TRUE(na.ok());
+  ASSERT_OK(na);
   absl::StatusOr<Socket> s = Socket::OpenIn(*na);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   const std::string br = UniqueName("br"), dm = UniqueName("dm"), vx = UniqueName("vx");
   absl::StatusOr<Link> bridge = s->CreateLink({.name = br, .kind = "bridge"});
-  ASSERT_TRUE(bridge.ok()) << bridge.status();
+  ASSERT_OK(bridge);
   EXPECT_EQ(bridge->kind, "bridge");
   // (This kernel has no "dummy" driver, so the bridge port is one end of a veth pair.)
   absl::StatusOr<Link> dummy =
       s->CreateVeth({.name = dm, .peer_name = UniqueName("dp"), .mtu = 1450});
-  ASSERT_TRUE(dummy.ok()) << dummy.status();
+  ASSERT_OK(dummy);
   EXPECT_EQ(dummy->mtu, 1450u);
-  ASSERT_TRUE(s->SetMaster(dm, bridge->ifindex).ok());
+  ASSERT_OK(s->SetMaster(dm, bridge->ifindex));
   absl::StatusOr<Link> port = s->GetLink(dm);
-  ASSERT_TRUE(port.ok());
+  ASSERT_OK(port);
   EXPECT_EQ(port->master, bridge->ifindex);
   EXPECT_EQ(port->slave_kind, "bridge");
   EXPECT_EQ(Str(IpJson(a.Exec("ip -j link show dev " + dm)).values(0).struct_value(), "master"),
             br);
-  ASSERT_TRUE(s->SetMaster(dm, 0).ok());
+  ASSERT_OK(s->SetMaster(dm, 0));
   EXPECT_EQ(s->GetLink(dm)->master, 0);
 
   absl::StatusOr<Link> vxlan = s->CreateVxlan({.name = vx,
@@ -381,7 +383,7 @@ TEST_F(NetlinkLinkTest, BridgeMasterAndVxlan) {
                                                .port = 4789,
                                                .underlay_ifindex = dummy->ifindex,
                                                .learning = false});
-  ASSERT_TRUE(vxlan.ok()) << vxlan.status();
+  ASSERT_OK(vxlan);
   EXPECT_EQ(vxlan->kind, "vxlan");
   ASSERT_TRUE(vxlan->vxlan.has_value());
   EXPECT_EQ(vxlan->vxlan->vni, 4096u);

@@ -29,6 +29,7 @@
 #include "libsarena/netlink/netns.h"
 #include "libsarena/netlink/socket.h"
 #include "tests/lib/ip_json.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::nl {
@@ -37,6 +38,7 @@ namespace {
 using ::sarena::testing::RunOk;
 using ::sarena::testing::ScopedNetns;
 using ::sarena::testing::UniqueName;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using ::sarena::testing::IpJson;
@@ -70,15 +72,15 @@ class NetlinkRouteTest : public ::testing::Test {
     vb_ = UniqueName("vb");
     absl::StatusOr<Link> va =
         sa_->CreateVeth({.name = va_, .peer_name = vb_, .peer_netns = nb_.get()});
-    ASSERT_TRUE(va.ok()) << va.status();
+    ASSERT_OK(va);
     va_index_ = va->ifindex;
     absl::StatusOr<Link> vb = sb_->GetLink(vb_);
-    ASSERT_TRUE(vb.ok());
+    ASSERT_OK(vb);
     vb_index_ = vb->ifindex;
-    ASSERT_TRUE(sa_->SetLinkUp(va_index_).ok());
-    ASSERT_TRUE(sb_->SetLinkUp(vb_index_).ok());
-    ASSERT_TRUE(sa_->AddAddress(va_index_, Pfx("10.234.0.1/24")).ok());
-    ASSERT_TRUE(sb_->AddAddress(vb_index_, Pfx("10.234.0.2/24")).ok());
+    ASSERT_OK(sa_->SetLinkUp(va_index_));
+    ASSERT_OK(sb_->SetLinkUp(vb_index_));
+    ASSERT_OK(sa_->AddAddress(va_index_, Pfx("10.234.0.1/24")));
+    ASSERT_OK(sb_->AddAddress(vb_index_, Pfx("10.234.0.2/24")));
   }
 
   std::string InA(const std::string& cmd) { return a_->Exec(cmd); }
@@ -86,7 +88,7 @@ class NetlinkRouteTest : public ::testing::Test {
   // The route for `dst` in table `table` from our own dump, or nullopt.
   std::optional<Route> FindRoute(const char* dst, uint32_t table = kTableMain) {
     absl::StatusOr<std::vector<Route>> routes = sa_->ListRoutes({.table = table});
-    EXPECT_TRUE(routes.ok()) << routes.status();
+    EXPECT_OK(routes);
     if (!routes.ok()) return std::nullopt;
     for (const Route& r : *routes) {
       if (r.dst == Pfx(dst)) return r;
@@ -105,7 +107,7 @@ class NetlinkRouteTest : public ::testing::Test {
 
 TEST_F(NetlinkRouteTest, AddressesAddListDelete) {
   absl::StatusOr<std::vector<Address>> addrs = sa_->ListAddresses(va_index_);
-  ASSERT_TRUE(addrs.ok()) << addrs.status();
+  ASSERT_OK(addrs);
   ASSERT_EQ(addrs->size(), 1u);
   EXPECT_EQ((*addrs)[0].prefix, Pfx("10.234.0.1/24"));
   EXPECT_EQ((*addrs)[0].scope, Scope::kUniverse);
@@ -113,12 +115,12 @@ TEST_F(NetlinkRouteTest, AddressesAddListDelete) {
   EXPECT_EQ((*addrs)[0].ifindex, va_index_);
 
   // A second address with scope link and a /32 (the pod-gateway style), one with a peer.
-  ASSERT_TRUE(sa_->AddAddress(va_index_, Pfx("10.234.9.1/32"), Scope::kLink).ok());
+  ASSERT_OK(sa_->AddAddress(va_index_, Pfx("10.234.9.1/32"), Scope::kLink));
   ASSERT_TRUE(sa_->AddAddress(va_index_, Pfx("10.234.8.1/32"),
                               {.peer = Ip("10.234.8.2"), .noprefixroute = true})
                   .ok());
   addrs = sa_->ListAddresses(va_index_);
-  ASSERT_TRUE(addrs.ok());
+  ASSERT_OK(addrs);
   ASSERT_EQ(addrs->size(), 3u);
   PbList j = IpJson(InA("ip -4 -j addr show dev " + va_));
   ASSERT_EQ(j.values_size(), 1);
@@ -147,20 +149,20 @@ TEST_F(NetlinkRouteTest, AddressesAddListDelete) {
 
   // Duplicate -> kAlreadyExists; replace is accepted.
   absl::Status dup = sa_->AddAddress(va_index_, Pfx("10.234.9.1/32"));
-  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
-  EXPECT_THAT(std::string(dup.message()), HasSubstr("add address '10.234.9.1/32'"));
-  EXPECT_TRUE(sa_->AddAddress(va_index_, Pfx("10.234.9.1/32"), {.replace = true}).ok());
+  EXPECT_THAT(dup,
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("add address '10.234.9.1/32'")));
+  EXPECT_OK(sa_->AddAddress(va_index_, Pfx("10.234.9.1/32"), {.replace = true}));
 
   // All links: loopback's 127.0.0.1/8 (scope host) is there too once lo is up.
   absl::StatusOr<std::vector<Address>> all = sa_->ListAddresses();
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Address& a) {
     return a.prefix == Pfx("127.0.0.1/8") && a.scope == Scope::kHost;
   }));
 
-  ASSERT_TRUE(sa_->DeleteAddress(va_index_, Pfx("10.234.9.1/32")).ok());
+  ASSERT_OK(sa_->DeleteAddress(va_index_, Pfx("10.234.9.1/32")));
   absl::Status gone = sa_->DeleteAddress(va_index_, Pfx("10.234.9.1/32"));
-  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound) << gone;
+  EXPECT_THAT(gone, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(sa_->ListAddresses(va_index_)->size(), 2u);
   EXPECT_EQ(IpJson(InA("ip -4 -j addr show dev " + va_))
                 .values(0)
@@ -171,7 +173,7 @@ TEST_F(NetlinkRouteTest, AddressesAddListDelete) {
                 .values_size(),
             2);
   // A bad ifindex.
-  EXPECT_EQ(sa_->AddAddress(987654, Pfx("10.9.9.9/32")).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(sa_->AddAddress(987654, Pfx("10.9.9.9/32")), StatusIs(absl::StatusCode::kNotFound));
 }
 
 // ---------------------------------------------------------------- routes
@@ -184,7 +186,7 @@ TEST_F(NetlinkRouteTest, RouteViaGatewayWithMetricMtuSrcProto) {
           .prefsrc = Ip("10.234.0.1"),
           .priority = 50,
           .mtu = 1400};
-  ASSERT_TRUE(sa_->AddRoute(r).ok());
+  ASSERT_OK(sa_->AddRoute(r));
 
   // Our dump.
   std::optional<Route> listed = FindRoute("10.235.1.0/24");
@@ -213,7 +215,7 @@ TEST_F(NetlinkRouteTest, RouteViaGatewayWithMetricMtuSrcProto) {
 
   // The kernel's own lookup agrees with `ip route get`.
   absl::StatusOr<Route> got = sa_->GetRoute(Ip("10.235.1.7"));
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   EXPECT_EQ(got->dst, Pfx("10.235.1.7/32"));
   EXPECT_EQ(got->oif, va_index_);
   EXPECT_EQ(got->gateway, Ip("10.234.0.2"));
@@ -227,32 +229,31 @@ TEST_F(NetlinkRouteTest, RouteViaGatewayWithMetricMtuSrcProto) {
   EXPECT_EQ(Str(jg.values(0).struct_value(), "prefsrc"), "10.234.0.1");
   // fibmatch returns the FIB entry itself.
   absl::StatusOr<Route> fib = sa_->GetRoute(Ip("10.235.1.7"), {.fib_match = true});
-  ASSERT_TRUE(fib.ok()) << fib.status();
+  ASSERT_OK(fib);
   EXPECT_EQ(fib->dst, Pfx("10.235.1.0/24"));
   EXPECT_EQ(fib->protocol, RouteProtocol::kStatic);
   EXPECT_EQ(fib->priority, 50u);
 
   // Add again -> kAlreadyExists; replace changes the gateway.
   absl::Status dup = sa_->AddRoute(r);
-  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+  EXPECT_THAT(dup, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(std::string(dup.message()), HasSubstr("add route '10.235.1.0/24': File exists"));
   Route r2 = r;
   r2.gateway = Ip("10.234.0.3");
-  ASSERT_TRUE(sa_->ReplaceRoute(r2).ok());
+  ASSERT_OK(sa_->ReplaceRoute(r2));
   EXPECT_EQ(sa_->GetRoute(Ip("10.235.1.7"))->gateway, Ip("10.234.0.3"));
   EXPECT_EQ(Str(IpJson(InA("ip -j route show 10.235.1.0/24")).values(0).struct_value(), "gateway"),
             "10.234.0.3");
 
   // Delete (matching dst + metric), then the route is gone and a second delete is kNotFound.
-  ASSERT_TRUE(sa_->DeleteRoute({.dst = Pfx("10.235.1.0/24"), .priority = 50}).ok());
+  ASSERT_OK(sa_->DeleteRoute({.dst = Pfx("10.235.1.0/24"), .priority = 50}));
   EXPECT_FALSE(FindRoute("10.235.1.0/24").has_value());
   EXPECT_EQ(IpJson(InA("ip -j route show 10.235.1.0/24")).values_size(), 0);
   absl::Status again = sa_->DeleteRoute({.dst = Pfx("10.235.1.0/24")});
-  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound) << again;
+  EXPECT_THAT(again, StatusIs(absl::StatusCode::kNotFound));
   // With the route gone, 10.235.1.7 has no route at all.
   absl::StatusOr<Route> none = sa_->GetRoute(Ip("10.235.1.7"));
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound) << none.status();
-  EXPECT_THAT(std::string(none.status().message()), HasSubstr("Network is unreachable"));
+  EXPECT_THAT(none, StatusIs(absl::StatusCode::kNotFound, HasSubstr("Network is unreachable")));
 }
 
 TEST_F(NetlinkRouteTest, ScopeLinkRouteInOtherTableWithRule) {
@@ -272,14 +273,14 @@ TEST_F(NetlinkRouteTest, ScopeLinkRouteInOtherTableWithRule) {
   EXPECT_FALSE(FindRoute("10.236.0.5/32", kTableMain).has_value());
   // Every table.
   absl::StatusOr<std::vector<Route>> all = sa_->ListRoutes({.table = std::nullopt});
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Route& r) {
     return r.table == kTableLocal && r.type == RouteType::kLocal && r.dst == Pfx("10.234.0.1/32");
   }));
   EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Route& r) { return r.table == 100; }));
   // Filter by oif.
   absl::StatusOr<std::vector<Route>> by_oif = sa_->ListRoutes({.oif = va_index_});
-  ASSERT_TRUE(by_oif.ok());
+  ASSERT_OK(by_oif);
   for (const Route& r : *by_oif) EXPECT_EQ(r.oif, va_index_);
 
   PbList j = IpJson(InA("ip -j route show table 100"));
@@ -289,27 +290,27 @@ TEST_F(NetlinkRouteTest, ScopeLinkRouteInOtherTableWithRule) {
   EXPECT_EQ(Str(j.values(0).struct_value(), "scope"), "link");
 
   // Without a rule, table 100 is not consulted.
-  EXPECT_EQ(sa_->GetRoute(Ip("10.236.0.5")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(sa_->GetRoute(Ip("10.236.0.5")), StatusIs(absl::StatusCode::kNotFound));
   // A policy rule sends 10.236.0.0/16 to table 100.
   Rule rule{.priority = 1000, .dst = Pfx("10.236.0.0/16"), .table = 100};
-  ASSERT_TRUE(sa_->AddRule(rule).ok());
+  ASSERT_OK(sa_->AddRule(rule));
   absl::StatusOr<Route> got = sa_->GetRoute(Ip("10.236.0.5"));
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   EXPECT_EQ(got->table, 100u);
   EXPECT_EQ(got->oif, va_index_);
   EXPECT_FALSE(got->gateway.has_value());
   PbList jg = IpJson(InA("ip -j route get 10.236.0.5"));
   EXPECT_EQ(Str(jg.values(0).struct_value(), "dev"), va_);
   EXPECT_EQ(Str(jg.values(0).struct_value(), "table"), "100");
-  ASSERT_TRUE(sa_->DeleteRule(rule).ok());
-  ASSERT_TRUE(sa_->DeleteRoute({.dst = Pfx("10.236.0.5/32"), .table = 100}).ok());
+  ASSERT_OK(sa_->DeleteRule(rule));
+  ASSERT_OK(sa_->DeleteRoute({.dst = Pfx("10.236.0.5/32"), .table = 100}));
   EXPECT_FALSE(FindRoute("10.236.0.5/32", 100).has_value());
 }
 
 TEST_F(NetlinkRouteTest, BlackholeUnreachableProhibitTypes) {
-  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.237.0.0/16"), .type = RouteType::kBlackhole}).ok());
-  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kUnreachable}).ok());
-  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.239.0.0/16"), .type = RouteType::kProhibit}).ok());
+  ASSERT_OK(sa_->AddRoute({.dst = Pfx("10.237.0.0/16"), .type = RouteType::kBlackhole}));
+  ASSERT_OK(sa_->AddRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kUnreachable}));
+  ASSERT_OK(sa_->AddRoute({.dst = Pfx("10.239.0.0/16"), .type = RouteType::kProhibit}));
   EXPECT_EQ(FindRoute("10.237.0.0/16")->type, RouteType::kBlackhole);
   EXPECT_EQ(FindRoute("10.238.0.0/16")->type, RouteType::kUnreachable);
   EXPECT_EQ(FindRoute("10.239.0.0/16")->type, RouteType::kProhibit);
@@ -320,15 +321,14 @@ TEST_F(NetlinkRouteTest, BlackholeUnreachableProhibitTypes) {
 
   // The kernel's lookup refuses each with its own errno.
   absl::StatusOr<Route> bh = sa_->GetRoute(Ip("10.237.1.1"));
-  EXPECT_EQ(bh.status().code(), absl::StatusCode::kInvalidArgument) << bh.status();
+  EXPECT_THAT(bh, StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<Route> un = sa_->GetRoute(Ip("10.238.1.1"));
-  EXPECT_EQ(un.status().code(), absl::StatusCode::kNotFound) << un.status();
-  EXPECT_THAT(std::string(un.status().message()), HasSubstr("No route to host"));
+  EXPECT_THAT(un, StatusIs(absl::StatusCode::kNotFound, HasSubstr("No route to host")));
   absl::StatusOr<Route> pr = sa_->GetRoute(Ip("10.239.1.1"));
-  EXPECT_EQ(pr.status().code(), absl::StatusCode::kPermissionDenied) << pr.status();
+  EXPECT_THAT(pr, StatusIs(absl::StatusCode::kPermissionDenied));
 
   // Delete with the default type (matches any type) and with the exact type.
-  ASSERT_TRUE(sa_->DeleteRoute({.dst = Pfx("10.237.0.0/16")}).ok());
+  ASSERT_OK(sa_->DeleteRoute({.dst = Pfx("10.237.0.0/16")}));
   // A wrong explicit type does not match.
   EXPECT_EQ(sa_->DeleteRoute({.dst = Pfx("10.238.0.0/16"), .type = RouteType::kBlackhole}).code(),
             absl::StatusCode::kNotFound);
@@ -342,14 +342,14 @@ TEST_F(NetlinkRouteTest, OnlinkGatewayAndKernelExtackErrors) {
   // 10.240.0.1 is on no subnet of va: the kernel refuses it as a gateway, with extack text.
   Route r{.dst = Pfx("10.241.0.0/24"), .gateway = Ip("10.240.0.1"), .oif = va_index_};
   absl::Status bad = sa_->AddRoute(r);
-  EXPECT_EQ(bad.code(), absl::StatusCode::kFailedPrecondition) << bad;
+  EXPECT_THAT(bad, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(std::string(bad.message()), HasSubstr("add route '10.241.0.0/24': "));
   EXPECT_THAT(std::string(bad.message()), HasSubstr("Network is unreachable (errno 101)"));
   EXPECT_THAT(std::string(bad.message()), HasSubstr("Nexthop has invalid gateway")) << bad;
 
   // onlink makes the kernel accept it (Calico-style "via GW dev X onlink").
   r.onlink = true;
-  ASSERT_TRUE(sa_->AddRoute(r).ok());
+  ASSERT_OK(sa_->AddRoute(r));
   std::optional<Route> listed = FindRoute("10.241.0.0/24");
   ASSERT_TRUE(listed.has_value());
   EXPECT_TRUE(listed->onlink);
@@ -357,28 +357,28 @@ TEST_F(NetlinkRouteTest, OnlinkGatewayAndKernelExtackErrors) {
   PbList j = IpJson(InA("ip -j route show 10.241.0.0/24"));
   EXPECT_TRUE(ListHas(j.values(0).struct_value(), "flags", "onlink"));
   absl::StatusOr<Route> got = sa_->GetRoute(Ip("10.241.0.9"));
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   EXPECT_EQ(got->gateway, Ip("10.240.0.1"));
   EXPECT_EQ(got->oif, va_index_);
 
   // Host bits set in the destination prefix: EINVAL with the kernel's explanation.
   absl::Status host_bits = sa_->AddRoute({.dst = Pfx("10.242.0.5/24"), .oif = va_index_});
-  EXPECT_EQ(host_bits.code(), absl::StatusCode::kInvalidArgument) << host_bits;
+  EXPECT_THAT(host_bits, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(host_bits.message()),
               HasSubstr("Invalid prefix for given prefix length"));
   // A missing output device.
   absl::Status no_dev = sa_->AddRoute({.dst = Pfx("10.242.0.0/24"), .oif = 987654});
-  EXPECT_EQ(no_dev.code(), absl::StatusCode::kNotFound) << no_dev;
+  EXPECT_THAT(no_dev, StatusIs(absl::StatusCode::kNotFound));
 
   // A default route inside this isolated namespace (B has no uplink) is reported as /0.
-  ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("0.0.0.0/0"), .gateway = Ip("10.234.0.2")}).ok());
+  ASSERT_OK(sa_->AddRoute({.dst = Pfx("0.0.0.0/0"), .gateway = Ip("10.234.0.2")}));
   std::optional<Route> def = FindRoute("0.0.0.0/0");
   ASSERT_TRUE(def.has_value());
   EXPECT_EQ(def->gateway, Ip("10.234.0.2"));
   EXPECT_EQ(Str(IpJson(InA("ip -j route show default")).values(0).struct_value(), "dst"),
             "default");
   absl::StatusOr<Route> via_default = sa_->GetRoute(Ip("10.250.0.1"));
-  ASSERT_TRUE(via_default.ok());
+  ASSERT_OK(via_default);
   EXPECT_EQ(via_default->gateway, Ip("10.234.0.2"));
 }
 
@@ -386,7 +386,7 @@ TEST_F(NetlinkRouteTest, OnlinkGatewayAndKernelExtackErrors) {
 
 TEST_F(NetlinkRouteTest, RulesAddListDelete) {
   absl::StatusOr<std::vector<Rule>> rules = sa_->ListRules();
-  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_OK(rules);
   // The kernel's three defaults: 0 local, 32766 main, 32767 default.
   ASSERT_EQ(rules->size(), 3u);
   EXPECT_EQ((*rules)[0].priority, 0u);
@@ -401,16 +401,16 @@ TEST_F(NetlinkRouteTest, RulesAddListDelete) {
                    .dst = Pfx("10.243.0.0/16"),
                    .action = RuleAction::kUnreachable,
                    .table = kTableUnspec};
-  ASSERT_TRUE(sa_->AddRule(from).ok());
-  ASSERT_TRUE(sa_->AddRule(iif).ok());
-  ASSERT_TRUE(sa_->AddRule(unreachable).ok());
+  ASSERT_OK(sa_->AddRule(from));
+  ASSERT_OK(sa_->AddRule(iif));
+  ASSERT_OK(sa_->AddRule(unreachable));
   absl::Status dup = sa_->AddRule(from);
-  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+  EXPECT_THAT(dup, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(std::string(dup.message()),
               HasSubstr("add rule '1000: from 10.234.0.0/24 lookup 100'"));
 
   rules = sa_->ListRules();
-  ASSERT_TRUE(rules.ok());
+  ASSERT_OK(rules);
   ASSERT_EQ(rules->size(), 6u);
   const Rule& r0 = (*rules)[1];
   EXPECT_EQ(r0.priority, 1000u);
@@ -438,13 +438,13 @@ TEST_F(NetlinkRouteTest, RulesAddListDelete) {
   EXPECT_EQ(Str(j.values(3).struct_value(), "action"), "unreachable");
 
   // The unreachable rule shows in the kernel's lookup.
-  EXPECT_EQ(sa_->GetRoute(Ip("10.243.0.1")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(sa_->GetRoute(Ip("10.243.0.1")), StatusIs(absl::StatusCode::kNotFound));
 
-  ASSERT_TRUE(sa_->DeleteRule(from).ok());
-  ASSERT_TRUE(sa_->DeleteRule(iif).ok());
-  ASSERT_TRUE(sa_->DeleteRule({.priority = 1002, .table = kTableUnspec}).ok());
+  ASSERT_OK(sa_->DeleteRule(from));
+  ASSERT_OK(sa_->DeleteRule(iif));
+  ASSERT_OK(sa_->DeleteRule({.priority = 1002, .table = kTableUnspec}));
   absl::Status gone = sa_->DeleteRule(from);
-  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound) << gone;
+  EXPECT_THAT(gone, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(sa_->ListRules()->size(), 3u);
   EXPECT_EQ(IpJson(InA("ip -4 -j rule show")).values_size(), 3);
 }
@@ -452,9 +452,9 @@ TEST_F(NetlinkRouteTest, RulesAddListDelete) {
 // ---------------------------------------------------------------- neighbours
 
 TEST_F(NetlinkRouteTest, PermanentNeighboursAddReplaceDelete) {
-  ASSERT_TRUE(sa_->AddNeighbor(va_index_, Ip("10.234.0.9"), Mac("02:00:00:00:00:09")).ok());
+  ASSERT_OK(sa_->AddNeighbor(va_index_, Ip("10.234.0.9"), Mac("02:00:00:00:00:09")));
   absl::StatusOr<std::vector<Neighbor>> neigh = sa_->ListNeighbors(va_index_);
-  ASSERT_TRUE(neigh.ok()) << neigh.status();
+  ASSERT_OK(neigh);
   auto it = std::find_if(neigh->begin(), neigh->end(),
                          [](const Neighbor& n) { return n.ip == Ip("10.234.0.9"); });
   ASSERT_NE(it, neigh->end());
@@ -470,7 +470,7 @@ TEST_F(NetlinkRouteTest, PermanentNeighboursAddReplaceDelete) {
   EXPECT_EQ(ToString(it->state), "PERMANENT");
 
   absl::Status dup = sa_->AddNeighbor(va_index_, Ip("10.234.0.9"), Mac("02:00:00:00:00:0a"));
-  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+  EXPECT_THAT(dup, StatusIs(absl::StatusCode::kAlreadyExists));
   ASSERT_TRUE(
       sa_->AddNeighbor(va_index_, Ip("10.234.0.9"), Mac("02:00:00:00:00:0a"), {.replace = true})
           .ok());
@@ -482,16 +482,16 @@ TEST_F(NetlinkRouteTest, PermanentNeighboursAddReplaceDelete) {
                                {.state = NeighState::kReachable})
                   .ok());
   neigh = sa_->ListNeighbors(va_index_);
-  ASSERT_TRUE(neigh.ok());
+  ASSERT_OK(neigh);
   EXPECT_TRUE(std::any_of(neigh->begin(), neigh->end(), [](const Neighbor& n) {
     return n.ip == Ip("10.234.0.10") && n.state == NeighState::kReachable;
   }));
   // The neighbour table of all links includes both.
   EXPECT_GE(sa_->ListNeighbors()->size(), 2u);
 
-  ASSERT_TRUE(sa_->DeleteNeighbor(va_index_, Ip("10.234.0.9")).ok());
+  ASSERT_OK(sa_->DeleteNeighbor(va_index_, Ip("10.234.0.9")));
   absl::Status gone = sa_->DeleteNeighbor(va_index_, Ip("10.234.0.9"));
-  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound) << gone;
+  EXPECT_THAT(gone, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(IpJson(InA("ip -j neigh show dev " + va_ + " 10.234.0.9")).values_size(), 0);
   EXPECT_EQ(sa_->AddNeighbor(987654, Ip("10.234.0.11"), Mac("02:00:00:00:00:11")).code(),
             absl::StatusCode::kNotFound);
@@ -500,10 +500,10 @@ TEST_F(NetlinkRouteTest, PermanentNeighboursAddReplaceDelete) {
 // The permanent neighbour is what lets A talk to B without ARP: a real packet crosses.
 TEST_F(NetlinkRouteTest, ConfiguredPathCarriesRealTraffic) {
   absl::StatusOr<Link> vb = sb_->GetLink(vb_index_);
-  ASSERT_TRUE(vb.ok());
-  ASSERT_TRUE(sa_->AddNeighbor(va_index_, Ip("10.234.0.2"), vb->mac).ok());
+  ASSERT_OK(vb);
+  ASSERT_OK(sa_->AddNeighbor(va_index_, Ip("10.234.0.2"), vb->mac));
   // B answers pings for an address behind it; A routes there via B.
-  ASSERT_TRUE(sb_->AddAddress(1, Pfx("10.244.7.7/32")).ok());
+  ASSERT_OK(sb_->AddAddress(1, Pfx("10.244.7.7/32")));
   ASSERT_TRUE(sa_->AddRoute({.dst = Pfx("10.244.7.0/24"),
                              .gateway = Ip("10.234.0.2"),
                              .oif = va_index_,
@@ -522,7 +522,7 @@ TEST_F(NetlinkRouteTest, ConfiguredPathCarriesRealTraffic) {
     }
     return fd;
   });
-  ASSERT_TRUE(listener.ok()) << listener.status();
+  ASSERT_OK(listener);
   UniqueFd server(*listener);
   UniqueFd client;
   absl::Status connected = RunIn(*na_, [&]() -> absl::Status {
@@ -538,7 +538,7 @@ TEST_F(NetlinkRouteTest, ConfiguredPathCarriesRealTraffic) {
     }
     return absl::OkStatus();
   });
-  ASSERT_TRUE(connected.ok()) << connected;
+  ASSERT_OK(connected);
   sockaddr_in peer{};
   socklen_t len = sizeof peer;
   UniqueFd accepted(accept4(server.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/datapath/node.h"
 #include "tests/bpf/bpf_test_env.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::datapath {
@@ -23,6 +24,7 @@ namespace {
 
 using ::sarena::testing::RunOk;
 using ::sarena::testing::ScopedNetns;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 net::Ipv4 Ip(const char* s) { return boost::asio::ip::make_address_v4(s); }
@@ -82,7 +84,7 @@ class OverlayTest : public ::testing::Test {
 };
 
 TEST_F(OverlayTest, TunnelSetupCreatesAnExternalVxlanAndAttachesThePrograms) {
-  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  ASSERT_OK(Bring(RoutingMode::kTunnel));
   const std::string link = RunOk(node_->Exec("ip -d link show sarena_vxlan"));
   EXPECT_THAT(link, HasSubstr("external"));
   EXPECT_THAT(link, HasSubstr("dstport 8472"));
@@ -97,7 +99,7 @@ TEST_F(OverlayTest, TunnelSetupCreatesAnExternalVxlanAndAttachesThePrograms) {
   EXPECT_TRUE(*dp.IsAttached(Program::kToOverlay, vx, bpf::Direction::kEgress));
   EXPECT_TRUE(*dp.IsAttached(Program::kFromNetdev, up, bpf::Direction::kIngress));
   absl::StatusOr<OverlayConfig> cfg = dp.maps().overlay_config.Read();
-  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_OK(cfg);
   EXPECT_EQ(cfg->vni, 7u);
   EXPECT_EQ(cfg->node_id, 3u);
   EXPECT_EQ(cfg->vxlan_ifindex, static_cast<uint32_t>(vx));
@@ -115,22 +117,21 @@ TEST_F(OverlayTest, TunnelSetupCreatesAnExternalVxlanAndAttachesThePrograms) {
                       .node_ip = Ip("10.99.1.1"),
                       .node_id = 3},
                      dp);
-  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_OK(again);
   EXPECT_EQ(static_cast<int>(if_nametoindex("sarena_vxlan")), vx);
 }
 
 TEST_F(OverlayTest, AForeignSarenaVxlanIsLeftAlone) {
   RunOk(node_->Exec("ip link add sarena_vxlan type vxlan id 42 dstport 4789 nolearning"));
   absl::Status st = Bring(RoutingMode::kTunnel);
-  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
-  EXPECT_THAT(st.message(), HasSubstr("not ours"));
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not ours")));
   EXPECT_THAT(RunOk(node_->Exec("ip -d link show sarena_vxlan")), HasSubstr("id 42"));
 }
 
 TEST_F(OverlayTest, BadOptionsNameTheField) {
   absl::StatusOr<std::unique_ptr<Node>> n = Node::Create(
       {.node_ip = Ip("10.99.1.1"), .pod_cidr = Cidr("10.99.1.0/24"), .datapath = {.bpffs = bpffs_.path()}});
-  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_OK(n);
   OverlayOptions o{.uplink = "eth0", .cluster_cidr = Cidr("10.99.0.0/16"), .node_ip = Ip("10.99.1.1")};
   o.uplink = "nosuch0";
   EXPECT_THAT(Overlay::Setup(o, (*n)->datapath()).status().message(), HasSubstr("'nosuch0'"));
@@ -145,13 +146,13 @@ TEST_F(OverlayTest, BadOptionsNameTheField) {
 }
 
 TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
-  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  ASSERT_OK(Bring(RoutingMode::kTunnel));
   std::vector<PeerRoute> peers = {
       {.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"), .pod_cidrs = {Cidr("10.99.2.0/24")}},
       {.name = "n3", .node_id = 5, .underlay = Ip("192.168.88.3"), .pod_cidrs = {Cidr("10.99.3.0/24")}},
   };
   absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->tunnels_written, 4);  // two pod CIDRs + the two peers' own addresses
   EXPECT_EQ(s->peers_written, 2);
   EXPECT_EQ(s->routes_written, 2);
@@ -167,7 +168,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   EXPECT_THAT(unknown.err, HasSubstr("No route to host"));  // EHOSTUNREACH: type unreachable
   const Maps& maps = node_dp_->datapath().maps();
   absl::StatusOr<Tunnel> t = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.77")));
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   EXPECT_EQ(t->node_id, 4u);
   EXPECT_EQ(t->mode, SARENA_MODE_TUNNEL);
   EXPECT_EQ(net::FromBe32(*reinterpret_cast<const uint32_t*>(t->underlay)), Ip("192.168.77.3"));
@@ -175,7 +176,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   // The peer's own address is in the tunnel map too (pod -> that node goes through the tunnel),
   // with no kernel route: the underlay address stays on the uplink.
   absl::StatusOr<Tunnel> node = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("192.168.77.3")));
-  ASSERT_TRUE(node.ok()) << node.status();
+  ASSERT_OK(node);
   EXPECT_EQ(node->flags, SARENA_TUN_F_NODE);
   EXPECT_EQ(node->node_id, 4u);
   EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("192.168.77.3")));
@@ -183,7 +184,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
 
   // Same list again: nothing written.
   s = overlay_->Sync(peers);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   EXPECT_EQ(s->tunnels_written + s->peers_written + s->routes_written, 0);
 
   // n3 withdrawn, n2 moves (in-place address change), a bad peer is skipped and named.
@@ -192,7 +193,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   peers.push_back({.name = "bad", .node_id = 6, .underlay = Ip("192.168.77.10"),
                    .pod_cidrs = {Cidr("10.1.0.0/24")}});
   s = overlay_->Sync(peers);
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   // n2's CIDR re-pointed, n2's new address, and 'bad''s address: the node is a member, only its
   // out-of-cluster pod CIDR is refused.
   EXPECT_EQ(s->tunnels_written, 3);
@@ -203,7 +204,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
   EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("10.99.3.0/24")));
   EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.3.1"))).ok());
   t = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.77")));
-  ASSERT_TRUE(t.ok());
+  ASSERT_OK(t);
   EXPECT_EQ(net::FromBe32(*reinterpret_cast<const uint32_t*>(t->underlay)), Ip("192.168.77.9"));
   EXPECT_FALSE(maps.peers.Lookup(MakePeerKey(Ip("192.168.88.3"))).ok());
   EXPECT_TRUE(maps.peers.Lookup(MakePeerKey(Ip("192.168.77.9"))).ok());
@@ -217,7 +218,7 @@ TEST_F(OverlayTest, SyncWritesOnlyWhatDiffersAndRemovesWithdrawnPeers) {
 // this node's traffic: the node's own pod-CIDR route (dev sarena_host) stays, nothing of it
 // enters the tunnel map, and the good peer is still applied.
 TEST_F(OverlayTest, SyncRefusesPeersClaimingThisNodesPodCidrOrUnderlay) {
-  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  ASSERT_OK(Bring(RoutingMode::kTunnel));
   const std::string own_route_before = RunOk(node_->Exec("ip route show 10.99.1.0/24"));
   ASSERT_THAT(own_route_before, HasSubstr("sarena_host"));
   std::vector<PeerRoute> peers = {
@@ -228,7 +229,7 @@ TEST_F(OverlayTest, SyncRefusesPeersClaimingThisNodesPodCidrOrUnderlay) {
       {.name = "me", .node_id = 8, .underlay = Ip("192.168.77.2"), .pod_cidrs = {Cidr("10.99.8.0/24")}},
   };
   absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   ASSERT_EQ(s->problems.size(), 4u) << ::testing::PrintToString(s->problems);
   EXPECT_THAT(s->problems[0], HasSubstr("'same': pod CIDR 10.99.1.0/24 overlaps this node's"));
   EXPECT_THAT(s->problems[1], HasSubstr("'part'"));
@@ -255,15 +256,15 @@ TEST_F(OverlayTest, SyncDiffsAgainstWhatItAppliedAndRereadsTheKernelOnResync) {
     overlay_.reset();
     node_dp_.reset();
     RunOk(node_->Exec("ip link del sarena_host; ip link del sarena_vxlan; true"));
-    ASSERT_TRUE(Bring(RoutingMode::kTunnel, resync).ok());
+    ASSERT_OK(Bring(RoutingMode::kTunnel, resync));
     absl::StatusOr<SyncStats> s = overlay_->Sync(peers);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s);
     EXPECT_TRUE(s->full_read);  // the first Sync adopts whatever the pins hold
     // Someone deletes the route and the tunnel entry behind sarenad's back.
     RunOk(node_->Exec("ip route del 10.99.2.0/24"));
-    ASSERT_TRUE(node_dp_->datapath().maps().tunnels.Remove(Cidr("10.99.2.0/24")).ok());
+    ASSERT_OK(node_dp_->datapath().maps().tunnels.Remove(Cidr("10.99.2.0/24")));
     s = overlay_->Sync(peers);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s);
     if (resync == absl::ZeroDuration()) {
       // A resync reads the kernel back and repairs both.
       EXPECT_TRUE(s->full_read);
@@ -279,21 +280,21 @@ TEST_F(OverlayTest, SyncDiffsAgainstWhatItAppliedAndRereadsTheKernelOnResync) {
 }
 
 TEST_F(OverlayTest, APodCidrClaimedByTwoPeersStaysWithItsHolderOrGoesToNoOne) {
-  ASSERT_TRUE(Bring(RoutingMode::kTunnel).ok());
+  ASSERT_OK(Bring(RoutingMode::kTunnel));
   const PeerRoute n2 = {.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"),
                         .pod_cidrs = {Cidr("10.99.2.0/24")}};
-  ASSERT_TRUE(overlay_->Sync({n2}).ok());
+  ASSERT_OK(overlay_->Sync({n2}));
   // A record named to sort after n2 claims n2's CIDR (before the fix the last name won and
   // n2's pods were tunnelled to 192.168.77.66).
   const PeerRoute zzz = {.name = "zzz", .node_id = 9, .underlay = Ip("192.168.77.66"),
                          .pod_cidrs = {Cidr("10.99.2.0/24")}};
   absl::StatusOr<SyncStats> s = overlay_->Sync({n2, zzz});
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   ASSERT_EQ(s->problems.size(), 1u);
   EXPECT_THAT(s->problems[0], HasSubstr("also claimed by peer 'n2'"));
   const Maps& maps = node_dp_->datapath().maps();
   absl::StatusOr<Tunnel> t = maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.2.9")));
-  ASSERT_TRUE(t.ok());
+  ASSERT_OK(t);
   EXPECT_EQ(t->node_id, 4u);
   EXPECT_EQ(net::FromBe32(*reinterpret_cast<const uint32_t*>(t->underlay)), Ip("192.168.77.3"));
   // Contested CIDRs nobody holds yet (equal or nested) go to no one.
@@ -306,7 +307,7 @@ TEST_F(OverlayTest, APodCidrClaimedByTwoPeersStaysWithItsHolderOrGoesToNoOne) {
   const PeerRoute narrow = {.name = "narrow", .node_id = 8, .underlay = Ip("192.168.77.8"),
                             .pod_cidrs = {Cidr("10.99.130.0/24")}};
   s = overlay_->Sync({n2, a, b, wide, narrow});
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->problems.size(), 4u);
   EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.5.1"))).ok());
   EXPECT_FALSE(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.130.1"))).ok());
@@ -314,18 +315,18 @@ TEST_F(OverlayTest, APodCidrClaimedByTwoPeersStaysWithItsHolderOrGoesToNoOne) {
   EXPECT_THAT(Routes(), ::testing::Not(HasSubstr("10.99.5.0/24")));
   // The dispute ends (b withdrawn): a gets its CIDR.
   s = overlay_->Sync({n2, a});
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   EXPECT_TRUE(s->problems.empty());
   EXPECT_EQ(maps.tunnels.Lookup(MakeTunnelLookupKey(Ip("10.99.5.1")))->node_id, 5u);
 }
 
 TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel) {
-  ASSERT_TRUE(Bring(RoutingMode::kHybrid).ok());
+  ASSERT_OK(Bring(RoutingMode::kHybrid));
   absl::StatusOr<SyncStats> s = overlay_->Sync({
       {.name = "near", .node_id = 4, .underlay = Ip("192.168.77.3"), .pod_cidrs = {Cidr("10.99.2.0/24")}},
       {.name = "far", .node_id = 5, .underlay = Ip("192.168.88.3"), .pod_cidrs = {Cidr("10.99.3.0/24")}},
   });
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   const std::string routes = Routes();
   EXPECT_THAT(routes, HasSubstr("10.99.2.0/24 via 192.168.77.3 dev eth0 src 10.99.1.1"));
   EXPECT_THAT(routes, HasSubstr("10.99.3.0/24 dev sarena_vxlan scope link src 10.99.1.1"));
@@ -340,12 +341,12 @@ TEST_F(OverlayTest, HybridRoutesSameSubnetPeersNativelyAndOthersThroughTheTunnel
 }
 
 TEST_F(OverlayTest, NativeModeHasNoTunnelDevice) {
-  ASSERT_TRUE(Bring(RoutingMode::kNative).ok());
+  ASSERT_OK(Bring(RoutingMode::kNative));
   EXPECT_EQ(if_nametoindex("sarena_vxlan"), 0u);
   EXPECT_EQ(overlay_->pod_mtu(), 1500u);
   absl::StatusOr<SyncStats> s = overlay_->Sync(
       {{.name = "n2", .node_id = 4, .underlay = Ip("192.168.77.3"), .pod_cidrs = {Cidr("10.99.2.0/24")}}});
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_THAT(Routes(), HasSubstr("10.99.2.0/24 via 192.168.77.3 dev eth0 src 10.99.1.1"));
 }
 

@@ -21,15 +21,17 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TEST(Subprocess, CapturesStdoutStderrAndExitCode) {
   auto out = RunChild(ChildSpec{{}, ExecArgv({"sh", "-c", "echo out; echo err >&2; exit 3"}), {}});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 3);
   EXPECT_EQ(out->out, "out\n");
   EXPECT_EQ(out->err, "err\n");
@@ -41,7 +43,7 @@ TEST(Subprocess, FeedsStdinWhileDrainingStdout) {
   std::string text(4 << 20, 'x');
   for (size_t i = 0; i < text.size(); i += 4096) text[i] = static_cast<char>('a' + (i / 4096) % 26);
   auto out = RunChild(ChildSpec{{}, ExecArgv({"cat"}), text});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 0);
   EXPECT_EQ(out->out, text);
 }
@@ -58,34 +60,34 @@ TEST(Subprocess, FunctionChildSeesEofOnStdin) {
                                   return 0;
                                 },
                                 "hello"});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 0);
   EXPECT_EQ(out->out, "5");
 }
 
 TEST(Subprocess, ChildThatIgnoresStdinDoesNotKillTheCaller) {
   auto out = RunChild(ChildSpec{{}, ExecArgv({"true"}), std::string(1 << 20, 'y')});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 0);
 }
 
 TEST(Subprocess, ExecFailureIsExitCode127) {
   auto out = RunChild(ChildSpec{{}, ExecArgv({"sarena-no-such-program"}), {}});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, kChildExecFailed);
   EXPECT_THAT(out->err, HasSubstr("run 'sarena-no-such-program'"));
 }
 
 TEST(Subprocess, NetnsFailureIsExitCode125AndNamesThePath) {
   auto out = RunChild(ChildSpec{"/nonexistent/netns/sarena", ExecArgv({"true"}), {}});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, kChildNetnsFailed);
   EXPECT_THAT(out->err, HasSubstr("enter network namespace '/nonexistent/netns/sarena'"));
 }
 
 TEST(Subprocess, KilledChildIs128PlusSignal) {
   auto out = RunChild(ChildSpec{{}, ExecArgv({"sh", "-c", "kill -TERM $$"}), {}});
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 128 + SIGTERM);
 }
 
@@ -117,7 +119,7 @@ TEST(Subprocess, ChildrenRunConcurrently) {
   ASSERT_EQ(pipe(b), 0);
   auto out = RunChildren(Rendezvous(a, b));
   for (int fd : {a[0], a[1], b[0], b[1]}) close(fd);
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   ASSERT_EQ(out->size(), 2u);
   EXPECT_EQ((*out)[0].exit_code, 0);
   EXPECT_EQ((*out)[1].exit_code, 0);
@@ -130,7 +132,7 @@ TEST(Subprocess, MaxRunningBoundsConcurrency) {
   ASSERT_EQ(pipe(b), 0);
   auto out = RunChildren(Rendezvous(a, b), 1);
   for (int fd : {a[0], a[1], b[0], b[1]}) close(fd);
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   ASSERT_EQ(out->size(), 2u);
   EXPECT_EQ((*out)[0].exit_code, 128 + SIGALRM);
   EXPECT_EQ((*out)[1].exit_code, 0);
@@ -145,7 +147,7 @@ TEST(Subprocess, ManyChildrenKeepTheirOrder) {
                               {}});
   }
   auto out = RunChildren(specs, 4);
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   ASSERT_EQ(out->size(), specs.size());
   for (int i = 0; i < 40; ++i) {
     EXPECT_EQ((*out)[i].out, std::to_string(i) + "\n") << i;
@@ -215,7 +217,7 @@ TEST(Subprocess, CallerSigpipeDispositionIsNeverChanged) {
     for (int i = 0; i < 20; ++i) {
       // A child that never reads its stdin: the write gets EPIPE, and must not kill us.
       auto out = RunChild(ChildSpec{{}, ExecArgv({"true"}), std::string(1 << 16, 'z')});
-      EXPECT_TRUE(out.ok()) << out.status();
+      EXPECT_OK(out);
     }
   };
   std::thread other(run);
@@ -242,7 +244,7 @@ TEST(Subprocess, FailedWaitIsAnErrorNotExitZero) {
   auto out = RunChild(ChildSpec{{}, ExecArgv({"true"}), {}, "true"});
   sigaction(SIGCHLD, &old, nullptr);
   ASSERT_FALSE(out.ok()) << "exit " << out->exit_code;
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal) << out.status();
+  EXPECT_THAT(out, StatusIs(absl::StatusCode::kInternal));
   EXPECT_THAT(out.status().message(), HasSubstr("'true'"));
   EXPECT_THAT(out.status().message(), HasSubstr("pid"));
   EXPECT_THAT(out.status().message(), HasSubstr("errno 10"));  // ECHILD
@@ -254,8 +256,7 @@ TEST(Subprocess, TimeoutKillsAndReapsTheChild) {
   options.timeout = absl::Milliseconds(200);
   auto out = RunChild(ChildSpec{{}, ExecArgv({"sleep", "30"}), {}, "sleep"}, options);
   const auto took = std::chrono::steady_clock::now() - begin;
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+  ASSERT_THAT(out, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(out.status().message(), HasSubstr("'sleep'"));
   EXPECT_THAT(out.status().message(), HasSubstr("200ms"));
   EXPECT_GE(took, std::chrono::milliseconds(190));
@@ -271,9 +272,7 @@ TEST(Subprocess, TimeoutCoversAChildThatClosedItsPipes) {
       ChildSpec{{}, ExecArgv({"sh", "-c", "exec >&- 2>&- <&-; exec sleep 30"}), {}, "sh"},
       options);
   const auto took = std::chrono::steady_clock::now() - begin;
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
-  EXPECT_THAT(out.status().message(), HasSubstr("'sh'"));
+  ASSERT_THAT(out, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("'sh'")));
   EXPECT_LT(took, std::chrono::seconds(5));
 }
 
@@ -286,8 +285,7 @@ TEST(Subprocess, TimeoutNamesEveryChildStillRunningAndStartsNoMore) {
   options.timeout = absl::Milliseconds(200);
   options.max_running = 3;
   auto out = RunChildren(specs, options);
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+  ASSERT_THAT(out, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(out.status().message(), HasSubstr("'slow'"));
   EXPECT_THAT(out.status().message(), HasSubstr("child 2"));
   EXPECT_THAT(out.status().message(), ::testing::Not(HasSubstr("quick")));
@@ -297,7 +295,7 @@ TEST(Subprocess, ChildWithinItsTimeoutIsUnaffected) {
   RunOptions options;
   options.timeout = absl::Seconds(20);
   auto out = RunChild(ChildSpec{{}, ExecArgv({"sh", "-c", "echo hi; exit 4"}), {}}, options);
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(out->exit_code, 4);
   EXPECT_EQ(out->out, "hi\n");
 }

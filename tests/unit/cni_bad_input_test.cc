@@ -46,24 +46,19 @@ std::string ShellQuote(absl::string_view s) {
 // A scratch directory (the plugin's cwd and home of its log), removed afterwards.
 class Scratch {
  public:
-  Scratch() {
-    char tmpl[] = "/tmp/sarena-cni-bad-input-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~Scratch() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string log() const { return path_ + "/sarena-cni.log"; }
+  const std::string& path() const { return dir_.path(); }
+  std::string log() const { return dir_.Path("sarena-cni.log"); }
   /// Names of the entries in the directory.
   std::set<std::string> Entries() const {
     std::set<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
       out.insert(e.path().filename().string());
     }
     return out;
   }
 
  private:
-  std::string path_;
+  sarena::testing::TempDir dir_{"sarena-cni-bad-input-"};
 };
 
 struct PluginRun {
@@ -337,9 +332,6 @@ TEST_F(CniBadInput, DeeplyNestedConfigIsCode6AtOnce) {
 class FakeDaemon {
  public:
   FakeDaemon(uid_t uid, std::string reply) {
-    char tmpl[] = "/tmp/sarena-cni-fake-daemon-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/sarenad.sock";
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -374,9 +366,8 @@ class FakeDaemon {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
-    std::filesystem::remove_all(dir_);
   }
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_.path(); }
   const std::string& path() const { return path_; }
 
   static std::string Frame(const rpc::v1::Response& r) {
@@ -386,7 +377,8 @@ class FakeDaemon {
   }
 
  private:
-  std::string dir_, path_;
+  sarena::testing::TempDir dir_{"sarena-cni-fake-daemon-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   pid_t pid_ = -1;
 };
 

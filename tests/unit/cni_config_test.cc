@@ -10,6 +10,7 @@
 #include "libsarena/cni/config.h"
 #include "libsarena/cni/error.h"
 #include "libsarena/cni/version.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::cni {
 namespace {
@@ -31,7 +32,7 @@ struct BadCase {
 
 TEST(CniConfig, DefaultsFromDesign) {
   absl::StatusOr<NetConf> c = ParseNetConf(Conf(), Command::kAdd);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->cni_version, "1.0.0");
   EXPECT_EQ(c->name, "sarena");
   EXPECT_EQ(c->type, "sarena-cni");
@@ -47,14 +48,14 @@ TEST(CniConfig, ReadsEveryKey) {
            R"("dns":{"nameservers":["10.96.0.10"],"search":["svc.cluster.local"]},)"
            R"("args":{"cni":{"x":1}},"runtimeConfig":{},"capabilities":{},"disableCheck":false)"),
       Command::kAdd);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->daemon_socket, "/tmp/s.sock");
   EXPECT_EQ(c->mtu, 9000u);
   EXPECT_EQ(c->log_file, "");
   EXPECT_THAT(c->dns.nameservers, ::testing::ElementsAre("10.96.0.10"));
   EXPECT_THAT(c->dns.search, ::testing::ElementsAre("svc.cluster.local"));
-  EXPECT_TRUE(ParseNetConf(Conf(R"("mtu":68)"), Command::kAdd).ok());
-  EXPECT_TRUE(ParseNetConf(Conf(R"("mtu":65535)"), Command::kAdd).ok());
+  EXPECT_OK(ParseNetConf(Conf(R"("mtu":68)"), Command::kAdd));
+  EXPECT_OK(ParseNetConf(Conf(R"("mtu":65535)"), Command::kAdd));
 }
 
 TEST(CniConfig, EveryBadFieldIsNamedWithItsValue) {
@@ -141,8 +142,8 @@ TEST(CniConfig, MalformedJsonIsCode6WithParserMessage) {
 
 TEST(CniConfig, VersionNegotiation) {
   for (absl::string_view v : kSupportedVersions) {
-    EXPECT_TRUE(ParseNetConf(Conf("", v), Command::kAdd).ok()) << v;
-    EXPECT_TRUE(ParseNetConf(Conf("", v), Command::kDel).ok()) << v;
+    EXPECT_OK(ParseNetConf(Conf("", v), Command::kAdd)) << v;
+    EXPECT_OK(ParseNetConf(Conf("", v), Command::kDel)) << v;
   }
   // Unsupported but well-formed: code 1 naming it.
   for (const char* v : {"0.1.0", "0.2.0", "1.2.0", "2.0.0"}) {
@@ -165,7 +166,7 @@ TEST(CniConfig, CheckNeedsPrevResultAnd040) {
       R"({"name":"eth0","sandbox":"/var/run/netns/p"}],)"
       R"("ips":[{"address":"10.244.1.5/32","gateway":"10.244.1.1","interface":1}]})";
   absl::StatusOr<NetConf> c = ParseNetConf(Conf(prev), Command::kCheck);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   ASSERT_TRUE(c->prev_result.has_value());
   EXPECT_EQ(c->prev_result->ips[0].address, "10.244.1.5/32");
   EXPECT_EQ(c->prev_result->interfaces[1].sandbox, "/var/run/netns/p");
@@ -179,7 +180,7 @@ TEST(CniConfig, CheckNeedsPrevResultAnd040) {
     EXPECT_EQ(CniCodeOf(o.status()), 1u) << old;
     EXPECT_THAT(o.status().message(), HasSubstr("CHECK"));
   }
-  EXPECT_TRUE(ParseNetConf(Conf(prev, "0.4.0"), Command::kCheck).ok());
+  EXPECT_OK(ParseNetConf(Conf(prev, "0.4.0"), Command::kCheck));
 }
 
 TEST(CniConfig, StatusAndGcNeed110) {
@@ -200,7 +201,7 @@ TEST(CniConfig, GcAttachments) {
            R"({"containerID":"b2","ifname":"net1"}])",
            "1.1.0"),
       Command::kGc);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   ASSERT_EQ(c->valid_attachments.size(), 2u);
   EXPECT_EQ(c->valid_attachments[0], (Attachment{"a1", "eth0"}));
   EXPECT_EQ(c->valid_attachments[1], (Attachment{"b2", "net1"}));
@@ -208,12 +209,12 @@ TEST(CniConfig, GcAttachments) {
   // The early-1.1 key is accepted too.
   c = ParseNetConf(Conf(R"("cni.dev/attachments":[{"containerID":"x","ifname":"eth0"}])", "1.1.0"),
                    Command::kGc);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->valid_attachments.size(), 1u);
 
   // libcni >= 1.2 marshals an empty valid list as null: "none valid", not a bad config.
   c = ParseNetConf(Conf(R"("cni.dev/valid-attachments":null)", "1.1.0"), Command::kGc);
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_TRUE(c->valid_attachments.empty());
 
   // Missing list: refusing beats deleting every endpoint.
@@ -273,12 +274,12 @@ TEST(CniConfig, DeepNestingIsRefusedUpFrontWithDepthAndOffset) {
   // 31 levels below the document (kMaxJsonDepth in all) still parse.
   c = ParseNetConf(Conf(absl::StrCat(R"("runtimeConfig":{"x":)", nested(30), "}")),
                    Command::kAdd);
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
   // Brackets inside strings (escaped quotes included) are not nesting.
   c = ParseNetConf(Conf(absl::StrCat(R"("runtimeConfig":{"x":"\"[[[)", std::string(200, '['),
                                      R"("})")),
                    Command::kAdd);
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
 }
 
 TEST(CniConfig, InvalidUtf8IsADecodingFailureWithTheOffset) {

@@ -8,10 +8,12 @@
 #include "gtest/gtest.h"
 #include "libsarena/cni/env.h"
 #include "libsarena/cni/error.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::cni {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kEnvCode = 4;
@@ -41,7 +43,7 @@ TEST(CniCommand, ParsesEveryVerb) {
            {"STATUS", Command::kStatus},
            {"GC", Command::kGc}}) {
     absl::StatusOr<Command> c = ParseCommand(text);
-    ASSERT_TRUE(c.ok()) << text;
+    ASSERT_OK(c) << text;
     EXPECT_EQ(*c, cmd);
     EXPECT_EQ(ToString(cmd), text);
   }
@@ -61,10 +63,10 @@ TEST(CniCommand, UnknownIsCode4NamingTheValue) {
 }
 
 TEST(CniCommand, VersionGates) {
-  EXPECT_TRUE(CheckCommandVersion(Command::kAdd, "0.3.0").ok());
-  EXPECT_TRUE(CheckCommandVersion(Command::kCheck, "0.4.0").ok());
-  EXPECT_TRUE(CheckCommandVersion(Command::kGc, "1.1.0").ok());
-  EXPECT_TRUE(CheckCommandVersion(Command::kStatus, "1.1.0").ok());
+  EXPECT_OK(CheckCommandVersion(Command::kAdd, "0.3.0"));
+  EXPECT_OK(CheckCommandVersion(Command::kCheck, "0.4.0"));
+  EXPECT_OK(CheckCommandVersion(Command::kGc, "1.1.0"));
+  EXPECT_OK(CheckCommandVersion(Command::kStatus, "1.1.0"));
   for (auto [cmd, version] : std::vector<std::pair<Command, const char*>>{
            {Command::kCheck, "0.3.1"}, {Command::kGc, "1.0.0"}, {Command::kStatus, "0.4.0"}}) {
     absl::Status s = CheckCommandVersion(cmd, version);
@@ -77,7 +79,7 @@ TEST(CniCommand, VersionGates) {
 TEST(CniContainerId, AcceptsSpecPattern) {
   for (const char* ok : {"a", "0", "abc-DEF_1.2", "3f6940ab5ab43bc522569d15b23f8c1bbde1d7678b08039",
                          "pod.ns_x-1"}) {
-    EXPECT_TRUE(ValidateContainerId(ok).ok()) << ok;
+    EXPECT_OK(ValidateContainerId(ok)) << ok;
   }
 }
 
@@ -95,7 +97,7 @@ TEST(CniContainerId, RejectsWithCode4NamingVariableAndValue) {
 
 TEST(CniIfname, AcceptsLinuxNames) {
   for (const char* ok : {"eth0", "net1", "a", "123456789012345", "eth0.100", "veth-x_y", "..."}) {
-    EXPECT_TRUE(ValidateIfname(ok).ok()) << ok;
+    EXPECT_OK(ValidateIfname(ok)) << ok;
   }
 }
 
@@ -123,7 +125,7 @@ TEST(CniIfname, RejectsWithCode4NamingVariableAndValue) {
 }
 
 TEST(CniNetns, MustBeAbsolute) {
-  EXPECT_TRUE(ValidateNetns("/proc/123/ns/net").ok());
+  EXPECT_OK(ValidateNetns("/proc/123/ns/net"));
   absl::Status s = ValidateNetns("netns/x");
   EXPECT_EQ(CniCodeOf(s), kEnvCode);
   EXPECT_THAT(s.message(), HasSubstr("CNI_NETNS 'netns/x'"));
@@ -133,7 +135,7 @@ TEST(CniArgs, ParsesKubernetesKeys) {
   absl::StatusOr<CniArgs> a = ParseCniArgs(
       "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;"
       "K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u-1;FOO=bar=baz;;");
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_OK(a);
   EXPECT_TRUE(a->ignore_unknown);
   EXPECT_EQ(a->pod_namespace, "default");
   EXPECT_EQ(a->pod_name, "web-0");
@@ -142,8 +144,8 @@ TEST(CniArgs, ParsesKubernetesKeys) {
   ASSERT_EQ(a->unknown.size(), 1u);
   EXPECT_EQ(a->unknown[0].first, "FOO");
   EXPECT_EQ(a->unknown[0].second, "bar=baz");
-  EXPECT_TRUE(ParseCniArgs("").ok());
-  EXPECT_TRUE(ParseCniArgs("IgnoreUnknown=true;X=1").ok());
+  EXPECT_OK(ParseCniArgs(""));
+  EXPECT_OK(ParseCniArgs("IgnoreUnknown=true;X=1"));
 }
 
 TEST(CniArgs, RejectsBadPairsAndUnknownKeys) {
@@ -162,7 +164,7 @@ TEST(CniArgs, RejectsBadPairsAndUnknownKeys) {
 
 TEST(CniEnvironment, AddNeedsContainerIdNetnsIfname) {
   absl::StatusOr<Environment> env = Parse(AddEnv());
-  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_OK(env);
   EXPECT_EQ(env->command, Command::kAdd);
   EXPECT_EQ(env->container_id, "3f6940ab5ab4");
   EXPECT_EQ(env->netns, "/var/run/netns/pod1");
@@ -188,7 +190,7 @@ TEST(CniEnvironment, AddNeedsContainerIdNetnsIfname) {
 TEST(CniEnvironment, CheckHasTheSameRequirementsAsAdd) {
   auto vars = AddEnv();
   vars["CNI_COMMAND"] = "CHECK";
-  EXPECT_TRUE(Parse(vars).ok());
+  EXPECT_OK(Parse(vars));
   vars.erase("CNI_NETNS");
   EXPECT_THAT(Parse(vars).status().message(), HasSubstr("CNI_NETNS is not set"));
 }
@@ -198,10 +200,10 @@ TEST(CniEnvironment, DelMayOmitNetnsButValidatesItWhenGiven) {
   vars["CNI_COMMAND"] = "DEL";
   vars.erase("CNI_NETNS");
   absl::StatusOr<Environment> env = Parse(vars);
-  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_OK(env);
   EXPECT_EQ(env->netns, "");
   vars["CNI_NETNS"] = "";
-  EXPECT_TRUE(Parse(vars).ok());
+  EXPECT_OK(Parse(vars));
   vars["CNI_NETNS"] = "relative";
   EXPECT_EQ(CniCodeOf(Parse(vars).status()), kEnvCode);
   vars["CNI_NETNS"] = "/x";
@@ -214,7 +216,7 @@ TEST(CniEnvironment, VersionStatusGcNeedOnlyTheCommand) {
     // Even garbage in the other variables is ignored: these verbs do not use them.
     absl::StatusOr<Environment> env =
         Parse({{"CNI_COMMAND", cmd}, {"CNI_CONTAINERID", "-bad"}, {"CNI_IFNAME", "a/b"}});
-    ASSERT_TRUE(env.ok()) << cmd << ": " << env.status();
+    ASSERT_OK(env) << cmd;
     EXPECT_EQ(ToString(env->command), cmd);
   }
 }
@@ -259,7 +261,7 @@ TEST(CniEnvironment, InvalidUtf8IsCode4NamingTheVariableAndBytes) {
     vars[c.var] = c.value;
     absl::StatusOr<Environment> env = Parse(vars);
     ASSERT_FALSE(env.ok());
-    EXPECT_TRUE(absl::IsInvalidArgument(env.status())) << env.status();
+    EXPECT_THAT(env, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_EQ(CniCodeOf(env.status()), kEnvCode);
     EXPECT_THAT(env.status().message(), HasSubstr(c.says));
   }
@@ -273,7 +275,7 @@ TEST(CniEnvironment, InvalidUtf8IsCode4NamingTheVariableAndBytes) {
   vars["CNI_IFNAME"] = "eth\xc3\xa9";  // "ethé"
   vars["CNI_ARGS"] = "K8S_POD_NAME=caf\xc3\xa9-\xf0\x9f\x98\x80";
   absl::StatusOr<Environment> env = Parse(vars);
-  ASSERT_TRUE(env.ok()) << env.status();
+  ASSERT_OK(env);
   EXPECT_EQ(env->args.pod_name, "caf\xc3\xa9-\xf0\x9f\x98\x80");
 }
 

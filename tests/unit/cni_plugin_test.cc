@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -129,19 +128,11 @@ std::string ShellQuote(absl::string_view s) {
 
 class CniPluginProtocol : public ::testing::Test {
  protected:
-  CniPluginProtocol() {
-    char tmpl[] = "/tmp/sarena-cni-plugin-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    daemon_ = std::make_unique<ScriptedDaemon>(dir_);
-  }
-  ~CniPluginProtocol() override {
-    daemon_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  CniPluginProtocol() { daemon_ = std::make_unique<ScriptedDaemon>(dir_.path()); }
 
   std::string Config(absl::string_view version = "1.0.0", absl::string_view extra = "") const {
     return absl::StrCat(R"({"cniVersion":")", version, R"(","name":"sarena","type":"sarena-cni",)",
-                        R"("daemonSocket":")", daemon_->path(), R"(","logFile":")", dir_,
+                        R"("daemonSocket":")", daemon_->path(), R"(","logFile":")", dir_.path(),
                         R"(/sarena-cni.log")", extra.empty() ? "" : ",", extra, "}");
   }
 
@@ -157,7 +148,7 @@ class CniPluginProtocol : public ::testing::Test {
 
   testing::CommandResult Run(const std::map<std::string, std::string>& env,
                              absl::string_view config) {
-    std::string cmd = absl::StrCat("cd ", ShellQuote(dir_), " && exec env -i");
+    std::string cmd = absl::StrCat("cd ", ShellQuote(dir_.path()), " && exec env -i");
     for (const auto& [k, v] : env) absl::StrAppend(&cmd, " ", k, "=", ShellQuote(v));
     absl::StrAppend(&cmd, " ", kPlugin);
     return testing::Run(cmd, config);
@@ -184,7 +175,7 @@ class CniPluginProtocol : public ::testing::Test {
     EXPECT_EQ(r.out, "");
   }
 
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-cni-plugin-"};  // outlives daemon_, whose socket it holds
   std::unique_ptr<ScriptedDaemon> daemon_;
 };
 

@@ -8,6 +8,7 @@
 #include "libsarena/cni/json.h"
 #include "libsarena/cni/result.h"
 #include "libsarena/cni/version.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::cni {
 namespace {
@@ -30,7 +31,7 @@ EndpointInfo Endpoint() {
 
 JsonObject MustParse(const std::string& json) {
   absl::StatusOr<JsonObject> o = JsonObject::Parse(json);
-  EXPECT_TRUE(o.ok()) << o.status() << "\n" << json;
+  EXPECT_OK(o) << json;
   return o.ok() ? *o : JsonObject();
 }
 
@@ -88,7 +89,7 @@ TEST(CniResult, ShapeForEachVersion) {
 
     // And our own parser reads it back to the same Result (modulo what the version drops).
     absl::StatusOr<Result> back = ParseResultJson(json);
-    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_OK(back);
     Result expect = r;
     expect.cni_version = std::string(version);
     if (version != "1.1.0") expect.interfaces[1].mtu.reset();
@@ -111,7 +112,7 @@ TEST(CniResult, ParsesAForeignResult) {
       "ips":[{"version":"4","interface":1,"address":"10.1.0.2/24","gateway":"10.1.0.1"},
              {"version":"6","address":"fd00::2/64"}],
       "routes":[{"dst":"0.0.0.0/0"}],"dns":{}})");
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->cni_version, "0.4.0");
   ASSERT_EQ(r->ips.size(), 2u);
   EXPECT_EQ(r->ips[0].interface, 1u);
@@ -124,7 +125,7 @@ TEST(CniResult, MergeKeepsPrevResultAndShiftsInterfaceIndexes) {
       "interfaces":[{"name":"dummy0","sandbox":"/var/run/netns/pod1"}],
       "ips":[{"address":"192.168.9.2/24","interface":0}],
       "routes":[{"dst":"192.168.0.0/16"}],"dns":{"nameservers":["1.1.1.1"]}})");
-  ASSERT_TRUE(prev.ok()) << prev.status();
+  ASSERT_OK(prev);
   Result merged = MergeResults(*prev, BuildResult(Endpoint()));
   ASSERT_EQ(merged.interfaces.size(), 3u);
   EXPECT_EQ(merged.interfaces[0].name, "dummy0");
@@ -136,19 +137,19 @@ TEST(CniResult, MergeKeepsPrevResultAndShiftsInterfaceIndexes) {
   EXPECT_EQ(merged.routes.size(), 3u);
   EXPECT_THAT(merged.dns.nameservers, ElementsAre("1.1.1.1"));  // ours had none
   // Still a valid result, and still passes CHECK for our endpoint.
-  EXPECT_TRUE(ParseResultJson(ResultToJson(merged, "1.0.0")).ok());
-  EXPECT_TRUE(CheckPrevResult(merged, Endpoint()).ok());
+  EXPECT_OK(ParseResultJson(ResultToJson(merged, "1.0.0")));
+  EXPECT_OK(CheckPrevResult(merged, Endpoint()));
 }
 
 TEST(CniResult, CheckPrevResultAcceptsTheAddResult) {
   Result prev = BuildResult(Endpoint());
-  EXPECT_TRUE(CheckPrevResult(prev, Endpoint()).ok());
+  EXPECT_OK(CheckPrevResult(prev, Endpoint()));
   // Upper-case MAC in prevResult is the same MAC.
   prev.interfaces[1].mac = "0A:58:0A:F4:01:05";
-  EXPECT_TRUE(CheckPrevResult(prev, Endpoint()).ok());
+  EXPECT_OK(CheckPrevResult(prev, Endpoint()));
   // Routes may be changed by chained plugins: not compared.
   prev.routes.clear();
-  EXPECT_TRUE(CheckPrevResult(prev, Endpoint()).ok());
+  EXPECT_OK(CheckPrevResult(prev, Endpoint()));
 }
 
 TEST(CniResult, CheckPrevResultNamesTheMismatch) {
@@ -191,7 +192,7 @@ TEST(CniError, JsonRoundTrip) {
   std::string json = ErrorToJson(e);
   EXPECT_EQ(json.find('\n'), std::string::npos);  // one line
   absl::StatusOr<Error> back = ParseErrorJson(json);
-  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_OK(back);
   EXPECT_EQ(back->cni_version, "1.1.0");
   EXPECT_EQ(back->code, 7u);
   EXPECT_EQ(back->msg, e.msg);
@@ -240,7 +241,7 @@ TEST(CniVersion, VersionJson) {
 
 TEST(CniVersion, Parse) {
   absl::StatusOr<SpecVersion> v = SpecVersion::Parse("1.10.2");
-  ASSERT_TRUE(v.ok());
+  ASSERT_OK(v);
   EXPECT_EQ(v->ToString(), "1.10.2");
   EXPECT_LT(*SpecVersion::Parse("0.4.0"), *SpecVersion::Parse("1.0.0"));
   EXPECT_LT(*SpecVersion::Parse("1.0.0"), *SpecVersion::Parse("1.1.0"));
@@ -248,7 +249,7 @@ TEST(CniVersion, Parse) {
     EXPECT_EQ(CniCodeOf(SpecVersion::Parse(bad).status()), 6u) << bad;
   }
   EXPECT_EQ(CniCodeOf(CheckSupportedVersion("0.2.0")), 1u);
-  EXPECT_TRUE(CheckSupportedVersion("1.1.0").ok());
+  EXPECT_OK(CheckSupportedVersion("1.1.0"));
 }
 
 TEST(CniJson, OutputIsDeterministicAndEscaped) {

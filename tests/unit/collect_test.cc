@@ -9,15 +9,18 @@
 #include "gtest/gtest.h"
 #include "libsarena/collect/collect.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 #include "tests/lib/diag_testing.h"
 
 namespace sarena::collect {
 namespace {
 
+using ::sarena::testing::StatusIs;
+
 TEST(Collect, SysctlFormat) {
   auto text = ReadIpv4Sysctls();
-  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_OK(text);
   std::string prev;
   bool ip_forward = false, all_rp = false;
   for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
@@ -34,7 +37,7 @@ TEST(Collect, SysctlFormat) {
   EXPECT_TRUE(all_rp);
   // Parses with the model's reader and agrees with /proc.
   auto sys = model::Sysctls::Parse(*text);
-  ASSERT_TRUE(sys.ok()) << sys.status();
+  ASSERT_OK(sys);
   std::string proc = diag::testing::ReadAll("/proc/sys/net/ipv4/ip_forward");
   EXPECT_EQ(sys->GetInt("net.ipv4.ip_forward"), std::stoll(proc));
   EXPECT_FALSE(ReadIpv4Sysctls("/nonexistent/net/ipv4").ok());
@@ -42,7 +45,7 @@ TEST(Collect, SysctlFormat) {
 
 TEST(Collect, PodSpec) {
   auto p = ParsePodNetnsSpec("default/web-0=/var/run/netns/cni-1234");
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p);
   EXPECT_EQ(p->namespace_, "default");
   EXPECT_EQ(p->name, "web-0");
   EXPECT_EQ(p->netns, "/var/run/netns/cni-1234");
@@ -52,16 +55,16 @@ TEST(Collect, PodSpec) {
 }
 
 TEST(Collect, RoundTripThroughTheSnapshotReader) {
-  char tmpl[] = "/tmp/sarena-diag-collect-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string out = tmpl;
+  sarena::testing::TempDir dir("sarena-diag-collect-");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string& out = dir.path();
   CollectOptions opts;
   opts.out_dir = out;
   opts.node = "self";
   opts.sarena_socket = absl::StrCat(out, "/no-such.sock");
   opts.programs = false;
   auto report = Collect(opts);
-  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_OK(report);
   for (const char* f : {"ip-link.json", "ip-addr.json", "ip-route.json", "sysctl.txt"}) {
     bool written = false;
     for (const auto& w : report->written) written |= w == absl::StrCat("nodes/self/", f);
@@ -72,24 +75,21 @@ TEST(Collect, RoundTripThroughTheSnapshotReader) {
     endpoints_skipped |= absl::StrContains(s, "sarena-endpoints.json");
   }
   EXPECT_TRUE(endpoints_skipped);
-  auto snap = model::Snapshot::Open(out);
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  auto node = (*snap)->Node("self");
-  ASSERT_TRUE(node.ok()) << node.status();
-  const model::Netstack& ns = (*node)->netstack;
+  ASSERT_OK_AND_ASSIGN(auto snap, model::Snapshot::Open(out));
+  ASSERT_OK_AND_ASSIGN(auto node, snap->Node("self"));
+  const model::Netstack& ns = node->netstack;
   EXPECT_TRUE(ns.Has(model::NetstackSource::kLinks));
   EXPECT_TRUE(ns.Has(model::NetstackSource::kRoutes));
   EXPECT_TRUE(ns.Has(model::NetstackSource::kSysctls));
   ASSERT_NE(ns.FindInterface("lo"), nullptr);
   EXPECT_TRUE(ns.FindInterface("lo")->loopback);
   EXPECT_TRUE(ns.IsLocalAddress(net::Ipv4(0x7f000001)));
-  sarena::testing::Run(absl::StrCat("rm -rf '", out, "'"));
 
   CollectOptions bad;
-  EXPECT_TRUE(absl::IsInvalidArgument(Collect(bad).status()));
+  EXPECT_THAT(Collect(bad), StatusIs(absl::StatusCode::kInvalidArgument));
   bad.out_dir = out;
   bad.node_netns = "sarena-diag-no-such-netns";
-  EXPECT_TRUE(absl::IsNotFound(Collect(bad).status()));
+  EXPECT_THAT(Collect(bad), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

@@ -14,28 +14,25 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/lib/fake_endpoint_datapath.h"
+#include "tests/lib/status_matchers.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
 
 namespace fs = std::filesystem;
 using ::sarena::testing::FakeEndpointDatapath;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 class EndpointManagerTest : public ::testing::Test {
  protected:
   EndpointManagerTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-em-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
     options_.pod_cidr = *net::ParseIpv4Prefix("10.250.0.0/24");
     options_.node_ip = boost::asio::ip::make_address_v4("10.250.0.1");
-    options_.state_dir = dir_ + "/state";
+    options_.state_dir = dir_.Path("state");
   }
-  ~EndpointManagerTest() override {
-    manager_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  ~EndpointManagerTest() override { manager_.reset(); }
   absl::Status Start() {
     manager_.reset();
     auto m = EndpointManager::CreateWith(
@@ -96,14 +93,14 @@ class EndpointManagerTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-em-"};
   DaemonOptions options_;
   FakeEndpointDatapath::World world_;
   std::unique_ptr<EndpointManager> manager_;
 };
 
 TEST_F(EndpointManagerTest, AddRecordsNetworkAndDatapathFailureLeavesNothing) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   v1::Response ok = Add("a");
   ASSERT_FALSE(ok.has_error()) << ok.error().message();
   EXPECT_EQ(ok.endpoint_add().endpoint().ip(), "10.250.0.2");
@@ -121,7 +118,7 @@ TEST_F(EndpointManagerTest, AddRecordsNetworkAndDatapathFailureLeavesNothing) {
 }
 
 TEST_F(EndpointManagerTest, DelIsIdempotentAndARecordlessDelSparesAnotherOwnersVeth) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   ASSERT_FALSE(Add("a").has_error());
   v1::Response d1 = Del("a");
   ASSERT_FALSE(d1.has_error());
@@ -140,7 +137,7 @@ TEST_F(EndpointManagerTest, DelIsIdempotentAndARecordlessDelSparesAnotherOwnersV
 }
 
 TEST_F(EndpointManagerTest, GcTouchesOnlyItsNetworkAndAnEmptyListRemovesAllOfIt) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   ASSERT_FALSE(Add("a1", "net-a").has_error());
   ASSERT_FALSE(Add("a2", "net-a").has_error());
   ASSERT_FALSE(Add("b1", "net-b").has_error());
@@ -159,14 +156,14 @@ TEST_F(EndpointManagerTest, GcTouchesOnlyItsNetworkAndAnEmptyListRemovesAllOfIt)
 }
 
 TEST_F(EndpointManagerTest, RestartRestoresLiveEndpointsKeepsVanishedOnesAndPrunesOrphans) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   ASSERT_FALSE(Add("a").has_error());
   ASSERT_FALSE(Add("b").has_error());
   const std::string veth_b = datapath::HostVethName("b", "eth0");
   world_.veths.erase(veth_b);  // pod b's netns was deleted without DEL
   world_.entries[boost::asio::ip::make_address_v4("10.250.0.99")] = "lxcdead";  // crash leftover
   world_.pins.insert("lxcdead");
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   EXPECT_EQ(world_.restores, 2);
   EXPECT_EQ(world_.entries.size(), 1u);  // a's entry; b's and the orphan pruned
   EXPECT_EQ(world_.pins, std::set<std::string>{datapath::HostVethName("a", "eth0")});
@@ -180,12 +177,12 @@ TEST_F(EndpointManagerTest, RestartRestoresLiveEndpointsKeepsVanishedOnesAndPrun
 // allocation file is written, and a restart (a crash right after the reply looks the same on
 // disk: nothing is written at shutdown) gives the address back to its pod, never to a new one.
 TEST_F(EndpointManagerTest, AddWritesOnlyTheRecordAndARestartKeepsItsAddress) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   v1::Response a = Add("a");
   ASSERT_FALSE(a.has_error()) << a.error().message();
   EXPECT_EQ(Files("ipam"), std::vector<std::string>{"lock"});
   EXPECT_EQ(Files("endpoints"), (std::vector<std::string>{"a:eth0.json", "lock"}));
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   EXPECT_EQ(IpsUsed(), 1u);
   v1::Response b = Add("b");
   ASSERT_FALSE(b.has_error()) << b.error().message();
@@ -198,7 +195,7 @@ TEST_F(EndpointManagerTest, AddWritesOnlyTheRecordAndARestartKeepsItsAddress) {
 // The record is written while the attach runs; a datapath failure after it (the attach, the
 // host side's route) must unwrite it, or a restart would resurrect a pod that never got a reply.
 TEST_F(EndpointManagerTest, DatapathFailureAfterTheRecordRemovesTheRecord) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   world_.fail_after_commit = absl::PermissionDeniedError("attach refused");
   v1::Response bad = Add("a");
   ASSERT_TRUE(bad.has_error());
@@ -206,7 +203,7 @@ TEST_F(EndpointManagerTest, DatapathFailureAfterTheRecordRemovesTheRecord) {
   EXPECT_EQ(Files("endpoints"), std::vector<std::string>{"lock"});
   EXPECT_EQ(IpsUsed(), 0u);
   EXPECT_TRUE(world_.veths.empty());
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   EXPECT_TRUE(Listed().empty());
   v1::Response again = Add("a");
   ASSERT_FALSE(again.has_error()) << again.error().message();
@@ -216,20 +213,20 @@ TEST_F(EndpointManagerTest, DatapathFailureAfterTheRecordRemovesTheRecord) {
 // State written by a sarenad from before issue 9 item 3 (an allocation file plus the record)
 // loads, keeps its address, and DEL removes both files.
 TEST_F(EndpointManagerTest, AllocationFileOfAnOlderSarenadIsReadAndRemovedByDel) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   ASSERT_FALSE(Add("old").has_error());
   manager_.reset();
   {
     auto ipam = Ipam::Open({.state_dir = options_.state_dir,
                             .pod_cidr = options_.pod_cidr,
                             .gateway = options_.node_ip});
-    ASSERT_TRUE(ipam.ok());
+    ASSERT_OK(ipam);
     ASSERT_TRUE((*ipam)->Claim(EndpointKey{"old", "eth0"},
                                boost::asio::ip::make_address_v4("10.250.0.2"))
                     .ok());
   }
   ASSERT_TRUE(IpamFile("10.250.0.2"));
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   EXPECT_EQ(IpsUsed(), 1u);
   v1::Response n = Add("new");
   ASSERT_FALSE(n.has_error()) << n.error().message();
@@ -241,7 +238,7 @@ TEST_F(EndpointManagerTest, AllocationFileOfAnOlderSarenadIsReadAndRemovedByDel)
 }
 
 TEST_F(EndpointManagerTest, StartRefusedByTheCrossCheckNeverMakesTheDatapath) {
-  ASSERT_TRUE(Start().ok());
+  ASSERT_OK(Start());
   ASSERT_FALSE(Add("a").has_error());
   manager_.reset();
   // Another key now holds a's address in IPAM: a second pod would get a live pod's IP.
@@ -250,7 +247,7 @@ TEST_F(EndpointManagerTest, StartRefusedByTheCrossCheckNeverMakesTheDatapath) {
     auto ipam = Ipam::Open({.state_dir = options_.state_dir,
                             .pod_cidr = options_.pod_cidr,
                             .gateway = options_.node_ip});
-    ASSERT_TRUE(ipam.ok());
+    ASSERT_OK(ipam);
     ASSERT_TRUE((*ipam)->Claim(EndpointKey{"intruder", "eth0"},
                                boost::asio::ip::make_address_v4("10.250.0.2"))
                     .ok());
@@ -261,9 +258,7 @@ TEST_F(EndpointManagerTest, StartRefusedByTheCrossCheckNeverMakesTheDatapath) {
         made = true;
         return std::make_unique<FakeEndpointDatapath>(&world_);
       });
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(m.status().message(), HasSubstr("intruder/eth0"));
+  ASSERT_THAT(m, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("intruder/eth0")));
   EXPECT_FALSE(made);
 }
 

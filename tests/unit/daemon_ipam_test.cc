@@ -16,12 +16,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/daemon/ipam.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
 
 namespace fs = std::filesystem;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using ::sarena::testing::TempDir;
@@ -60,51 +62,47 @@ class DaemonIpamTest : public ::testing::Test {
 };
 
 TEST_F(DaemonIpamTest, AllocatesLowestFreeSkippingNetworkAndGateway) {
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  EXPECT_EQ((*ipam)->capacity(), 253u);  // 256 - network - broadcast - gateway
-  EXPECT_EQ((*ipam)->FreeCount(), 253u);
-  EXPECT_EQ(*(*ipam)->Allocate(Key(1)), Ip("10.244.1.2"));
-  EXPECT_EQ(*(*ipam)->Allocate(Key(2)), Ip("10.244.1.3"));
-  EXPECT_EQ(*(*ipam)->Allocate(Key(3)), Ip("10.244.1.4"));
-  EXPECT_EQ((*ipam)->FreeCount(), 250u);
-  EXPECT_EQ((*ipam)->InUse(), 3u);
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  EXPECT_EQ(ipam->capacity(), 253u);  // 256 - network - broadcast - gateway
+  EXPECT_EQ(ipam->FreeCount(), 253u);
+  EXPECT_EQ(*ipam->Allocate(Key(1)), Ip("10.244.1.2"));
+  EXPECT_EQ(*ipam->Allocate(Key(2)), Ip("10.244.1.3"));
+  EXPECT_EQ(*ipam->Allocate(Key(3)), Ip("10.244.1.4"));
+  EXPECT_EQ(ipam->FreeCount(), 250u);
+  EXPECT_EQ(ipam->InUse(), 3u);
 }
 
 TEST_F(DaemonIpamTest, GatewayInTheMiddleIsSkipped) {
-  auto ipam = Open("10.0.0.0/29", "10.0.0.3");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.0.0.0/29", "10.0.0.3"));
   std::vector<net::Ipv4> got;
-  for (int i = 0; i < 3; ++i) got.push_back(*(*ipam)->Allocate(Key(i)));
+  for (int i = 0; i < 3; ++i) got.push_back(*ipam->Allocate(Key(i)));
   EXPECT_EQ(got, (std::vector<net::Ipv4>{Ip("10.0.0.1"), Ip("10.0.0.2"), Ip("10.0.0.4")}));
 }
 
 TEST_F(DaemonIpamTest, NeverAllocatesNetworkBroadcastOrGatewayAndReportsExhaustion) {
-  auto ipam = Open("10.0.0.8/29", "10.0.0.9");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  ASSERT_EQ((*ipam)->capacity(), 5u);
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.0.0.8/29", "10.0.0.9"));
+  ASSERT_EQ(ipam->capacity(), 5u);
   std::set<std::string> got;
   for (int i = 0; i < 5; ++i) {
-    auto ip = (*ipam)->Allocate(Key(i));
-    ASSERT_TRUE(ip.ok()) << ip.status();
+    auto ip = ipam->Allocate(Key(i));
+    ASSERT_OK(ip);
     got.insert(ip->to_string());
   }
   EXPECT_EQ(got, (std::set<std::string>{"10.0.0.10", "10.0.0.11", "10.0.0.12", "10.0.0.13",
                                         "10.0.0.14"}));
-  EXPECT_EQ((*ipam)->FreeCount(), 0u);
+  EXPECT_EQ(ipam->FreeCount(), 0u);
 
-  auto full = (*ipam)->Allocate(Key(99));
-  ASSERT_FALSE(full.ok());
-  EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
+  auto full = ipam->Allocate(Key(99));
+  ASSERT_THAT(full, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(full.status().message(), "pod CIDR 10.0.0.8/29 exhausted (5 addresses in use)");
   // Exhaustion leaves nothing behind.
   EXPECT_EQ(FilesIn(IpamDir()).size(), 5u + 1u);  // + lock
-  EXPECT_FALSE((*ipam)->Lookup(Key(99)).has_value());
+  EXPECT_FALSE(ipam->Lookup(Key(99)).has_value());
 }
 
 TEST_F(DaemonIpamTest, SmallPrefixesFollowRfc3021) {
   auto p31 = Open("10.9.0.0/31", "10.9.1.1");  // gateway outside the CIDR
-  ASSERT_TRUE(p31.ok()) << p31.status();
+  ASSERT_OK(p31);
   EXPECT_EQ((*p31)->capacity(), 2u);
   EXPECT_EQ(*(*p31)->Allocate(Key(1)), Ip("10.9.0.0"));
   EXPECT_EQ(*(*p31)->Allocate(Key(2)), Ip("10.9.0.1"));
@@ -112,79 +110,75 @@ TEST_F(DaemonIpamTest, SmallPrefixesFollowRfc3021) {
   TempDir other{"sarena-ipam-"};
   auto p32 = Ipam::Open(
       {.state_dir = other.path(), .pod_cidr = Cidr("10.9.0.7/32"), .gateway = Ip("10.9.0.7")});
-  ASSERT_TRUE(p32.ok()) << p32.status();
+  ASSERT_OK(p32);
   EXPECT_EQ((*p32)->capacity(), 0u);
-  EXPECT_EQ((*p32)->Allocate(Key(1)).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT((*p32)->Allocate(Key(1)), StatusIs(absl::StatusCode::kResourceExhausted));
 }
 
 TEST_F(DaemonIpamTest, AllocateIsIdempotentPerContainerAndIfname) {
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  auto a = (*ipam)->Allocate(Key(1, "eth0"));
-  auto again = (*ipam)->Allocate(Key(1, "eth0"));
-  auto other_if = (*ipam)->Allocate(Key(1, "net1"));
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  auto a = ipam->Allocate(Key(1, "eth0"));
+  auto again = ipam->Allocate(Key(1, "eth0"));
+  auto other_if = ipam->Allocate(Key(1, "net1"));
   ASSERT_TRUE(a.ok() && again.ok() && other_if.ok());
   EXPECT_EQ(*a, *again);
   EXPECT_NE(*a, *other_if);
-  EXPECT_EQ((*ipam)->InUse(), 2u);
-  EXPECT_EQ((*ipam)->Lookup(Key(1, "eth0")), *a);
+  EXPECT_EQ(ipam->InUse(), 2u);
+  EXPECT_EQ(ipam->Lookup(Key(1, "eth0")), *a);
   EXPECT_EQ(ReadFile(IpamDir() + "/" + a->to_string()), "c1\neth0");
 }
 
 TEST_F(DaemonIpamTest, ReleaseIsIdempotentAndTheFreedAddressIsReusedNext) {
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE((*ipam)->Allocate(Key(i)).ok());  // .2 .. .5
-  auto released = (*ipam)->Release(Key(1));
-  ASSERT_TRUE(released.ok()) << released.status();
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(ipam->Allocate(Key(i)).ok());  // .2 .. .5
+  auto released = ipam->Release(Key(1));
+  ASSERT_OK(released);
   EXPECT_EQ(*released, Ip("10.244.1.3"));
   EXPECT_FALSE(fs::exists(IpamDir() + "/10.244.1.3"));
-  auto twice = (*ipam)->Release(Key(1));
-  ASSERT_TRUE(twice.ok()) << twice.status();
+  auto twice = ipam->Release(Key(1));
+  ASSERT_OK(twice);
   EXPECT_FALSE(twice->has_value());
-  auto never = (*ipam)->Release(Key(42));
-  ASSERT_TRUE(never.ok());
+  auto never = ipam->Release(Key(42));
+  ASSERT_OK(never);
   EXPECT_FALSE(never->has_value());
   // Lowest-free: the released address is the next one handed out.
-  EXPECT_EQ(*(*ipam)->Allocate(Key(7)), Ip("10.244.1.3"));
-  EXPECT_EQ(*(*ipam)->Allocate(Key(8)), Ip("10.244.1.6"));
+  EXPECT_EQ(*ipam->Allocate(Key(7)), Ip("10.244.1.3"));
+  EXPECT_EQ(*ipam->Allocate(Key(8)), Ip("10.244.1.6"));
 }
 
 TEST_F(DaemonIpamTest, AllocationsSurviveReopen) {
   {
     auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-    ASSERT_TRUE(ipam.ok()) << ipam.status();
-    ASSERT_TRUE((*ipam)->Allocate(Key(1)).ok());
-    ASSERT_TRUE((*ipam)->Allocate(Key(2)).ok());
-    ASSERT_TRUE((*ipam)->Allocate(Key(3)).ok());
-    ASSERT_TRUE((*ipam)->Release(Key(2)).ok());
+    ASSERT_OK(ipam);
+    ASSERT_OK((*ipam)->Allocate(Key(1)));
+    ASSERT_OK((*ipam)->Allocate(Key(2)));
+    ASSERT_OK((*ipam)->Allocate(Key(3)));
+    ASSERT_OK((*ipam)->Release(Key(2)));
   }
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  std::vector<IpamAllocation> list = (*ipam)->List();
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  std::vector<IpamAllocation> list = ipam->List();
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].ip, Ip("10.244.1.2"));
   EXPECT_EQ(list[0].key, Key(1));
   EXPECT_EQ(list[1].ip, Ip("10.244.1.4"));
   EXPECT_EQ(list[1].key, Key(3));
-  EXPECT_EQ(*(*ipam)->Allocate(Key(3)), Ip("10.244.1.4"));  // still idempotent after restart
-  EXPECT_EQ(*(*ipam)->Allocate(Key(9)), Ip("10.244.1.3"));
+  EXPECT_EQ(*ipam->Allocate(Key(3)), Ip("10.244.1.4"));  // still idempotent after restart
+  EXPECT_EQ(*ipam->Allocate(Key(9)), Ip("10.244.1.3"));
 }
 
 TEST_F(DaemonIpamTest, SecondOpenOfTheSameStateDirIsRefused) {
   auto first = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first);
   auto second = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(second.status().message(), HasSubstr("in use by another process"));
+  ASSERT_THAT(second,
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("in use by another process")));
   first->reset();
-  EXPECT_TRUE(Open("10.244.1.0/24", "10.244.1.1").ok());
+  EXPECT_OK(Open("10.244.1.0/24", "10.244.1.1"));
 }
 
 TEST_F(DaemonIpamTest, ConcurrentAllocationFromThreadsNeverDuplicates) {
   auto opened = Open("10.244.0.0/22", "10.244.0.1");
-  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_OK(opened);
   Ipam* ipam = opened->get();
   constexpr int kThreads = 16;
   constexpr int kPerThread = 20;
@@ -215,28 +209,25 @@ TEST_F(DaemonIpamTest, ConcurrentAllocationFromThreadsNeverDuplicates) {
   EXPECT_EQ(distinct.size(), size_t{kThreads * (kPerThread - kPerThread / 5)});
   EXPECT_EQ(FilesIn(IpamDir()).size(), distinct.size() + 1);  // + lock
   opened->reset();
-  auto reopened = Open("10.244.0.0/22", "10.244.0.1");
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  EXPECT_EQ((*reopened)->InUse(), distinct.size());
+  ASSERT_OK_AND_ASSIGN(auto reopened, Open("10.244.0.0/22", "10.244.0.1"));
+  EXPECT_EQ(reopened->InUse(), distinct.size());
 }
 
 TEST_F(DaemonIpamTest, LeftoverTemporaryFromACrashIsRemovedNotLoaded) {
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/.tmp-10.244.1.2.4242.0", "half-writ");
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  EXPECT_EQ((*ipam)->InUse(), 0u);
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  EXPECT_EQ(ipam->InUse(), 0u);
   EXPECT_EQ(FilesIn(IpamDir()), (std::set<std::string>{"lock"}));
-  EXPECT_EQ(*(*ipam)->Allocate(Key(1)), Ip("10.244.1.2"));
+  EXPECT_EQ(*ipam->Allocate(Key(1)), Ip("10.244.1.2"));
   EXPECT_EQ(FilesIn(IpamDir()), (std::set<std::string>{"lock", "10.244.1.2"}));
 }
 
 TEST_F(DaemonIpamTest, HostLocalCrLfContentIsAccepted) {
   ASSERT_TRUE(fs::create_directories(IpamDir()));
   WriteFile(IpamDir() + "/10.244.1.7", "abc123\r\neth0");
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
-  EXPECT_EQ((*ipam)->Lookup(EndpointKey{"abc123", "eth0"}), Ip("10.244.1.7"));
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
+  EXPECT_EQ(ipam->Lookup(EndpointKey{"abc123", "eth0"}), Ip("10.244.1.7"));
 }
 
 struct CorruptCase {
@@ -258,8 +249,7 @@ TEST_P(DaemonIpamCorruptTest, IsReportedWithFileAndContentAndLeftUntouched) {
   const std::string path = IpamDir() + "/" + c.file;
   WriteFile(path, c.content);
   auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_FALSE(ipam.ok());
-  EXPECT_EQ(ipam.status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(ipam, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(ipam.status().message(), HasSubstr(path));
   EXPECT_THAT(ipam.status().message(), HasSubstr(c.expect));
   EXPECT_THAT(ipam.status().message(), HasSubstr("1 corrupt allocation file"));
@@ -297,18 +287,16 @@ TEST_F(DaemonIpamTest, ManyCorruptFilesAreAllNamed) {
 
 TEST_F(DaemonIpamTest, RejectsBadInput) {
   auto bits = Open("10.244.1.5/24", "10.244.1.1");
-  ASSERT_FALSE(bits.ok());
-  EXPECT_EQ(bits.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(bits, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(bits.status().message(), HasSubstr("host bits set (the network is 10.244.1.0/24)"));
 
-  auto ipam = Open("10.244.1.0/24", "10.244.1.1");
-  ASSERT_TRUE(ipam.ok()) << ipam.status();
+  ASSERT_OK_AND_ASSIGN(auto ipam, Open("10.244.1.0/24", "10.244.1.1"));
   for (const EndpointKey& bad :
        {EndpointKey{"../x", "eth0"}, EndpointKey{"", "eth0"}, EndpointKey{"abc", ""},
         EndpointKey{"abc", "a/b"}, EndpointKey{"abc", ".."}, EndpointKey{"abc", "0123456789abcdef"},
         EndpointKey{"abc", "eth 0"}}) {
-    auto r = (*ipam)->Allocate(bad);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.ToString();
+    auto r = ipam->Allocate(bad);
+    EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument)) << bad.ToString();
   }
   EXPECT_EQ(FilesIn(IpamDir()), (std::set<std::string>{"lock"}));
 }

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -37,14 +36,15 @@
 #include "libsarena/daemon/metrics_server.h"
 #include "libsarena/datapath/abi.h"
 #include "libsarena/rpc/client.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using tcp = asio::ip::tcp;
@@ -141,7 +141,7 @@ TEST(MetricsWriterTest, CounterAndGaugeWithEscapedLabelsParseBack) {
        .samples = {{.value = -2.5}}},
   };
   absl::StatusOr<std::string> text = WriteExposition(f);
-  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_OK(text);
   std::vector<std::string> comments;
   std::vector<Line> lines = Parse(*text, &comments);
   EXPECT_THAT(comments, ::testing::ElementsAre(
@@ -173,7 +173,7 @@ TEST(MetricsWriterTest, HistogramBucketsAreCumulativeEndInInfAndCarrySumAndCount
                                   .help = "Latency.",
                                   .samples = {{.labels = {{"verb", "ADD"}}, .histogram = snap}}}};
   absl::StatusOr<std::string> text = WriteExposition(f);
-  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_OK(text);
   std::vector<Line> lines = Parse(*text);
   ASSERT_EQ(lines.size(), 6u);  // 3 bounds + +Inf + _sum + _count
   const char* want_le[] = {"0.001", "0.01", "0.1", "+Inf"};
@@ -290,7 +290,7 @@ TEST(CniRequestMetricsTest, VerbsResultsAndLatencyHistogram) {
   std::vector<MetricFamily> f;
   m.AppendFamilies(&f);
   absl::StatusOr<std::string> text = WriteExposition(f);
-  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_OK(text);
   std::vector<Line> lines = Parse(*text);
   EXPECT_EQ(ValueOf(lines, "sarena_cni_requests_total", {{"verb", "ADD"}, {"result", "ok"}}), "2");
   EXPECT_EQ(ValueOf(lines, "sarena_cni_requests_total", {{"verb", "ADD"}, {"result", "11"}}), "1");
@@ -358,7 +358,7 @@ NodeFigures SampleFigures(bool cluster) {
 
 TEST(NodeFamiliesTest, EndpointDropIpamAttachAndCluster) {
   absl::StatusOr<std::string> text = WriteExposition(NodeFamilies(SampleFigures(true)));
-  ASSERT_TRUE(text.ok()) << text.status();
+  ASSERT_OK(text);
   std::vector<Line> lines = Parse(*text);
   const std::map<std::string, std::string> ep = {{"endpoint_id", "3"},   {"namespace", "default"},
                                                  {"pod", "web \"1\""},    {"container_id", "c0ffee"},
@@ -397,22 +397,22 @@ TEST(NodeFamiliesTest, EndpointDropIpamAttachAndCluster) {
   ExpectPromtoolClean(*text);
 
   absl::StatusOr<std::string> single = WriteExposition(NodeFamilies(SampleFigures(false)));
-  ASSERT_TRUE(single.ok());
+  ASSERT_OK(single);
   EXPECT_THAT(*single, ::testing::Not(HasSubstr("sarena_cluster_")));
   // Nothing known yet (a clustered node before bring-up): families, no samples, still valid.
   absl::StatusOr<std::string> empty = WriteExposition(NodeFamilies(NodeFigures{}));
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_TRUE(Parse(*empty).empty());
   ExpectPromtoolClean(*empty);
 }
 
 TEST(ListenAddressTest, Forms) {
   auto at = [](const char* text) { return ParseListenAddress(text, "--metrics-address"); };
-  ASSERT_TRUE(at("127.0.0.1:9964").ok());
+  ASSERT_OK(at("127.0.0.1:9964"));
   EXPECT_EQ(FormatEndpoint(*at("127.0.0.1:9964")), "127.0.0.1:9964");
-  ASSERT_TRUE(at("[::1]:9964").ok());
+  ASSERT_OK(at("[::1]:9964"));
   EXPECT_EQ(FormatEndpoint(*at("[::1]:9964")), "[::1]:9964");
-  ASSERT_TRUE(at(":9964").ok());
+  ASSERT_OK(at(":9964"));
   EXPECT_EQ(FormatEndpoint(*at(":9964")), "[::]:9964");
   for (const char* bad : {"", "9964", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
                           "localhost:9964", "::1:9964", "[127.0.0.1]:9964", "[::1]9964",
@@ -420,7 +420,7 @@ TEST(ListenAddressTest, Forms) {
     absl::StatusOr<tcp::endpoint> r = at(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
-      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument));
       EXPECT_THAT(std::string(r.status().message()),
                   StartsWith(absl::StrCat("invalid --metrics-address '", bad, "'")));
     }
@@ -485,23 +485,17 @@ double SecondsUntilClosed(uint16_t port, absl::Duration limit) {
 
 class MetricsServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-metrics-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
   void TearDown() override {
     if (server_) server_->Stop();
     metrics_.reset();  // after the I/O thread stopped, before the Server
     server_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   // A Server whose handler answers ADD ok, or fails it with CNI code 11 for container "later";
   // its observer feeds cni_; a MetricsServer on 127.0.0.1:<free port> rendering cni_'s families.
   void StartServers(MetricsServerOptions mo) {
     ServerOptions so;
-    so.socket_path = dir_ + "/s.sock";
+    so.socket_path = dir_.Path("s.sock");
     so.allowed_uids = {};
     so.observe = [this](const v1::Request& q, const v1::Response& r, absl::Duration d) {
       cni_.Observe(q, r, d);
@@ -516,7 +510,7 @@ class MetricsServerTest : public ::testing::Test {
       }
       return r;
     });
-    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_OK(server);
     server_ = *std::move(server);
     mo.address = tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0);
     auto metrics = MetricsServer::Create(*server_, mo, [this]() -> absl::StatusOr<std::string> {
@@ -525,11 +519,11 @@ class MetricsServerTest : public ::testing::Test {
       cni_.AppendFamilies(&f);
       return WriteExposition(f);
     });
-    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    ASSERT_OK(metrics);
     metrics_ = *std::move(metrics);
     port_ = metrics_->local_endpoint().port();
     ASSERT_NE(port_, 0);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
     // The I/O thread's id, for "rendered on the worker, not the I/O thread".
     std::atomic<bool> got{false};
     asio::post(server_->io_context(), [this, &got] {
@@ -539,7 +533,7 @@ class MetricsServerTest : public ::testing::Test {
     while (!got) absl::SleepFor(absl::Milliseconds(1));
   }
 
-  std::string dir_;
+  testing::TempDir dir_{"sarena-metrics-"};
   CniRequestMetrics cni_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
@@ -551,11 +545,11 @@ class MetricsServerTest : public ::testing::Test {
 TEST_F(MetricsServerTest, ServesMetricsCountsRequestsAnd404sOtherPaths) {
   StartServers({});
   for (const char* cid : {"a", "b", "later"}) {
-    auto c = rpc::Client::Connect(dir_ + "/s.sock");
-    ASSERT_TRUE(c.ok()) << c.status();
+    auto c = rpc::Client::Connect(dir_.Path("s.sock"));
+    ASSERT_OK(c);
     v1::Request q;
     q.mutable_endpoint_add()->mutable_ref()->set_container_id(cid);
-    ASSERT_TRUE(c->Call(q).ok());
+    ASSERT_OK(c->Call(q));
   }
   HttpAnswer a = HttpDo(port_, http::verb::get, "/metrics");
   EXPECT_EQ(a.status, 200);

@@ -28,6 +28,8 @@
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
+#include "tests/lib/status_matchers.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
@@ -40,6 +42,8 @@ using rpc::ReadFrame;
 using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
+using ::sarena::testing::TempDir;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr uid_t kNobody = 65534;
@@ -158,9 +162,7 @@ class HeldConnections {
 class DaemonServerLimitsTest : public ::testing::Test {
  protected:
   DaemonServerLimitsTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-lim-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-    ::chmod(dir_.c_str(), 0755);  // uid 65534 must reach the socket
+    ::chmod(dir_.path().c_str(), 0755);  // uid 65534 must reach the socket
     rlimit rl;
     ::getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
@@ -168,18 +170,16 @@ class DaemonServerLimitsTest : public ::testing::Test {
   }
   ~DaemonServerLimitsTest() override {
     server_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
-  std::string SocketPath() const { return dir_ + "/run/sarenad.sock"; }
+  std::string SocketPath() const { return dir_.Path("run/sarenad.sock"); }
   ServerOptions Options() const {
     return ServerOptions{.socket_path = SocketPath(), .mode = 0666, .allowed_uids = {0}};
   }
   void StartServer(ServerOptions o) {
     auto s = Server::Create(std::move(o), Echo);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s);
     server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
   }
   // One GC round trip as this process (root).
   std::string RoundTrip(const std::string& id) {
@@ -191,7 +191,7 @@ class DaemonServerLimitsTest : public ::testing::Test {
     return resp->gc().removed(0).container_id();
   }
 
-  std::string dir_;
+  TempDir dir_{"sarena-lim-"};
   std::unique_ptr<Server> server_;
 };
 
@@ -280,29 +280,27 @@ TEST_F(DaemonServerLimitsTest, IdleAndSlowPeersAreReapedOnDeadlines) {
 }
 
 TEST_F(DaemonServerLimitsTest, SocketDirectoryWritableByOthersIsRefused) {
-  const std::string run = dir_ + "/run";
+  const std::string run = dir_.Path("run");
   ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(run.c_str(), 0777), 0);
   auto s = Server::Create(Options(), Echo);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  ASSERT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(s.status().message(), HasSubstr("'" + run + "'"));
   EXPECT_THAT(s.status().message(), HasSubstr("writable by group or others"));
   EXPECT_FALSE(fs::exists(SocketPath()));
 
   ASSERT_EQ(::chmod(run.c_str(), 0775), 0);  // group-writable is refused too
   s = Server::Create(Options(), Echo);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
 
   ASSERT_EQ(::chmod(run.c_str(), 0755), 0);
   ASSERT_EQ(::chown(run.c_str(), kNobody, kNobody), 0);  // not ours
   s = Server::Create(Options(), Echo);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
-  EXPECT_THAT(s.status().message(), HasSubstr("owned by uid 65534"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("owned by uid 65534")));
 
   ASSERT_EQ(::chown(run.c_str(), 0, 0), 0);
   s = Server::Create(Options(), Echo);
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s);
   struct stat st;
   ASSERT_EQ(::stat(run.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
@@ -311,7 +309,7 @@ TEST_F(DaemonServerLimitsTest, SocketDirectoryWritableByOthersIsRefused) {
 TEST_F(DaemonServerLimitsTest, MissingSocketDirectoryIsCreated0755) {
   StartServer(Options());
   struct stat st;
-  ASSERT_EQ(::stat((dir_ + "/run").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir_.Path("run").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(st.st_uid, 0u);
 }
@@ -327,7 +325,7 @@ TEST(FramingReadTest, ChunkedBodyReadsWholeAndReportsTruncation) {
   v1::Request got;
   absl::Status st = ReadFrame(b.get(), &got, absl::Seconds(10));
   writer.join();
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   ASSERT_EQ(got.gc().valid_size(), 1);
   EXPECT_EQ(got.gc().valid(0).container_id(), big);
 
@@ -335,14 +333,14 @@ TEST(FramingReadTest, ChunkedBodyReadsWholeAndReportsTruncation) {
   ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
   st = ReadFrame(b.get(), &got, absl::Milliseconds(200));
-  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
-  EXPECT_THAT(st.message(), HasSubstr("body: 4 of 4194304 bytes"));
+  EXPECT_THAT(st,
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("body: 4 of 4194304 bytes")));
   ASSERT_EQ(::send(a.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
   a.Reset();
   st = ReadFrame(b.get(), &got, absl::Seconds(2));
-  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
-  EXPECT_THAT(st.message(), HasSubstr("after 4 of 4194304 body bytes"));
+  EXPECT_THAT(st,
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("after 4 of 4194304 body bytes")));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "libsarena/rpc/client.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/daemon/server.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
@@ -40,6 +41,7 @@ using rpc::ReadFrame;
 using rpc::WriteFrame;
 
 namespace fs = std::filesystem;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using ::sarena::testing::TempDir;
@@ -167,9 +169,9 @@ class DaemonServerTest : public ::testing::Test {
   // Creates and starts a server on a background thread.
   std::unique_ptr<Server> StartServer(ServerOptions options) {
     auto server = Server::Create(std::move(options), handler_.AsHandler());
-    EXPECT_TRUE(server.ok()) << server.status();
+    EXPECT_OK(server);
     if (!server.ok()) return nullptr;
-    EXPECT_TRUE((*server)->Start().ok());
+    EXPECT_OK((*server)->Start());
     return std::move(*server);
   }
   // One GC round trip on a fresh connection; returns the echoed container id.
@@ -199,7 +201,7 @@ TEST_F(DaemonServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
   for (int t = 0; t < kClients; ++t) {
     threads.emplace_back([&, t] {
       auto client = Client::Connect(SocketPath());
-      ASSERT_TRUE(client.ok()) << client.status();
+      ASSERT_OK(client);
       for (int i = 0; i < kRequests; ++i) {
         // Maintenance posted to the worker is serialized with requests too.
         if (i == 0)
@@ -211,7 +213,7 @@ TEST_F(DaemonServerTest, ServesFiftyConcurrentClientsWithRequestsSerialized) {
           });
         const std::string id = absl::StrCat("ctr-", t, "-", i);
         auto resp = client->Call(GcRequest(id), absl::Seconds(30));
-        ASSERT_TRUE(resp.ok()) << resp.status();
+        ASSERT_OK(resp);
         ASSERT_EQ(resp->gc().removed_size(), 1);
         EXPECT_EQ(resp->gc().removed(0).container_id(), id);  // our own answer, in order
         ++ok;
@@ -311,14 +313,14 @@ TEST_F(DaemonServerTest, RequestWithoutKindGetsAnErrorAndTheConnectionStaysUsabl
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(SocketPath());
-  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_OK(client);
   auto resp = client->Call(v1::Request(), absl::Seconds(10));
-  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_OK(resp);
   ASSERT_TRUE(resp->has_error());
   EXPECT_EQ(resp->error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(resp->error().message(), HasSubstr("no request kind"));
   auto next = client->Call(GcRequest("next"), absl::Seconds(10));
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_OK(next);
   EXPECT_EQ(next->gc().removed(0).container_id(), "next");
 }
 
@@ -326,16 +328,16 @@ TEST_F(DaemonServerTest, OversizedResponseBecomesAnError) {
   auto server = StartServer(Options());
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(SocketPath());
-  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_OK(client);
   v1::Request list;
   list.mutable_endpoint_list();
   auto resp = client->Call(list, absl::Seconds(10));
-  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_OK(resp);
   ASSERT_TRUE(resp->has_error());
   EXPECT_EQ(resp->error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(resp->error().message(), HasSubstr("exceeds the limit"));
-  auto next = client->Call(GcRequest("next"), absl::Seconds(10));
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_OK_AND_ASSIGN(auto next, client->Call(GcRequest("next"), absl::Seconds(10)));
+
 }
 
 TEST_F(DaemonServerTest, PeerWithAUidNotAllowedIsRejectedAndClosed) {
@@ -344,9 +346,9 @@ TEST_F(DaemonServerTest, PeerWithAUidNotAllowedIsRejectedAndClosed) {
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
   auto client = Client::Connect(SocketPath());
-  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_OK(client);
   auto resp = client->Call(GcRequest("x"), absl::Seconds(10));
-  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_OK(resp);
   ASSERT_TRUE(resp->has_error());
   EXPECT_EQ(resp->error().code(), static_cast<int>(absl::StatusCode::kPermissionDenied));
   EXPECT_THAT(resp->error().message(),
@@ -390,8 +392,7 @@ TEST_F(DaemonServerTest, SecondServerOnALiveSocketIsRefused) {
   auto first = StartServer(Options());
   ASSERT_NE(first, nullptr);
   auto second = Server::Create(Options(), handler_.AsHandler());
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_THAT(second, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_EQ(second.status().message(),
             absl::StrCat("another sarenad is listening on '", SocketPath(), "'"));
   // The first one is untouched and still serving.
@@ -403,9 +404,8 @@ TEST_F(DaemonServerTest, NonSocketFileAtThePathIsNeverReplaced) {
   fs::create_directories(fs::path(SocketPath()).parent_path());
   { std::ofstream(SocketPath()) << "precious"; }
   auto server = Server::Create(Options(), handler_.AsHandler());
-  ASSERT_FALSE(server.ok());
-  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(server.status().message(), HasSubstr("is not a socket"));
+  ASSERT_THAT(server,
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("is not a socket")));
   std::ifstream in(SocketPath());
   std::string content;
   in >> content;
@@ -413,19 +413,18 @@ TEST_F(DaemonServerTest, NonSocketFileAtThePathIsNeverReplaced) {
 }
 
 TEST_F(DaemonServerTest, RunOnTheCallingThreadAndStopFromAnother) {
-  auto server = Server::Create(Options(), handler_.AsHandler());
-  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_OK_AND_ASSIGN(auto server, Server::Create(Options(), handler_.AsHandler()));
   std::atomic<bool> returned{false};
   std::thread runner([&] {
-    (*server)->Run();
+    server->Run();
     returned = true;
   });
   EXPECT_EQ(RoundTrip("x"), "x");
   EXPECT_FALSE(returned.load());
-  (*server)->Stop();
+  server->Stop();
   runner.join();
   EXPECT_TRUE(returned.load());
-  (*server)->Stop();  // idempotent
+  server->Stop();  // idempotent
 }
 
 TEST_F(DaemonServerTest, StopLetsTheRunningRequestFinish) {
@@ -451,7 +450,7 @@ TEST_F(DaemonServerTest, StopFromInsideAHandlerDoesNotDeadlock) {
     raw->Stop();  // e.g. a fatal datapath error: the daemon shuts itself down
     return handler_.Handle(r, p);
   });
-  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_OK(created);
   raw = created->get();
   std::thread runner([&] { raw->Run(); });
   EXPECT_EQ(RoundTrip("last"), "last");  // the running request still gets its answer
@@ -465,7 +464,7 @@ TEST_F(DaemonServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
   {
     UniqueFd fd = ConnectRaw(SocketPath());
     auto frame = EncodeFrame(GcRequest("ghost"));
-    ASSERT_TRUE(frame.ok());
+    ASSERT_OK(frame);
     SendRaw(fd.get(), *frame);
     ASSERT_TRUE(WaitFor([&] { return handler_.calls.load() == 1; }));
   }  // gone before its response
@@ -475,7 +474,7 @@ TEST_F(DaemonServerTest, ClientThatDiesWhileItsRequestRunsDoesNotHurtOthers) {
 }
 
 TEST_F(DaemonServerTest, CreateRejectsBadOptions) {
-  EXPECT_EQ(Server::Create(Options(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Server::Create(Options(), nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   ServerOptions long_path = Options();
   long_path.socket_path = "/tmp/" + std::string(200, 'a');
   EXPECT_EQ(Server::Create(long_path, handler_.AsHandler()).status().code(),

@@ -13,11 +13,14 @@
 #include "libsarena/daemon/endpoint_manager.h"
 #include "libsarena/daemon/ipam.h"
 #include "libsarena/daemon/state_store.h"
+#include "tests/lib/status_matchers.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
 namespace {
 
 namespace fs = std::filesystem;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 net::Ipv4 Ip(const char* s) { return boost::asio::ip::make_address_v4(s); }
@@ -41,28 +44,20 @@ v1::Endpoint Record(const std::string& id, const std::string& ip, uint32_t endpo
 
 class DaemonStateCheckTest : public ::testing::Test {
  protected:
-  DaemonStateCheckTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-check-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  ~DaemonStateCheckTest() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   // Opens both stores; call again after closing (the stores hold the dirs' locks).
   void OpenBoth() {
     store_.reset();
     ipam_.reset();
-    auto ipam = Ipam::Open({.state_dir = dir_,
+    auto ipam = Ipam::Open({.state_dir = dir_.path(),
                             .pod_cidr = *net::ParseIpv4Prefix("10.244.1.0/24"),
                             .gateway = Ip("10.244.1.1")});
-    ASSERT_TRUE(ipam.ok()) << ipam.status();
+    ASSERT_OK(ipam);
     ipam_ = std::move(*ipam);
-    auto store = EndpointStore::Open({.state_dir = dir_});
-    ASSERT_TRUE(store.ok()) << store.status();
+    auto store = EndpointStore::Open({.state_dir = dir_.path()});
+    ASSERT_OK(store);
     store_ = std::move(*store);
   }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-check-"};
   std::unique_ptr<Ipam> ipam_;
   std::unique_ptr<EndpointStore> store_;
 };
@@ -70,10 +65,10 @@ class DaemonStateCheckTest : public ::testing::Test {
 TEST_F(DaemonStateCheckTest, ConsistentStateNeedsNoRepair) {
   OpenBoth();
   auto ip = ipam_->Allocate(EndpointKey{"a", "eth0"});
-  ASSERT_TRUE(ip.ok());
-  ASSERT_TRUE(store_->Put(Record("a", ip->to_string(), 1)).ok());
+  ASSERT_OK(ip);
+  ASSERT_OK(store_->Put(Record("a", ip->to_string(), 1)));
   auto repaired = CrossCheckState(*ipam_, *store_);
-  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  ASSERT_OK(repaired);
   EXPECT_EQ(*repaired, 0);
 }
 
@@ -84,35 +79,35 @@ TEST_F(DaemonStateCheckTest, ConsistentStateNeedsNoRepair) {
 TEST_F(DaemonStateCheckTest, RecordWithoutAllocationFileKeepsItsAddressSoItIsNotReused) {
   OpenBoth();
   ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
-  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
-  ASSERT_TRUE(fs::remove(dir_ + "/ipam/10.244.1.2"));
+  ASSERT_OK(store_->Put(Record("a", "10.244.1.2", 1)));
+  ASSERT_TRUE(fs::remove(dir_.Path("ipam/10.244.1.2")));
   OpenBoth();
   ASSERT_FALSE(ipam_->Lookup(EndpointKey{"a", "eth0"}).has_value());
   auto adopted = CrossCheckState(*ipam_, *store_);
-  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  ASSERT_OK(adopted);
   EXPECT_EQ(*adopted, 1);
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));  // no write at start: the record is it
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.2")));  // no write at start: the record is it
   EXPECT_FALSE(ipam_->List().at(0).in_file);
   auto next = ipam_->Reserve(EndpointKey{"b", "eth0"});
-  ASSERT_TRUE(next.ok());
+  ASSERT_OK(next);
   EXPECT_NE(next->to_string(), "10.244.1.2");
   EXPECT_NE(ipam_->Allocate(EndpointKey{"c", "eth0"})->to_string(), "10.244.1.2");
   OpenBoth();
-  ASSERT_TRUE(CrossCheckState(*ipam_, *store_).ok());
+  ASSERT_OK(CrossCheckState(*ipam_, *store_));
   EXPECT_EQ(ipam_->Lookup(EndpointKey{"a", "eth0"})->to_string(), "10.244.1.2");
 }
 
 TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInMemory) {
   OpenBoth();
   auto a = ipam_->Reserve(EndpointKey{"a", "eth0"});
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_OK(a);
   EXPECT_EQ(a->to_string(), "10.244.1.2");
   EXPECT_EQ(*ipam_->Reserve(EndpointKey{"a", "eth0"}), *a);  // idempotent
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.2"));
-  ASSERT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
-  EXPECT_TRUE(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")).ok());
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.2")));
+  ASSERT_OK(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")));
+  EXPECT_OK(ipam_->Adopt(EndpointKey{"b", "eth0"}, Ip("10.244.1.3")));
   auto taken = ipam_->Adopt(EndpointKey{"c", "eth0"}, Ip("10.244.1.2"));
-  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(taken, StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(taken.message(), HasSubstr("the endpoint record of a/eth0"));
   EXPECT_EQ(ipam_->Adopt(EndpointKey{"c", "eth0"}, Ip("10.244.1.1")).code(),
             absl::StatusCode::kInvalidArgument);  // the gateway
@@ -121,11 +116,11 @@ TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInM
   EXPECT_EQ(ipam_->Allocate(EndpointKey{"d", "eth0"})->to_string(), "10.244.1.4");
   EXPECT_EQ(ipam_->InUse(), 3u);
   auto released = ipam_->Release(EndpointKey{"a", "eth0"});
-  ASSERT_TRUE(released.ok());
+  ASSERT_OK(released);
   EXPECT_EQ(released->value().to_string(), "10.244.1.2");
-  EXPECT_TRUE(fs::exists(dir_ + "/ipam/10.244.1.4"));
-  ASSERT_TRUE(ipam_->Release(EndpointKey{"d", "eth0"}).ok());
-  EXPECT_FALSE(fs::exists(dir_ + "/ipam/10.244.1.4"));
+  EXPECT_TRUE(fs::exists(dir_.Path("ipam/10.244.1.4")));
+  ASSERT_OK(ipam_->Release(EndpointKey{"d", "eth0"}));
+  EXPECT_FALSE(fs::exists(dir_.Path("ipam/10.244.1.4")));
   EXPECT_EQ(ipam_->Reserve(EndpointKey{"e", "eth0"})->to_string(), "10.244.1.2");
   // Nothing of a reservation survives a restart without its record.
   OpenBoth();
@@ -135,35 +130,31 @@ TEST_F(DaemonStateCheckTest, ReservedAndAdoptedAddressesWriteNoFileAndReleaseInM
 TEST_F(DaemonStateCheckTest, AddressAllocatedToAnotherKeyRefusesStartNamingBothFiles) {
   OpenBoth();
   ASSERT_TRUE(ipam_->Allocate(EndpointKey{"other", "eth0"}).ok());  // 10.244.1.2
-  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.2", 1)).ok());
+  ASSERT_OK(store_->Put(Record("a", "10.244.1.2", 1)));
   auto st = CrossCheckState(*ipam_, *store_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(st.status().message(), HasSubstr(store_->PathOf(EndpointKey{"a", "eth0"})));
-  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_.Path("ipam/10.244.1.2")));
   EXPECT_THAT(st.status().message(), HasSubstr("other/eth0"));
 }
 
 TEST_F(DaemonStateCheckTest, KeyHoldingADifferentAddressRefusesStart) {
   OpenBoth();
   ASSERT_TRUE(ipam_->Allocate(EndpointKey{"a", "eth0"}).ok());  // 10.244.1.2
-  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.7", 1)).ok());
+  ASSERT_OK(store_->Put(Record("a", "10.244.1.7", 1)));
   auto st = CrossCheckState(*ipam_, *store_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(st.status().message(), HasSubstr("says 10.244.1.7"));
-  EXPECT_THAT(st.status().message(), HasSubstr(dir_ + "/ipam/10.244.1.2"));
+  EXPECT_THAT(st.status().message(), HasSubstr(dir_.Path("ipam/10.244.1.2")));
 }
 
 TEST_F(DaemonStateCheckTest, TwoRecordsOnOneAddressRefuseStartAndNothingIsClaimed) {
   OpenBoth();
-  ASSERT_TRUE(store_->Put(Record("a", "10.244.1.5", 1)).ok());
-  ASSERT_TRUE(store_->Put(Record("b", "10.244.1.5", 2)).ok());
-  ASSERT_TRUE(store_->Put(Record("c", "10.244.1.6", 3)).ok());
+  ASSERT_OK(store_->Put(Record("a", "10.244.1.5", 1)));
+  ASSERT_OK(store_->Put(Record("b", "10.244.1.5", 2)));
+  ASSERT_OK(store_->Put(Record("c", "10.244.1.6", 3)));
   auto st = CrossCheckState(*ipam_, *store_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(st.status().message(), HasSubstr("both hold 10.244.1.5"));
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("both hold 10.244.1.5")));
   EXPECT_TRUE(ipam_->List().empty());  // a refused start changes nothing
 }
 
@@ -173,15 +164,13 @@ TEST_F(DaemonStateCheckTest, TwoRecordsOnOneVethOrEndpointIdRefuseStart) {
   OpenBoth();
   v1::Endpoint a = Record("a", "10.244.1.5", 1);
   v1::Endpoint b = Record("b", "10.244.1.6", 2);  // Record() gives both host_ifname lxc0123456789a
-  ASSERT_TRUE(store_->Put(a).ok());
-  ASSERT_TRUE(store_->Put(b).ok());
+  ASSERT_OK(store_->Put(a));
+  ASSERT_OK(store_->Put(b));
   auto st = CrossCheckState(*ipam_, *store_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(st.status().message(), HasSubstr("both own veth lxc0123456789a"));
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("both own veth lxc0123456789a")));
   b.set_host_ifname("lxc00000000002");
   b.set_endpoint_id(1);
-  ASSERT_TRUE(store_->Put(b).ok());
+  ASSERT_OK(store_->Put(b));
   st = CrossCheckState(*ipam_, *store_);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.status().message(), HasSubstr("both use endpoint_id 1"));
@@ -198,15 +187,14 @@ TEST_F(DaemonStateCheckTest, RecordOutsideThePodCidrRefusesStart) {
 
 TEST_F(DaemonStateCheckTest, AllocationWithoutRecordIsKept) {
   OpenBoth();
-  ASSERT_TRUE(ipam_->Allocate(EndpointKey{"crashed", "eth0"}).ok());
-  auto repaired = CrossCheckState(*ipam_, *store_);
-  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  ASSERT_OK(ipam_->Allocate(EndpointKey{"crashed", "eth0"}));
+  ASSERT_OK_AND_ASSIGN(auto repaired, CrossCheckState(*ipam_, *store_));
   EXPECT_TRUE(ipam_->Lookup(EndpointKey{"crashed", "eth0"}).has_value());
 }
 
 TEST_F(DaemonStateCheckTest, ClaimRefusesTakenReservedAndForeignAddresses) {
   OpenBoth();
-  ASSERT_TRUE(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.9")).ok());
+  ASSERT_OK(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.9")));
   EXPECT_TRUE(ipam_->Claim(EndpointKey{"a", "eth0"}, Ip("10.244.1.9")).ok());  // idempotent
   EXPECT_EQ(ipam_->Claim(EndpointKey{"b", "eth0"}, Ip("10.244.1.9")).code(),
             absl::StatusCode::kAlreadyExists);
@@ -219,7 +207,7 @@ TEST_F(DaemonStateCheckTest, ClaimRefusesTakenReservedAndForeignAddresses) {
   EXPECT_EQ(ipam_->Claim(EndpointKey{"c", "eth0"}, Ip("10.244.2.3")).code(),
             absl::StatusCode::kInvalidArgument);
   auto next = ipam_->Allocate(EndpointKey{"d", "eth0"});
-  ASSERT_TRUE(next.ok());
+  ASSERT_OK(next);
   EXPECT_EQ(next->to_string(), "10.244.1.2");
   EXPECT_NE(ipam_->Allocate(EndpointKey{"e", "eth0"})->to_string(), "10.244.1.9");
 }

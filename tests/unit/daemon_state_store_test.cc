@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/daemon/state_store.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::daemon {
@@ -25,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::google::protobuf::util::MessageDifferencer;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using ::sarena::testing::TempDir;
@@ -76,31 +78,30 @@ class DaemonEndpointStoreTest : public ::testing::Test {
 };
 
 TEST_F(DaemonEndpointStoreTest, PutGetListDelete) {
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
   v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
   v1::Endpoint b = MakeEndpoint("ctr-b", "eth0", "10.244.1.3");
-  ASSERT_TRUE((*store)->Put(b).ok());
-  ASSERT_TRUE((*store)->Put(a).ok());
-  EXPECT_EQ((*store)->size(), 2u);
-  auto got = (*store)->Get(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_OK(store->Put(b));
+  ASSERT_OK(store->Put(a));
+  EXPECT_EQ(store->size(), 2u);
+  auto got = store->Get(EndpointKey{"ctr-a", "eth0"});
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(MessageDifferencer::Equals(*got, a));
-  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth1"}).has_value());
+  EXPECT_FALSE(store->Get(EndpointKey{"ctr-a", "eth1"}).has_value());
 
-  std::vector<v1::Endpoint> list = (*store)->List();
+  std::vector<v1::Endpoint> list = store->List();
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].ref().container_id(), "ctr-a");  // ordered by key
   EXPECT_EQ(list[1].ref().container_id(), "ctr-b");
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json", "ctr-b:eth0.json"}));
 
-  auto deleted = (*store)->Delete(EndpointKey{"ctr-a", "eth0"});
-  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  auto deleted = store->Delete(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_OK(deleted);
   EXPECT_TRUE(*deleted);
-  auto again = (*store)->Delete(EndpointKey{"ctr-a", "eth0"});
-  ASSERT_TRUE(again.ok()) << again.status();
+  auto again = store->Delete(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_OK(again);
   EXPECT_FALSE(*again);  // idempotent
-  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth0"}).has_value());
+  EXPECT_FALSE(store->Get(EndpointKey{"ctr-a", "eth0"}).has_value());
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-b:eth0.json"}));
 }
 
@@ -108,32 +109,30 @@ TEST_F(DaemonEndpointStoreTest, RecordsSurviveReopenAndCountersAreNotPersisted) 
   v1::Endpoint a = MakeEndpoint("ctr-a", "eth0", "10.244.1.2");
   {
     auto store = Open();
-    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK(store);
     v1::Endpoint with_counters = a;
     with_counters.mutable_counters()->set_rx_packets(99);
-    ASSERT_TRUE((*store)->Put(with_counters).ok());
+    ASSERT_OK((*store)->Put(with_counters));
     EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-a", "eth0"})->has_counters());
   }
   const std::string json = ReadFile(Dir() + "/ctr-a:eth0.json");
   EXPECT_THAT(json, HasSubstr("\"host_ifname\": \"lxc0123456789a\""));  // proto field names
   EXPECT_THAT(json, ::testing::Not(HasSubstr("counters")));
 
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto got = (*store)->Get(EndpointKey{"ctr-a", "eth0"});
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  auto got = store->Get(EndpointKey{"ctr-a", "eth0"});
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(MessageDifferencer::Equals(*got, a)) << got->DebugString();
 }
 
 TEST_F(DaemonEndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")).ok());
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")));
   const std::string path = Dir() + "/ctr-a:eth0.json";
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   const ino_t before = st.st_ino;
-  ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.9")).ok());
+  ASSERT_OK(store->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.9")));
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_NE(st.st_ino, before);  // a new inode renamed over the old one, never rewritten in place
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -142,71 +141,66 @@ TEST_F(DaemonEndpointStoreTest, PutReplacesAtomicallyAndLeavesNoTemporaries) {
 }
 
 TEST_F(DaemonEndpointStoreTest, FailedPutLeavesNeitherRecordNorTemporary) {
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
   // Make the rename target impossible to replace: a non-empty directory of the same name.
   ASSERT_TRUE(fs::create_directories(Dir() + "/ctr-x:eth0.json/blocker"));
-  absl::Status st = (*store)->Put(MakeEndpoint("ctr-x", "eth0", "10.244.1.4"));
+  absl::Status st = store->Put(MakeEndpoint("ctr-x", "eth0", "10.244.1.4"));
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("ctr-x:eth0.json"));
-  EXPECT_FALSE((*store)->Get(EndpointKey{"ctr-x", "eth0"}).has_value());
+  EXPECT_FALSE(store->Get(EndpointKey{"ctr-x", "eth0"}).has_value());
   for (const std::string& f : FilesIn(Dir())) EXPECT_THAT(f, ::testing::Not(HasSubstr(".tmp-")));
 }
 
 TEST_F(DaemonEndpointStoreTest, InterruptedWriteLeftoverIsRemovedAndTheOldRecordKept) {
   {
     auto store = Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")).ok());
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Put(MakeEndpoint("ctr-a", "eth0", "10.244.1.2")));
   }
   // What a crash between write and rename leaves: a torn temporary beside the intact record.
   WriteFile(Dir() + "/.tmp-ctr-a:eth0.json.777.3", "{\"ref\": {\"container_id\": \"ctr");
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ((*store)->Get(EndpointKey{"ctr-a", "eth0"})->ip(), "10.244.1.2");
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  EXPECT_EQ(store->Get(EndpointKey{"ctr-a", "eth0"})->ip(), "10.244.1.2");
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock", "ctr-a:eth0.json"}));
 }
 
 TEST_F(DaemonEndpointStoreTest, KeysThatAnUnderscoreSeparatorWouldConfuseStayApart) {
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->Put(MakeEndpoint("a_b", "c", "10.244.1.2")).ok());
-  ASSERT_TRUE((*store)->Put(MakeEndpoint("a", "b_c", "10.244.1.3")).ok());
-  EXPECT_EQ((*store)->Get(EndpointKey{"a_b", "c"})->ip(), "10.244.1.2");
-  EXPECT_EQ((*store)->Get(EndpointKey{"a", "b_c"})->ip(), "10.244.1.3");
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->Put(MakeEndpoint("a_b", "c", "10.244.1.2")));
+  ASSERT_OK(store->Put(MakeEndpoint("a", "b_c", "10.244.1.3")));
+  EXPECT_EQ(store->Get(EndpointKey{"a_b", "c"})->ip(), "10.244.1.2");
+  EXPECT_EQ(store->Get(EndpointKey{"a", "b_c"})->ip(), "10.244.1.3");
 }
 
 TEST_F(DaemonEndpointStoreTest, InvalidRefsAreRejected) {
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
   v1::Endpoint no_ref;
-  EXPECT_EQ((*store)->Put(no_ref).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*store)->Put(MakeEndpoint("../../etc", "eth0", "1.2.3.4")).code(),
+  EXPECT_THAT(store->Put(no_ref), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(store->Put(MakeEndpoint("../../etc", "eth0", "1.2.3.4")).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*store)->Put(MakeEndpoint("abc", "a/b", "1.2.3.4")).code(),
+  EXPECT_EQ(store->Put(MakeEndpoint("abc", "a/b", "1.2.3.4")).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*store)->Delete(EndpointKey{"abc", ".."}).status().code(),
+  EXPECT_EQ(store->Delete(EndpointKey{"abc", ".."}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FilesIn(Dir()), (std::set<std::string>{"lock"}));
 }
 
 TEST_F(DaemonEndpointStoreTest, SecondOpenIsRefused) {
-  auto first = Open();
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK_AND_ASSIGN(auto first, Open());
   auto second = Open();
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second, StatusIs(absl::StatusCode::kUnavailable));
 }
 
 TEST_F(DaemonEndpointStoreTest, ConcurrentPutsAndDeletes) {
   auto opened = Open();
-  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_OK(opened);
   EndpointStore* store = opened->get();
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([store, t] {
       for (int i = 0; i < 10; ++i) {
         std::string id = absl::StrCat("c", t, "-", i);
-        EXPECT_TRUE(store->Put(MakeEndpoint(id, "eth0", absl::StrCat("10.0.", t, ".", i))).ok());
+        EXPECT_OK(store->Put(MakeEndpoint(id, "eth0", absl::StrCat("10.0.", t, ".", i))));
         if (i % 2 == 1) EXPECT_TRUE(*store->Delete(EndpointKey{id, "eth0"}));
       }
     });
@@ -214,10 +208,9 @@ TEST_F(DaemonEndpointStoreTest, ConcurrentPutsAndDeletes) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(store->size(), 40u);
   opened->reset();
-  auto reopened = Open();
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  EXPECT_EQ((*reopened)->size(), 40u);
-  EXPECT_EQ((*reopened)->Get(EndpointKey{"c3-4", "eth0"})->ip(), "10.0.3.4");
+  ASSERT_OK_AND_ASSIGN(auto reopened, Open());
+  EXPECT_EQ(reopened->size(), 40u);
+  EXPECT_EQ(reopened->Get(EndpointKey{"c3-4", "eth0"})->ip(), "10.0.3.4");
 }
 
 struct CorruptCase {
@@ -236,14 +229,13 @@ TEST_P(DaemonEndpointStoreCorruptTest, IsReportedWithFileAndContentAndLeftUntouc
   const CorruptCase& c = GetParam();
   {
     auto store = Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->Put(MakeEndpoint("good", "eth0", "10.244.1.2")).ok());
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Put(MakeEndpoint("good", "eth0", "10.244.1.2")));
   }
   const std::string path = Dir() + "/" + c.file;
   WriteFile(path, c.content);
   auto store = Open();
-  ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(store, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(store.status().message(), HasSubstr(path));
   EXPECT_THAT(store.status().message(), HasSubstr(c.expect));
   EXPECT_THAT(store.status().message(), HasSubstr("1 corrupt record"));
@@ -257,20 +249,19 @@ TEST_F(DaemonEndpointStoreTest, LongContainerIdIsStoredUnderAHashedNameAndReload
   const std::string long_id = "c" + std::string(299, 'x');
   {
     auto store = Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")).ok());
-    ASSERT_TRUE((*store)->Put(MakeEndpoint("short", "eth0", "10.244.1.8")).ok());
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")));
+    ASSERT_OK((*store)->Put(MakeEndpoint("short", "eth0", "10.244.1.8")));
   }
   const std::string name = EndpointStore::FileName(EndpointKey{long_id, "eth0"});
   EXPECT_LE(name.size(), 255u);
   EXPECT_EQ(name.rfind("sha256-", 0), 0u) << name;
   EXPECT_TRUE(fs::exists(Dir() + "/" + name));
-  auto store = Open();
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->Get(EndpointKey{long_id, "eth0"}).has_value());
-  EXPECT_EQ((*store)->Get(EndpointKey{long_id, "eth0"})->ip(), "10.244.1.9");
-  auto deleted = (*store)->Delete(EndpointKey{long_id, "eth0"});
-  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_TRUE(store->Get(EndpointKey{long_id, "eth0"}).has_value());
+  EXPECT_EQ(store->Get(EndpointKey{long_id, "eth0"})->ip(), "10.244.1.9");
+  auto deleted = store->Delete(EndpointKey{long_id, "eth0"});
+  ASSERT_OK(deleted);
   EXPECT_TRUE(*deleted);
   EXPECT_FALSE(fs::exists(Dir() + "/" + name));
 }
@@ -279,16 +270,15 @@ TEST_F(DaemonEndpointStoreTest, HashedNameWhoseRecordIsAnotherKeyIsCorrupt) {
   const std::string long_id = "c" + std::string(299, 'x');
   {
     auto store = Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")).ok());
+    ASSERT_OK(store);
+    ASSERT_OK((*store)->Put(MakeEndpoint(long_id, "eth0", "10.244.1.9")));
   }
   const std::string path = Dir() + "/" + EndpointStore::FileName(EndpointKey{long_id, "eth0"});
   std::string content = ReadFile(path);
   content.replace(content.find("\"eth0\""), 6, "\"eth1\"");
   WriteFile(path, content);
   auto store = Open();
-  ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(store, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(store.status().message(), HasSubstr(path));
   EXPECT_THAT(store.status().message(), HasSubstr("does not match the file name"));
 }
@@ -324,7 +314,7 @@ TEST_P(DaemonEndpointStoreBadFieldTest, IsRefusedAtOpenNamingFileAndField) {
   WriteFile(path, json);
   auto store = Open();
   ASSERT_FALSE(store.ok()) << json;
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store, StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(store.status().message(), HasSubstr(path));
   EXPECT_THAT(store.status().message(), HasSubstr(absl::StrCat("invalid ", c.field)));
   EXPECT_EQ(ReadFile(path), json);

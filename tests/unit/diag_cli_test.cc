@@ -53,16 +53,15 @@ TEST(DiagCli, TextJsonDot) {
 }
 
 TEST(DiagCli, SvgFile) {
-  char tmpl[] = "/tmp/sarena-diag-cli-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string svg = absl::StrCat(tmpl, "/path.svg");
+  sarena::testing::TempDir dir("sarena-diag-cli-");
+  ASSERT_FALSE(dir.path().empty());
+  std::string svg = dir.Path("path.svg");
   auto r = Diag(TraceArgs(CaseDir("CAL-MTU-01"), "pod:default/client", "10.65.2.8:8080/tcp",
                           absl::StrCat("-o json --svg ", svg)));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::string body = testing::ReadAll(svg);
   EXPECT_NE(body.find("<svg"), std::string::npos);
   EXPECT_NE(body.find("mtu_mismatch"), std::string::npos);
-  sarena::testing::Run(absl::StrCat("rm -rf ", tmpl));
 }
 
 TEST(DiagCli, UnknownObjects) {

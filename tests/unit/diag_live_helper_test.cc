@@ -6,7 +6,6 @@
 // scratch directories (with a stand-in helper that prints its arguments, or with none).
 #include <sys/stat.h>
 
-#include <fstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -21,6 +20,7 @@ namespace sarena::diag {
 namespace {
 
 using sarena::testing::CommandResult;
+using sarena::testing::TempDir;
 
 // A shell command's exit status and output (not `Run`: inside a TEST that is gtest's).
 CommandResult Sh(const std::string& cmd) { return sarena::testing::Run(cmd); }
@@ -31,20 +31,6 @@ CommandResult Diag(absl::string_view args) {
   return Sh(absl::StrCat(testing::DiagBinary(), " ", args));
 }
 
-// A scratch directory, removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    char tmpl[] = "/tmp/sarena-diag-helper-XXXXXX";
-    path_ = mkdtemp(tmpl) ? tmpl : "";
-  }
-  ~ScratchDir() { Sh(absl::StrCat("rm -rf '", path_, "'")); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // Copies the built sarena-diag to `dir`/sarena-diag; its path.
 std::string CopyDiag(const std::string& dir) {
   const std::string to = absl::StrCat(dir, "/sarena-diag");
@@ -52,11 +38,10 @@ std::string CopyDiag(const std::string& dir) {
   return to;
 }
 
-// A stand-in sarena-diag-live at `path` that prints "helper" and each argument on a line and
-// exits 7.
-void FakeHelper(const std::string& path) {
-  Sh(absl::StrCat("mkdir -p \"$(dirname '", path, "')\""));
-  std::ofstream(path) << "#!/bin/sh\necho helper\nprintf '%s\\n' \"$@\"\nexit 7\n";
+// A stand-in sarena-diag-live at `rel` in `dir` that prints "helper" and each argument on a line
+// and exits 7.
+void FakeHelper(const TempDir& dir, absl::string_view rel) {
+  std::string path = dir.Write(rel, "#!/bin/sh\necho helper\nprintf '%s\\n' \"$@\"\nexit 7\n");
   chmod(path.c_str(), 0755);
 }
 
@@ -77,9 +62,9 @@ TEST(DiagLiveHelper, OfflineExecutableNeedsNoLibbpfOrLibmnl) {
 // Each kernel command reaches the helper with its arguments unchanged (the flags before the
 // command word included), and its exit status is the helper's; offline commands never do.
 TEST(DiagLiveHelper, KernelCommandsExecTheHelperWithTheSameArguments) {
-  ScratchDir dir;
+  TempDir dir{"sarena-diag-helper-"};
   const std::string diag = CopyDiag(dir.path());
-  FakeHelper(absl::StrCat(dir.path(), "/sarena-diag-live"));
+  FakeHelper(dir, "sarena-diag-live");
   for (const char* args :
        {"collect --help", "collect --out /nonexistent/x", "drops --explained-by rp_filter_drop",
         "-o json drops --duration 1", "trace --live --src 10.0.0.1 --dst 10.0.0.2:80/tcp",
@@ -101,9 +86,9 @@ TEST(DiagLiveHelper, KernelCommandsExecTheHelperWithTheSameArguments) {
 // Installed: bin/sarena-diag finds libexec/sarena/sarena-diag-live (a DESTDIR or another prefix
 // alike: the path is relative to the executable).
 TEST(DiagLiveHelper, InstalledLayoutFindsLibexec) {
-  ScratchDir dir;
-  const std::string diag = CopyDiag(absl::StrCat(dir.path(), "/usr/bin"));
-  FakeHelper(absl::StrCat(dir.path(), "/usr/libexec/sarena/sarena-diag-live"));
+  TempDir dir{"sarena-diag-helper-"};
+  const std::string diag = CopyDiag(dir.Path("usr/bin"));
+  FakeHelper(dir, "usr/libexec/sarena/sarena-diag-live");
   CommandResult r = Sh(absl::StrCat(diag, " drops --duration 2s"));
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_EQ(r.out, "helper\ndrops\n--duration\n2s\n");
@@ -113,8 +98,8 @@ TEST(DiagLiveHelper, InstalledLayoutFindsLibexec) {
 // for (exit 1, the environment's failure; -o json: one NOT_FOUND object on stdout), and the
 // offline commands still work.
 TEST(DiagLiveHelper, MissingHelperIsAClearError) {
-  ScratchDir dir;
-  const std::string bin = absl::StrCat(dir.path(), "/bin");
+  TempDir dir{"sarena-diag-helper-"};
+  const std::string bin = dir.Path("bin");
   const std::string diag = CopyDiag(bin);
   for (const char* args : {"collect --out /tmp/x", "drops", "trace --live --src 10.0.0.1 "
                                                              "--dst 10.0.0.2:80/tcp"}) {
@@ -124,7 +109,7 @@ TEST(DiagLiveHelper, MissingHelperIsAClearError) {
     for (const std::string& m :
          {std::string("sarena-diag: "), std::string("sarena-diag-live, which is missing"),
           absl::StrCat(bin, "/sarena-diag-live"),
-          absl::StrCat(dir.path(), "/libexec/sarena/sarena-diag-live")}) {
+          dir.Path("libexec/sarena/sarena-diag-live")}) {
       EXPECT_NE(r.err.find(m), std::string::npos) << args << ": stderr should name " << m << ": "
                                                   << r.err;
     }

@@ -4,13 +4,16 @@
 #include "gtest/gtest.h"
 #include "libsarena/diag/plugin.h"
 #include "libsarena/diag/query.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::diag {
 namespace {
 
+using ::sarena::testing::StatusIs;
+
 TEST(DiagQuery, Forms) {
   auto q = ParseQuery("pod:default/client", "pod:web/api-0:8080/tcp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kPod);
   EXPECT_EQ(q->src.namespace_, "default");
   EXPECT_EQ(q->src.name, "client");
@@ -20,7 +23,7 @@ TEST(DiagQuery, Forms) {
   EXPECT_EQ(q->proto, 6);
 
   q = ParseQuery("node:node-a", "svc:kube-system/kube-dns:53/udp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kNode);
   EXPECT_EQ(q->src.name, "node-a");
   EXPECT_EQ(q->dst.kind, EndpointSpec::Kind::kService);
@@ -29,20 +32,20 @@ TEST(DiagQuery, Forms) {
   EXPECT_EQ(q->dport, 53);
 
   q = ParseQuery("10.0.0.1", "203.0.113.4:443/tcp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->src.kind, EndpointSpec::Kind::kIp);
   EXPECT_EQ(q->src.ip.to_string(), "10.0.0.1");
   EXPECT_EQ(q->dst.ip.to_string(), "203.0.113.4");
   EXPECT_EQ(q->proto, 6);
   // No protocol is never guessed (it was tcp): an error naming the value.
   q = ParseQuery("10.0.0.1", "203.0.113.4:443");
-  ASSERT_TRUE(absl::IsInvalidArgument(q.status()));
+  ASSERT_THAT(q, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(q.status().message(),
             "invalid --dst '203.0.113.4:443': no protocol: write 203.0.113.4:443/tcp, "
             "203.0.113.4:443/udp (PROTO tcp|udp, or 203.0.113.4:0/icmp)");
 
   q = ParseQuery("10.0.0.1", "10.0.0.2:0/icmp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->proto, 1);
   EXPECT_EQ(q->dport, 0);
 }
@@ -64,7 +67,7 @@ TEST(DiagQuery, ErrorsNameTheFlag) {
         Bad{"node:a", "10.0.0.1:+80/tcp", "--dst"}, Bad{"node:a", "10.0.0.1: 80/tcp", "--dst"}}) {
     auto q = ParseQuery(b.src, b.dst);
     ASSERT_FALSE(q.ok()) << b.src << " " << b.dst;
-    EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+    EXPECT_THAT(q, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_NE(q.status().message().find(b.flag), absl::string_view::npos) << q.status();
   }
 }
@@ -76,7 +79,7 @@ TEST(DiagQuery, ProtocolIsStrictAndIcmpHasNoPort) {
     const std::string dst = absl::StrCat("10.0.0.2:80/", proto);
     auto q = ParseQuery("10.0.0.1", dst);
     ASSERT_FALSE(q.ok()) << dst;
-    EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+    EXPECT_THAT(q, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_NE(q.status().message().find(absl::StrCat("unknown protocol '", proto, "'")),
               absl::string_view::npos)
         << q.status();
@@ -85,14 +88,14 @@ TEST(DiagQuery, ProtocolIsStrictAndIcmpHasNoPort) {
   }
   auto q = ParseQuery("10.0.0.1", "10.0.0.2:8080/icmp");
   ASSERT_FALSE(q.ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(q.status()));
+  EXPECT_THAT(q, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(q.status().message().find("icmp has no ports: port 8080"), absl::string_view::npos)
       << q.status();
   q = ParseQuery("10.0.0.1", "10.0.0.2:0/icmp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->proto, 1);
   q = ParseQuery("10.0.0.1", "10.0.0.2:53/udp");
-  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_OK(q);
   EXPECT_EQ(q->dport, 53);
 }
 
@@ -114,7 +117,7 @@ TEST(DiagQuery, PacketSizeMinimumPerProtocol) {
   EXPECT_EQ(*ParsePacketSize("28", 17), 28u);
   EXPECT_EQ(*ParsePacketSize("65535", 1), 65535u);
   auto r = ParsePacketSize("28", 6);
-  ASSERT_TRUE(absl::IsInvalidArgument(r.status()));
+  ASSERT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(r.status().message(),
             "invalid --size '28': want 0 (the source device's MTU) or 40..65535 for tcp (40 "
             "bytes are its IPv4 and tcp headers alone)");

@@ -4,7 +4,6 @@
 // and shared headers (`"bpf/<name>.skel.h"`, `"bpf/kernel/drop_trace.h"`) count as the bpf layer:
 // what may not include libsarena/bpf/ may not reach below it either. bpf/include's ABI header
 // (`"sarena/abi.h"`) is shared with C++ on purpose and is no layer.
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -151,18 +150,16 @@ TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
 
 // The checker itself can fail: a tree with an upward include is reported, file and line named.
 TEST(Layering, AnUpwardIncludeIsReported) {
-  const fs::path root = fs::temp_directory_path() / absl::StrCat("sarena-layers-", ::getpid());
-  fs::create_directories(root / "libsarena/model");
+  sarena::testing::TempDir dir("sarena-layers-");
+  const fs::path root = dir.path();
   fs::create_directories(root / "libsarena/diag");
-  std::ofstream(root / "libsarena/model/x.h") << "#include \"libsarena/base/log.h\"\n"
-                                              << "#include \"libsarena/diag/walk.h\"\n";
+  dir.Write("libsarena/model/x.h",
+            "#include \"libsarena/base/log.h\"\n#include \"libsarena/diag/walk.h\"\n");
   // libbpf and a skeleton are the bpf layer's; the shared ABI header is not.
-  std::ofstream(root / "libsarena/model/y.cc") << "#include \"sarena/abi.h\"\n"
-                                               << "#include <bpf/libbpf.h>\n"
-                                               << "#include \"bpf/x.skel.h\"\n";
+  dir.Write("libsarena/model/y.cc",
+            "#include \"sarena/abi.h\"\n#include <bpf/libbpf.h>\n#include \"bpf/x.skel.h\"\n");
   const Table table = ParseTable("base:\nbpf: base\nmodel: base\ndiag: base model\n");
   std::vector<std::string> v = Violations(root, table);
-  fs::remove_all(root);
   EXPECT_THAT(v, ::testing::UnorderedElementsAre("libsarena/model/x.h:2: model -> diag",
                                                  "libsarena/model/y.cc:2: model -> bpf",
                                                  "libsarena/model/y.cc:3: model -> bpf"));

@@ -6,10 +6,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::model {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 std::string Msg(const absl::Status& st) { return std::string(st.message()); }
@@ -19,7 +21,7 @@ TEST(Json, NumbersOutsideInt64AreNotIntegers) {
   // fuzz_model_sarena_cluster); they are not integers.
   auto doc = JsonDoc::Parse(R"({"inf":1e999,"big":1e20,"neg":-1e20,"edge":-9.223372036854775808e18})",
                             "t.json");
-  ASSERT_TRUE(doc.ok()) << doc.status();
+  ASSERT_OK(doc);
   EXPECT_EQ(doc->root().Find("inf")->AsInt(), std::nullopt);
   EXPECT_EQ(doc->root().Find("big")->AsInt(), std::nullopt);
   EXPECT_EQ(doc->root().Find("neg")->AsInt(), std::nullopt);
@@ -31,7 +33,7 @@ TEST(Json, ValuesEscapesAndNumbers) {
       R"( {"s":"a\"b\\c\/\n\u00e9\ud83d\ude00","n":-1.5e3,"i":9007199254740993,"z":0,
           "t":true,"f":false,"nul":null,"arr":[1,[2,[]],{}],"hex":"0x4000","dup":1,"dup":2} )",
       "t.json");
-  ASSERT_TRUE(doc.ok()) << doc.status();
+  ASSERT_OK(doc);
   const JsonValue& r = doc->root();
   ASSERT_TRUE(r.is_object());
   EXPECT_EQ(r.size(), 11u);
@@ -78,7 +80,7 @@ TEST(Json, SyntaxErrorsCarryPosition) {
   for (const auto& c : cases) {
     auto doc = JsonDoc::Parse(c.text, "f.json");
     ASSERT_FALSE(doc.ok()) << c.text;
-    EXPECT_EQ(doc.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(doc, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(Msg(doc.status()), HasSubstr("parse f.json: JSON syntax error at byte")) << c.text;
     EXPECT_THAT(Msg(doc.status()), HasSubstr(c.want)) << c.text;
   }
@@ -90,10 +92,10 @@ TEST(Json, SyntaxErrorsCarryPosition) {
 
 TEST(Json, TypedGettersNameThePath) {
   auto doc = JsonDoc::Parse(R"({"items":[{"a":"x","n":70000,"b":"yes","ip":"10.0.0.256","ip6":"fd00::1"}]})", "g.json");
-  ASSERT_TRUE(doc.ok());
+  ASSERT_OK(doc);
   std::string prefix;
   auto items = JsonListItems(*doc, &prefix);
-  ASSERT_TRUE(items.ok());
+  ASSERT_OK(items);
   EXPECT_EQ(prefix, "items");
   const JsonValue& it = (**items)[0];
   std::string p = JsonIndexPath(prefix, 0);
@@ -112,14 +114,14 @@ TEST(Json, TypedGettersNameThePath) {
   EXPECT_EQ(Msg(ip.status()), "parse g.json: items[0].ip: invalid IPv4 address '10.0.0.256'");
   EXPECT_FALSE(JsonGetIpv4(it, "ip6", "g.json", p)->has_value());  // IPv6 skipped
   auto bare = JsonDoc::Parse("[]", "b.json");
-  EXPECT_TRUE(JsonListItems(*bare, &prefix).ok());
+  EXPECT_OK(JsonListItems(*bare, &prefix));
   EXPECT_EQ(prefix, "");
   auto wrong = JsonDoc::Parse("\"str\"", "w.json");
   EXPECT_FALSE(JsonListItems(*wrong, &prefix).ok());
   auto noitems = JsonDoc::Parse(R"({"a":1,"b":[2]})", "nodes/n1/ip-link.json");
   auto na = JsonListItems(*noitems, &prefix);
   ASSERT_FALSE(na.ok());  // not read as an empty list
-  EXPECT_EQ(na.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(na, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(Msg(na.status()),
             "parse nodes/n1/ip-link.json: (root): expected a JSON array or a list object with "
             "\"items\", got an object with keys \"a\", \"b\" and no \"items\"");
@@ -131,17 +133,15 @@ TEST(Json, TypedGettersNameThePath) {
           "message":"Unauthorized","reason":"Unauthorized","code":401})",
       "cluster/pods.json");
   auto st = JsonListItems(*status, &prefix);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(Msg(st.status()),
             "parse cluster/pods.json: (root): a kubectl Status object, not a list: status "
             "'Failure', message 'Unauthorized'");
   auto emptyitems = JsonDoc::Parse(R"({"items":[]})", "e.json");
   EXPECT_EQ((*JsonListItems(*emptyitems, &prefix))->size(), 0u);
   auto nullitems = JsonDoc::Parse(R"({"items":null})", "n.json");
-  auto ni = JsonListItems(*nullitems, &prefix);
-  ASSERT_TRUE(ni.ok());
-  EXPECT_EQ((*ni)->size(), 0u);
+  ASSERT_OK_AND_ASSIGN(auto ni, JsonListItems(*nullitems, &prefix));
+  EXPECT_EQ(ni->size(), 0u);
 }
 
 }  // namespace

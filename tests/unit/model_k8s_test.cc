@@ -10,11 +10,13 @@
 #include "libsarena/model/ippool.h"
 #include "libsarena/model/packet.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -23,21 +25,21 @@ net::Ipv4Prefix Pfx(const char* s) { return *net::ParseIpv4Prefix(s); }
 
 std::string Fixture(const std::string& name) {
   auto text = ReadFileToString(sarena::testing::SourceDir() + "/tests/data/model/cluster/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
+  EXPECT_OK(text);
   return text.ok() ? *text : std::string();
 }
 
 Cluster Load(bool slices) {
   Cluster c;
-  EXPECT_TRUE(c.ParsePods(Fixture("pods.json")).ok());
-  EXPECT_TRUE(c.ParseNodes(Fixture("nodes.json")).ok());
-  EXPECT_TRUE(c.ParseServices(Fixture("services.json")).ok());
+  EXPECT_OK(c.ParsePods(Fixture("pods.json")));
+  EXPECT_OK(c.ParseNodes(Fixture("nodes.json")));
+  EXPECT_OK(c.ParseServices(Fixture("services.json")));
   if (slices) {
-    EXPECT_TRUE(c.ParseEndpointSlices(Fixture("endpointslices.json")).ok());
+    EXPECT_OK(c.ParseEndpointSlices(Fixture("endpointslices.json")));
   } else {
-    EXPECT_TRUE(c.ParseEndpoints(Fixture("endpoints.json")).ok());
+    EXPECT_OK(c.ParseEndpoints(Fixture("endpoints.json")));
   }
-  EXPECT_TRUE(c.ParseIpPools(Fixture("ippools-v3.json")).ok());
+  EXPECT_OK(c.ParseIpPools(Fixture("ippools-v3.json")));
   c.Finalize();
   return c;
 }
@@ -77,16 +79,15 @@ TEST(K8sPods, ListKindWithoutItemsNamesTheShape) {
   absl::Status st = c.ParsePods(
       R"({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "42"}})",
       "cluster/pods.json");
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(st.message()),
               HasSubstr("parse cluster/pods.json: items: missing: a PodList without \"items\""));
   EXPECT_THAT(std::string(st.message()), Not(HasSubstr("metadata.name")));
   // "items": null (kubectl's empty list) and one bare object still load.
   Cluster empty;
-  EXPECT_TRUE(empty.ParsePods(R"({"kind": "PodList", "items": null})").ok());
+  EXPECT_OK(empty.ParsePods(R"({"kind": "PodList", "items": null})"));
   Cluster one;
-  EXPECT_TRUE(one.ParsePods(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "d"}})").ok());
+  EXPECT_OK(one.ParsePods(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "d"}})"));
 }
 
 TEST(K8sNodes, AddressesCidrsCalicoAnnotations) {
@@ -226,8 +227,7 @@ TEST(K8sParse, MalformedNamesFileAndField) {
       R"({"items":[{"metadata":{"name":"a","namespace":"x"},"status":{"podIP":"10.0.0.1"}},
                    {"metadata":{"name":"b"},"status":{"podIP":"10.0.0.300"}}]})",
       "cluster/pods.json");
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(st.message()), HasSubstr("cluster/pods.json: items[1].status.podIP: invalid IPv4 address '10.0.0.300'"));
   st = c.ParseServices(R"({"items":[{"metadata":{"name":"s"},"spec":{"ports":[{"port":"eighty"}]}}]})",
                        "cluster/services.json");
@@ -253,8 +253,7 @@ TEST(K8sParse, KubectlStatusIsAnErrorNotAnEmptyList) {
           "message":"pods is forbidden: User \"dev\" cannot list resource \"pods\"",
           "reason":"Forbidden","details":{"kind":"pods"},"code":403})",
       "cluster/pods.json");
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(std::string(st.message()),
             "parse cluster/pods.json: (root): a kubectl Status object, not a list: status "
             "'Failure', message 'pods is forbidden: User \"dev\" cannot list resource \"pods\"'");
@@ -263,7 +262,7 @@ TEST(K8sParse, KubectlStatusIsAnErrorNotAnEmptyList) {
   EXPECT_THAT(std::string(st.message()),
               HasSubstr("parse cluster/nodes.json: (root): expected a JSON array or a list object "
                         "with \"items\", got an object with keys \"a\""));
-  EXPECT_TRUE(c.ParseServices(R"({"kind":"List","items":null})", "s.json").ok());
+  EXPECT_OK(c.ParseServices(R"({"kind":"List","items":null})", "s.json"));
 }
 
 TEST(K8sPods, LivePodsSharingAnAddress) {
@@ -292,8 +291,8 @@ TEST(K8sPods, LivePodsSharingAnAddress) {
 
 TEST(K8sParse, BareArrayAndSingleObject) {
   Cluster c;
-  ASSERT_TRUE(c.ParsePods(R"([{"metadata":{"name":"a"},"status":{"podIP":"10.1.1.1"}}])").ok());
-  ASSERT_TRUE(c.ParsePods(R"({"kind":"Pod","metadata":{"name":"b","namespace":"n"}})").ok());
+  ASSERT_OK(c.ParsePods(R"([{"metadata":{"name":"a"},"status":{"podIP":"10.1.1.1"}}])"));
+  ASSERT_OK(c.ParsePods(R"({"kind":"Pod","metadata":{"name":"b","namespace":"n"}})"));
   c.Finalize();
   EXPECT_NE(c.FindPod("default", "a"), nullptr);  // namespace defaults to "default"
   EXPECT_NE(c.FindPod("n", "b"), nullptr);
@@ -301,7 +300,7 @@ TEST(K8sParse, BareArrayAndSingleObject) {
 
 TEST(IpPools, V3ListModesAndMostSpecific) {
   auto pools = ParseIpPools(Fixture("ippools-v3.json"), "cluster/ippools.json");
-  ASSERT_TRUE(pools.ok()) << pools.status();
+  ASSERT_OK(pools);
   ASSERT_EQ(pools->size(), 3u);  // IPv6 pool skipped
   const IpPool& def = (*pools)[0];
   EXPECT_EQ(def.api_version, "projectcalico.org/v3");
@@ -319,7 +318,7 @@ TEST(IpPools, V3ListModesAndMostSpecific) {
 
 TEST(IpPools, CrdV1AndLegacyIpipForms) {
   auto pools = ParseIpPools(Fixture("ippools-crd-v1.json"));
-  ASSERT_TRUE(pools.ok()) << pools.status();
+  ASSERT_OK(pools);
   ASSERT_EQ(pools->size(), 5u);
   EXPECT_EQ((*pools)[0].api_version, "crd.projectcalico.org/v1");
   EXPECT_EQ((*pools)[0].ipip_mode, EncapMode::kAlways);
@@ -333,10 +332,10 @@ TEST(IpPools, CrdV1AndLegacyIpipForms) {
 
 TEST(IpPools, BareArraySingleObjectAndErrors) {
   auto pools = ParseIpPools(R"([{"metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","vxlanMode":"CrossSubnet"}}])");
-  ASSERT_TRUE(pools.ok());
+  ASSERT_OK(pools);
   EXPECT_EQ((*pools)[0].vxlan_mode, EncapMode::kCrossSubnet);
   pools = ParseIpPools(R"({"kind":"IPPool","metadata":{"name":"one"},"spec":{"cidr":"10.8.0.0/16"}})");
-  ASSERT_TRUE(pools.ok());
+  ASSERT_OK(pools);
   ASSERT_EQ(pools->size(), 1u);
   EXPECT_EQ((*pools)[0].ipip_mode, EncapMode::kNever);
   EXPECT_EQ((*pools)[0].node_selector, "all()");

@@ -10,12 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libsarena/model/neigh.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 net::Ipv4 Ip(const char* s) { return net::Ipv4::from_string(s); }
@@ -23,20 +26,20 @@ net::Ipv4Prefix Pfx(const char* s) { return *net::ParseIpv4Prefix(s); }
 
 std::string Fixture(const std::string& name) {
   auto text = ReadFileToString(sarena::testing::SourceDir() + "/tests/data/model/iproute2/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
+  EXPECT_OK(text);
   return text.ok() ? *text : std::string();
 }
 
 // The real node sample: links, addresses, routes (+ rules when `with_rules`).
 Netstack RealNode(bool with_rules) {
   Netstack ns;
-  EXPECT_TRUE(ns.ParseLinks(Fixture("ip-link.json")).ok());
-  EXPECT_TRUE(ns.ParseAddrs(Fixture("ip-addr.json")).ok());
-  EXPECT_TRUE(ns.ParseRoutes(Fixture("ip-route.json")).ok());
+  EXPECT_OK(ns.ParseLinks(Fixture("ip-link.json")));
+  EXPECT_OK(ns.ParseAddrs(Fixture("ip-addr.json")));
+  EXPECT_OK(ns.ParseRoutes(Fixture("ip-route.json")));
   if (with_rules) EXPECT_TRUE(ns.ParseRules(Fixture("ip-rule.json")).ok());
-  EXPECT_TRUE(ns.ParseNeighbors(Fixture("ip-neigh.json")).ok());
-  EXPECT_TRUE(ns.ParseFdb(Fixture("bridge-fdb.json")).ok());
-  EXPECT_TRUE(ns.ParseSysctls(Fixture("sysctl.txt")).ok());
+  EXPECT_OK(ns.ParseNeighbors(Fixture("ip-neigh.json")));
+  EXPECT_OK(ns.ParseFdb(Fixture("bridge-fdb.json")));
+  EXPECT_OK(ns.ParseSysctls(Fixture("sysctl.txt")));
   ns.Finalize();
   return ns;
 }
@@ -713,7 +716,7 @@ TEST(NetstackSysctl, ParseAndKernelNames) {
       "net.ipv4.conf.vxlan/calico.rp_filter = 2\n"
       "net.ipv4.ip_local_port_range = 32768\t60999\n"
       "sysctl: permission denied on key 'fs.protected_hardlinks'\n");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->RpFilter("vxlan.calico").value, 2);
   EXPECT_EQ(s->GetInt("net.ipv4.ip_local_port_range"), 32768);
   EXPECT_EQ(s->IpForward().value, 1);
@@ -753,7 +756,7 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
     auto s = Sysctls::Parse(absl::StrCat("net.ipv4.conf.all.log_martians = 0\n", c.line, "\n"),
                             "nodes/n1/sysctl.txt");
     ASSERT_FALSE(s.ok()) << c.line << " parsed";
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << c.line;
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument)) << c.line;
     EXPECT_THAT(std::string(s.status().message()), HasSubstr("parse nodes/n1/sysctl.txt: line 2: "))
         << c.line;
     EXPECT_THAT(std::string(s.status().message()), HasSubstr(c.want)) << c.line;
@@ -771,7 +774,7 @@ TEST(NetstackSysctl, InterpretedKeysAreValidatedAtParse) {
       "net.ipv4.ip_forward = 2\n"
       "net.ipv4.fib_multipath_hash_policy = 3\n",
       "nodes/n1/sysctl.txt");
-  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->RpFilter("eth0").value, 2);
   EXPECT_EQ(ok->IpForward().value, 2);
   EXPECT_EQ(Sysctls::Interpreted("net.ipv4.conf.lxc.abc.rp_filter"), SysctlCheck::AnyInt());
@@ -794,7 +797,7 @@ TEST(NetstackSysctl, DuplicateKeyIsAnErrorNamingBothLines) {
                                     second, "\n");
     auto s = Sysctls::Parse(text, "nodes/n1/sysctl.txt");
     ASSERT_FALSE(s.ok()) << second;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(s.status().message()),
                 HasSubstr("parse nodes/n1/sysctl.txt: line ")) << second;
     EXPECT_THAT(std::string(s.status().message()),
@@ -809,7 +812,7 @@ TEST(NetstackSysctl, DuplicateKeyIsAnErrorNamingBothLines) {
       "fs.pipe-keep = copy 0\nfs.pipe-keep = copy 1\nkernel.core_modes = a\nkernel.core_modes = b\n"
       "net.ipv4.ip_forward = 1\n",
       "sysctl.txt");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->Get("fs.pipe-keep"), "copy 0");
   EXPECT_EQ(s->Get("net.ipv4.ip_forward"), "1");
 }
@@ -823,14 +826,14 @@ TEST(NetstackSysctl, DottedDeviceNameAppliesInEverySpelling) {
     auto s = Sysctls::Parse(absl::StrCat("net.ipv4.ip_forward = 1\n"
                                          "net.ipv4.conf.all.forwarding = 1\n",
                                          line, "\n"));
-    ASSERT_TRUE(s.ok()) << line << ": " << s.status();
+    ASSERT_OK(s) << line;
     EXPECT_EQ(s->Forwarding("vxlan.calico").value, 0) << line;
     EXPECT_TRUE(s->Forwarding("vxlan.calico").known) << line;
     EXPECT_EQ(s->Get("net.ipv4.conf.vxlan/calico.forwarding"), "0") << line;
     EXPECT_EQ(s->Forwarding("eth0").value, 1) << line;  // others: conf.all
   }
   auto rp = Sysctls::Parse("net/ipv4/conf/vxlan.calico/rp_filter = 2\n");
-  ASSERT_TRUE(rp.ok()) << rp.status();
+  ASSERT_OK(rp);
   EXPECT_EQ(rp->RpFilter("vxlan.calico").value, 2);
   // The two spellings of one key contradict each other: refused, not resolved by order.
   auto both = Sysctls::Parse(
@@ -854,7 +857,7 @@ TEST(NetstackSysctl, ConfIntAgreesWithTheRawValueAfterParseAndSet) {
       "net.ipv4.conf.all.rp_filter = 1\n"
       "net.ipv4.conf.vxlan/calico.proxy_arp = 1\n"
       "net.ipv4.conf.eth0.log_martians = 1\n");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   auto agree = [&](absl::string_view dev, absl::string_view name) {
     EXPECT_EQ(s->ConfInt(dev, name), s->GetInt(Sysctls::ConfKey(dev, name)))
         << dev << " " << name;
@@ -885,7 +888,7 @@ TEST(NetstackSysctl, NonCanonicalIntegerInAnInterpretedKeyIsRefused) {
     auto s = Sysctls::Parse(absl::StrCat("net.ipv4.conf.all.rp_filter = ", v, "\n"),
                             "nodes/n1/sysctl.txt");
     ASSERT_FALSE(s.ok()) << v;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << v;
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument)) << v;
     EXPECT_THAT(std::string(s.status().message()),
                 HasSubstr(absl::StrCat("parse nodes/n1/sysctl.txt: line 1: key "
                                        "'net.ipv4.conf.all.rp_filter': value '", v,
@@ -898,7 +901,7 @@ TEST(NetstackSysctl, NonCanonicalIntegerInAnInterpretedKeyIsRefused) {
   auto ok = Sysctls::Parse(
       "net.ipv4.conf.all.rp_filter = 0\nnet.ipv4.conf.eth0.rp_filter = -1\n"
       "net.ipv4.conf.eth1.rp_filter = 10\nnet.core.somaxconn = 04096\n");
-  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->RpFilter("eth1").value, 10);
 }
 
@@ -908,7 +911,7 @@ TEST(NetstackParse, EmptyLinkListIsRefused) {
     Netstack ns;
     absl::Status st = ns.ParseLinks(json, "nodes/n1/ip-link.json");
     ASSERT_FALSE(st.ok()) << json;
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(st.message()), HasSubstr("parse nodes/n1/ip-link.json: "));
     EXPECT_THAT(std::string(st.message()), HasSubstr("no links: ip -j link always lists lo"));
     EXPECT_FALSE(ns.Has(NetstackSource::kLinks));
@@ -930,8 +933,7 @@ TEST(NetstackParse, NullOrMissingLinkFlagsAreAnErrorNotDown) {
     Netstack ns;
     absl::Status st = ns.ParseLinks(c.json, "ip-link.json");
     ASSERT_FALSE(st.ok()) << c.json;
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(st.message()), HasSubstr(c.want));
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want)));
   }
 }
 
@@ -945,7 +947,7 @@ TEST(NetstackParse, LinkMtuBelowIpv4MinimumLoads) {
           {"ifindex":4,"ifname":"can0","flags":["NOARP","UP"],"mtu":16,"link_type":"can"},
           {"ifindex":5,"ifname":"dummy0","flags":["BROADCAST","NOARP"],"mtu":67}])",
       "nodes/n1/ip-link.json");
-  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_OK(st);
   ASSERT_NE(ns.FindInterface("can0"), nullptr);
   EXPECT_EQ(ns.FindInterface("can0")->mtu, 16u);
   Netstack bad;
@@ -961,7 +963,7 @@ TEST(NetstackParse, MalformedNeighbourLladdrIsALoadError) {
                      R"({"dst":"10.0.0.2","dev":"eth0","lladdr":")", ll, R"(","state":["REACHABLE"]}])"),
         "nodes/n1/ip-neigh.json");
     ASSERT_FALSE(st.ok()) << ll;
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(st.message()), HasSubstr("parse nodes/n1/ip-neigh.json: [1].lladdr: "))
         << ll;
     EXPECT_THAT(std::string(st.message()), HasSubstr(absl::StrCat("'", ll, "'"))) << ll;
@@ -980,7 +982,85 @@ TEST(NetstackParse, MalformedNeighbourLladdrIsALoadError) {
       R"({"dst":"10.0.0.4","dev":"ip6tnl1","lladdr":"fd00::2","state":["PERMANENT"]},)"
       R"({"dst":"10.0.0.5","dev":"gre6","lladdr":"::","state":["NOARP"]},)"
       R"({"dst":"10.0.0.2","dev":"eth0","state":["FAILED"]}])");
-  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_OK(st);
+}
+
+TEST(NetstackParse, NeighbourStateIsTheSetOfNudBits) {
+  // iproute2 prints one name per NUD_* bit of ndm_state, in bit order, and no "state" at all for
+  // NUD_NONE; an array with several names is one entry in several states.
+  Netstack ns;
+  absl::Status st = ns.ParseNeighbors(
+      R"([{"dst":"10.0.0.1","dev":"eth0","lladdr":"02:00:00:00:00:01","state":["REACHABLE"]},)"
+      R"({"dst":"10.0.0.2","dev":"eth0","lladdr":"02:00:00:00:00:02","state":["STALE","NOARP"]},)"
+      R"({"dst":"10.0.0.3","dev":"tunl0","state":["NOARP","PERMANENT"]},)"
+      R"({"dst":"10.0.0.4","dev":"eth0","lladdr":"02:00:00:00:00:04"},)"
+      R"({"dst":"10.0.0.5","dev":"eth0","state":[]},)"
+      R"({"dst":"10.0.0.6","dev":"eth0","lladdr":"02:00:00:00:00:06","state":["DELAY","FAILED"]},)"
+      R"({"dst":"10.0.0.7","dev":"eth0","state":"INCOMPLETE"}])");
+  ASSERT_OK(st);
+  const std::vector<Neighbor>& n = ns.neighbors();
+  ASSERT_EQ(n.size(), 7u);
+  EXPECT_EQ(n[0].state, NeighState::kReachable);
+  EXPECT_EQ(n[0].StateNames(), "REACHABLE");
+  EXPECT_TRUE(n[0].Usable());
+  EXPECT_EQ(n[1].state, NeighState::kStale | NeighState::kNoArp);
+  EXPECT_EQ(n[1].StateNames(), "STALE,NOARP");
+  EXPECT_EQ(n[2].state, NeighState::kNoArp | NeighState::kPermanent);
+  EXPECT_EQ(n[2].StateNames(), "NOARP,PERMANENT");
+  EXPECT_TRUE(n[2].Usable());  // no lladdr needed on a NOARP entry
+  EXPECT_EQ(n[3].state, NeighState::kNone);  // NUD_NONE: no "state"
+  EXPECT_EQ(n[3].StateNames(), "");
+  EXPECT_TRUE(n[3].Usable());
+  EXPECT_EQ(n[4].state, NeighState::kNone);
+  EXPECT_FALSE(n[4].Usable());  // neither an lladdr nor NOARP / PERMANENT
+  EXPECT_EQ(n[5].state, NeighState::kDelay | NeighState::kFailed);
+  EXPECT_FALSE(n[5].Usable());  // FAILED among the states
+  EXPECT_EQ(n[6].state, NeighState::kIncomplete);  // a lone string reads as a one-name array
+  EXPECT_FALSE(n[6].Usable());
+}
+
+TEST(NeighborLladdr, StaticStatesAreNeverReResolved) {
+  // PERMANENT or NOARP among the states: the entry stays wrong until someone replaces it.
+  Interface receiver;
+  receiver.name = "eth0";
+  receiver.mac = *net::ParseMac("02:00:00:00:00:02");
+  Neighbor n;
+  n.dst = Ip("10.0.0.5");
+  n.dev = "veth1";
+  n.lladdr = *net::ParseMac("02:00:00:00:00:01");
+  n.state = NeighState::kNoArp | NeighState::kPermanent;
+  NeighCheck c = CheckNeighborLladdr(n, receiver, "pod a/b");
+  EXPECT_EQ(c.fit, NeighFit::kStaleStatic);
+  EXPECT_THAT(c.detail, ::testing::StartsWith("noarp,permanent neighbour entry 10.0.0.5 lladdr "
+                                              "02:00:00:00:00:01 on veth1, but eth0 of pod a/b"));
+  n.state = NeighState::kStale;
+  c = CheckNeighborLladdr(n, receiver, "pod a/b");
+  EXPECT_EQ(c.fit, NeighFit::kStaleDynamic);
+  EXPECT_THAT(c.detail, ::testing::StartsWith("stale neighbour entry 10.0.0.5"));
+  n.state = NeighState::kNone;  // no state printed: no word for it
+  EXPECT_THAT(CheckNeighborLladdr(n, receiver, "pod a/b").detail,
+              ::testing::StartsWith("neighbour entry 10.0.0.5"));
+  n.lladdr = receiver.mac;
+  EXPECT_EQ(CheckNeighborLladdr(n, receiver, "pod a/b").fit, NeighFit::kMatches);
+}
+
+TEST(NetstackParse, UnknownNeighbourStateIsALoadError) {
+  // iproute2 prints only the eight NUD_* names, upper case: anything else is not its output.
+  for (const char* bad : {"BOGUS", "reachable", "NONE", "REACHABLE,PERMANENT", ""}) {
+    Netstack ns;
+    absl::Status st = ns.ParseNeighbors(
+        absl::StrCat(R"([{"dst":"10.0.0.1","dev":"eth0","lladdr":"02:00:00:00:00:01","state":["REACHABLE"]},)"
+                     R"({"dst":"10.0.0.2","dev":"eth0","state":["STALE",")", bad, R"("]}])"),
+        "nodes/n1/ip-neigh.json");
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument)) << bad;
+    EXPECT_EQ(st.message(), absl::StrCat("parse nodes/n1/ip-neigh.json: [1].state[1]: invalid "
+                                         "neighbour state '", bad, "'"));
+  }
+  Netstack ns;
+  absl::Status st = ns.ParseNeighbors(R"([{"dst":"10.0.0.2","dev":"eth0","state":[2]}])");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("[0].state[0]: expected a string"));
 }
 
 TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {
@@ -990,9 +1070,9 @@ TEST(NetstackRoute, RouteOnADeviceTheLinksLackIsReturnedNotSkipped) {
   ASSERT_EQ(routes.substr(0, 1), "[");
   routes.insert(1, R"({"dst":"10.99.0.0/16","dev":"ghost0","scope":"link","flags":[]},)");
   Netstack ns;
-  ASSERT_TRUE(ns.ParseLinks(Fixture("ip-link.json")).ok());
-  ASSERT_TRUE(ns.ParseAddrs(Fixture("ip-addr.json")).ok());
-  ASSERT_TRUE(ns.ParseRoutes(routes).ok());
+  ASSERT_OK(ns.ParseLinks(Fixture("ip-link.json")));
+  ASSERT_OK(ns.ParseAddrs(Fixture("ip-addr.json")));
+  ASSERT_OK(ns.ParseRoutes(routes));
   ns.Finalize();
   RouteResult r = ns.Lookup(Out("10.99.1.1"));
   ASSERT_TRUE(r.ok());
@@ -1004,8 +1084,7 @@ TEST(NetstackParse, MalformedNamesFileAndField) {
   Netstack ns;
   absl::Status st = ns.ParseRoutes(R"([{"dst":"10.0.0.0/8","dev":"eth0"},{"dst":"10.1.2.300"}])",
                                    "nodes/n1/ip-route.json");
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(st.message()), HasSubstr("nodes/n1/ip-route.json"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("[1].dst"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("10.1.2.300"));
@@ -1048,7 +1127,7 @@ TEST(NetstackParse, HandWrittenIpipTunl0) {
 
 TEST(NetstackParse, MissingSourcesAreVisible) {
   Netstack ns;
-  ASSERT_TRUE(ns.ParseRoutes(Fixture("ip-route.json")).ok());
+  ASSERT_OK(ns.ParseRoutes(Fixture("ip-route.json")));
   ns.Finalize();
   EXPECT_TRUE(ns.Has(NetstackSource::kRoutes));
   EXPECT_FALSE(ns.Has(NetstackSource::kRules));

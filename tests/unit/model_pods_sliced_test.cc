@@ -3,9 +3,7 @@
 // kubectl's indented layout (split), compact JSON (not split), items whose nested arrays look
 // like item boundaries at a deeper indentation, and members the slices skip (volumes,
 // containerStatuses), whose syntax errors must still be found.
-#include <unistd.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "libsarena/model/k8s.h"
 #include "libsarena/model/snapshot.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
@@ -116,28 +115,15 @@ std::string PrettyList(int n) {
 
 class SlicedPods : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           absl::StrCat("sarena-sliced-", getpid(), "-",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  void Write(const std::string& text) {
-    FILE* f = std::fopen((dir_ / "pods.json").c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(std::fwrite(text.data(), 1, text.size(), f), text.size());
-    std::fclose(f);
-  }
+  void Write(const std::string& text) { dir_.Write("pods.json", text); }
   // Loaded in slices of `slice` bytes, and in one piece.
   std::pair<absl::StatusOr<Cluster>, absl::StatusOr<Cluster>> LoadBoth(size_t slice) {
     ClusterLoadOptions sliced{.parallel_min_bytes = 1, .slice_bytes = slice};
     ClusterLoadOptions whole{.parallel_min_bytes = SIZE_MAX};
-    return {Cluster::Load(dir_.string(), sliced), Cluster::Load(dir_.string(), whole)};
+    return {Cluster::Load(dir_.path(), sliced), Cluster::Load(dir_.path(), whole)};
   }
 
-  std::filesystem::path dir_;
+  sarena::testing::TempDir dir_{"sarena-sliced-"};
 };
 
 void ExpectSamePods(const Cluster& a, const Cluster& b) {

@@ -14,6 +14,7 @@
 #include "libsarena/model/sarena_node.pb.h"
 #include "libsarena/model/snapshot.h"
 #include "libsarena/model/snapshot_layout.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::model {
@@ -21,6 +22,7 @@ namespace {
 
 namespace v1 = ::sarena::snapshot::v1;
 using ::google::protobuf::util::MessageDifferencer;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 v1::SarenaEndpointsFile SampleEndpoints() {
@@ -92,7 +94,7 @@ v1::SarenaClusterFile SampleCluster() {
 
 std::string Read(const std::string& path) {
   auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.ok()) << text.status();
+  EXPECT_OK(text);
   return text.value_or("");
 }
 
@@ -100,7 +102,7 @@ template <typename M>
 void ExpectRoundTrip(const M& m) {
   const std::string text = PrintProtoJson(m);
   M back;
-  ASSERT_TRUE(ParseProtoJson(text, "x.json", &back).ok()) << text;
+  ASSERT_OK(ParseProtoJson(text, "x.json", &back)) << text;
   EXPECT_TRUE(MessageDifferencer::Equals(m, back)) << text << "\nvs\n" << back.DebugString();
 }
 
@@ -125,7 +127,7 @@ TEST(SarenaNodeFiles, WrittenTextIsSnakeCaseWithEveryScalar) {
 
 TEST(SarenaNodeFiles, ModelReadersTakeTheWrittenText) {
   auto eps = ParseSarenaEndpoints(PrintProtoJson(SampleEndpoints()));
-  ASSERT_TRUE(eps.ok()) << eps.status();
+  ASSERT_OK(eps);
   ASSERT_EQ(eps->size(), 2u);
   const SarenaEndpoint& e = (*eps)[0];
   EXPECT_EQ(e.container_id, "c0ffee");
@@ -144,7 +146,7 @@ TEST(SarenaNodeFiles, ModelReadersTakeTheWrittenText) {
   EXPECT_FALSE((*eps)[1].gateway);
 
   auto c = ParseSarenaCluster(PrintProtoJson(SampleCluster()));
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   ASSERT_TRUE(c->overlay);
   EXPECT_EQ(c->overlay->vni, 0xffffffu);
   EXPECT_EQ(c->overlay->node_id, 16383u);
@@ -168,15 +170,15 @@ TEST(SarenaNodeFiles, EveryFileUnderTestsDataLoads) {
     const std::string path = entry.path().string();
     if (name == kSarenaEndpointsFile) {
       auto eps = ParseSarenaEndpoints(Read(path), path);
-      EXPECT_TRUE(eps.ok()) << eps.status();
+      EXPECT_OK(eps);
       EXPECT_FALSE(eps.ok() && eps->empty()) << path;
     } else if (name == kSarenaClusterFile) {
       auto c = ParseSarenaCluster(Read(path), path);
-      EXPECT_TRUE(c.ok()) << c.status();
+      EXPECT_OK(c);
     } else if (name == kSarenaProgramsFile) {
       v1::SarenaProgramsFile f;
       absl::Status st = ParseProtoJson(Read(path), path, &f);
-      EXPECT_TRUE(st.ok()) << st;
+      EXPECT_OK(st);
       EXPECT_GT(f.programs_size(), 0) << path;
     } else {
       continue;
@@ -190,23 +192,22 @@ TEST(SarenaNodeFiles, OlderShapesReadAlike) {
   // A bare array, lowerCamelCase keys, numbers as text (protobuf JSON accepts both).
   auto bare = ParseSarenaEndpoints(
       R"([{"ip": "10.1.1.1", "podMac": "02:00:00:00:00:01", "hostIfindex": "7"}])");
-  ASSERT_TRUE(bare.ok()) << bare.status();
+  ASSERT_OK(bare);
   ASSERT_EQ(bare->size(), 1u);
   EXPECT_EQ((*bare)[0].host_ifindex, 7u);
   EXPECT_TRUE((*bare)[0].pod_mac);
   // The list under "items".
   auto items = ParseSarenaEndpoints(R"({"items": [{"ip": "10.1.1.2", "mtu": 1400}]})");
-  ASSERT_TRUE(items.ok()) << items.status();
+  ASSERT_OK(items);
   ASSERT_EQ(items->size(), 1u);
   EXPECT_EQ((*items)[0].mtu, 1400u);
   // No list at all: no endpoints. Unknown keys (a newer writer's) are skipped.
   auto none = ParseSarenaEndpoints(R"({"version": 2})");
-  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_OK(none);
   EXPECT_TRUE(none->empty());
   // An IPv6 pod address reads as absent (the walk models IPv4).
-  auto v6 = ParseSarenaEndpoints(R"({"endpoints": [{"ip": "fd00::1"}]})");
-  ASSERT_TRUE(v6.ok()) << v6.status();
-  EXPECT_FALSE((*v6)[0].ip);
+  ASSERT_OK_AND_ASSIGN(auto v6, ParseSarenaEndpoints(R"({"endpoints": [{"ip": "fd00::1"}]})"));
+  EXPECT_FALSE(v6[0].ip);
   // Programs: the legacy "name" key and a bare array.
   v1::SarenaProgramsFile progs;
   ASSERT_TRUE(ParseProtoJson(R"([{"ifname": "eth0", "name": "from_net"}])", "p.json", &progs,
@@ -217,7 +218,7 @@ TEST(SarenaNodeFiles, OlderShapesReadAlike) {
   // Cluster: a number written as text, an absent family.
   auto c = ParseSarenaCluster(
       R"({"peers": [{"underlay": "10.0.0.1", "node_id": "3"}], "node_counters": [{"node_id": 3, "tx_bytes": 9}]})");
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->peers[0].node_id, 3u);
   EXPECT_EQ(c->node_counters[0].tx_bytes, 9u);
 }
@@ -245,7 +246,7 @@ TEST(SarenaNodeFiles, MalformedEndpointsNameTheField) {
        }) {
     auto eps = ParseSarenaEndpoints(b.json, "f.json");
     ASSERT_FALSE(eps.ok()) << b.json;
-    EXPECT_EQ(eps.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(eps, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(eps.status().message()), HasSubstr(absl::StrCat("parse f.json: ", b.message)))
         << b.json;
   }
@@ -274,7 +275,7 @@ TEST(SarenaNodeFiles, MalformedClusterNamesTheField) {
        }) {
     auto c = ParseSarenaCluster(b.json, "f.json");
     ASSERT_FALSE(c.ok()) << b.json;
-    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(absl::StrCat("parse f.json: ", b.message)))
         << b.json;
   }
@@ -288,8 +289,7 @@ TEST(SarenaNodeFiles, DuplicateKeysAreAnErrorNamingTheKey) {
                       {"cidr": "10.3.0.0/24", "underlay": "192.168.0.3", "mode": "tunnel"},
                       {"cidr": "10.2.0.0/24", "underlay": "192.168.0.9", "mode": "native"}]})",
       "nodes/a/sarena-cluster.json");
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(t, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(t.status().message()),
               HasSubstr("parse nodes/a/sarena-cluster.json: tunnels[2].cidr: duplicate key "
                         "'10.2.0.0/24': tunnels[0] has it too"));
@@ -311,7 +311,7 @@ TEST(SarenaNodeFiles, DuplicateKeysAreAnErrorNamingTheKey) {
        }) {
     auto eps = ParseSarenaEndpoints(c.json, "nodes/a/sarena-endpoints.json");
     ASSERT_FALSE(eps.ok()) << c.json;
-    EXPECT_EQ(eps.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(eps, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(eps.status().message()),
                 HasSubstr(absl::StrCat("parse nodes/a/sarena-endpoints.json: ", c.want)));
   }
@@ -327,7 +327,7 @@ TEST(SarenaNodeFiles, MalformedProgramsNameTheField) {
     v1::SarenaProgramsFile f;
     absl::Status st = ParseProtoJson(b.json, "f.json", &f);
     ASSERT_FALSE(st.ok()) << b.json;
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(std::string(st.message()), HasSubstr(absl::StrCat("parse f.json: ", b.message)))
         << b.json;
   }

@@ -4,19 +4,18 @@
 // tests/data/model.
 #include "libsarena/model/snapshot.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/lib/status_matchers.h"
 #include "tests/lib/test_util.h"
 
 namespace sarena::model {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -27,23 +26,12 @@ std::string Data(const std::string& rel) {
 
 class SnapshotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sarena-model-snap-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()); }
   void Copy(const std::string& from_rel, const std::string& to_rel) {
-    fs::create_directories(fs::path(dir_ + "/" + to_rel).parent_path());
-    fs::copy_file(Data(from_rel), dir_ + "/" + to_rel, fs::copy_options::overwrite_existing);
+    fs::create_directories(fs::path(dir_.Path(to_rel)).parent_path());
+    fs::copy_file(Data(from_rel), dir_.Path(to_rel), fs::copy_options::overwrite_existing);
   }
-  void Write(const std::string& rel, const std::string& text) {
-    fs::create_directories(fs::path(dir_ + "/" + rel).parent_path());
-    std::ofstream(dir_ + "/" + rel) << text;
-  }
+  void Write(const std::string& rel, const std::string& text) { dir_.Write(rel, text); }
   // cluster/ (legacy endpoints, no ippools) + node-a complete + node-b routes only + a pod netns.
   void BuildBasic() {
     for (const char* f : {"pods.json", "nodes.json", "services.json", "endpoints.json"}) {
@@ -65,14 +53,13 @@ class SnapshotTest : public ::testing::Test {
     }
     Copy("iproute2/ip-route.json", "nodes/node-b/ip-route.json");
   }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-model-snap-"};
 };
 
 TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_);
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  const Snapshot& s = **snap;
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
+  const Snapshot& s = *snap;
   EXPECT_EQ(s.node_names(), (std::vector<std::string>{"node-a", "node-b"}));
   EXPECT_NE(s.cluster().FindPod("default", "client"), nullptr);
   EXPECT_FALSE(s.cluster().files().endpoint_slices);  // fell back to endpoints.json
@@ -80,7 +67,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_THAT(s.cluster().files().loaded, Contains("cluster/endpoints.json"));
 
   auto a = s.Node("node-a");
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_OK(a);
   EXPECT_EQ((*a)->id, "node:node-a");
   EXPECT_TRUE((*a)->missing_files.empty()) << (*a)->missing_files[0];
   EXPECT_TRUE((*a)->netfilter.has_value());
@@ -100,7 +87,7 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_EQ(*s.Node("node-a"), *a);
 
   auto b = s.Node("node-b");
-  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_OK(b);
   const auto& missing = (*b)->missing_files;
   for (const char* f : {"nodes/node-b/ip-link.json", "nodes/node-b/ip-addr.json",
                         "nodes/node-b/ip-rule.json", "nodes/node-b/ip-neigh.json",
@@ -115,18 +102,15 @@ TEST_F(SnapshotTest, OpensLazilyAndRecordsMissingFiles) {
   EXPECT_FALSE((*b)->netstack.Has(NetstackSource::kSysctls));
 
   auto none = s.Node("node-z");
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(none.status().message()), HasSubstr("no directory nodes/node-z"));
+  ASSERT_THAT(none, StatusIs(absl::StatusCode::kNotFound, HasSubstr("no directory nodes/node-z")));
   EXPECT_FALSE(s.Node("../etc").ok());
 }
 
 TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_);
-  ASSERT_TRUE(snap.ok());
-  auto pod = (*snap)->PodNetns("default", "client");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
+  auto pod = snap->PodNetns("default", "client");
+  ASSERT_OK(pod);
   EXPECT_EQ((*pod)->id, "pod:default/client");
   EXPECT_EQ((*pod)->dir, "nodes/node-a/pods/default/client");
   const Interface* eth0 = (*pod)->netstack.FindInterface("eth0");
@@ -137,9 +121,8 @@ TEST_F(SnapshotTest, PodNetnsFoundViaNodeName) {
   EXPECT_EQ(r.gateway, net::Ipv4::from_string("169.254.1.1"));
   EXPECT_EQ(r.prefsrc, net::Ipv4::from_string("10.65.1.3"));
   EXPECT_THAT((*pod)->missing_files, Contains("nodes/node-a/pods/default/client/sysctl.txt"));
-  auto missing = (*snap)->PodNetns("shop", "web-7c9f-abcde");
-  ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  auto missing = snap->PodNetns("shop", "web-7c9f-abcde");
+  ASSERT_THAT(missing, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
@@ -147,32 +130,30 @@ TEST_F(SnapshotTest, PodDirsAndNodesWithoutLinksAreKnownWithoutParsingANode) {
   Write("nodes/node-a/pods/kube-system/coredns-1/ip-addr.json", "[]");  // not in pods.json
   Write("nodes/node-a/pods/stray-file", "x");                           // not a namespace dir
   Write("nodes/node-a/pods/default/notes.txt", "x");                    // a file, not a pod
-  auto snap = Snapshot::Open(dir_);
-  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path()));
   using Dirs = std::vector<std::pair<std::string, std::string>>;
-  EXPECT_EQ((*snap)->PodDirsOn("node-a"),
+  EXPECT_EQ(snap->PodDirsOn("node-a"),
             (Dirs{{"default", "client"}, {"kube-system", "coredns-1"}}));
-  EXPECT_EQ((*snap)->PodDirsOn("node-b"), Dirs{});  // no pods/ directory
-  EXPECT_EQ((*snap)->PodDirsOn("node-z"), Dirs{});  // no such node
+  EXPECT_EQ(snap->PodDirsOn("node-b"), Dirs{});  // no pods/ directory
+  EXPECT_EQ(snap->PodDirsOn("node-z"), Dirs{});  // no such node
   // node-b has routes only: its devices are unknown, which Open() tells from the files.
-  EXPECT_EQ((*snap)->nodes_without_links(), std::vector<std::string>{"node-b"});
-  EXPECT_EQ((*snap)->cached_nodes(), 0u);
+  EXPECT_EQ(snap->nodes_without_links(), std::vector<std::string>{"node-b"});
+  EXPECT_EQ(snap->cached_nodes(), 0u);
 }
 
 TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
   BuildBasic();
   Write("nodes/node-b/ip-addr.json",
         R"([{"ifindex":2,"ifname":"eth0","addr_info":[{"family":"inet","local":"192.168.1.x","prefixlen":24}]}])");
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_TRUE(snap.ok());  // node files are parsed lazily
   auto b = (*snap)->Node("node-b");
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(b, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(b.status().message()),
               HasSubstr("parse nodes/node-b/ip-addr.json: [0].addr_info[0].local: invalid IPv4 address '192.168.1.x'"));
   Write("nodes/node-b/ip-addr.json", "[]");
   Write("nodes/node-b/iptables-save.txt", "*filter\n:INPUT ACCEPT [0:0]\n-A OUTPUT -j DROP\nCOMMIT\n");
-  auto snap2 = Snapshot::Open(dir_);
+  auto snap2 = Snapshot::Open(dir_.path());
   auto b2 = (*snap2)->Node("node-b");
   ASSERT_FALSE(b2.ok());
   EXPECT_THAT(std::string(b2.status().message()),
@@ -182,35 +163,32 @@ TEST_F(SnapshotTest, MalformedNodeFileNamesFileAndField) {
 TEST_F(SnapshotTest, MalformedClusterFileFailsOpen) {
   BuildBasic();
   Write("cluster/services.json", R"({"items":[{"metadata":{"name":"s"},"spec":{"clusterIP":"10.96.0.999"}}]})");
-  auto snap = Snapshot::Open(dir_);
+  auto snap = Snapshot::Open(dir_.path());
   ASSERT_FALSE(snap.ok());
   EXPECT_THAT(std::string(snap.status().message()),
               HasSubstr("parse cluster/services.json: items[0].spec.clusterIP: invalid IPv4 address '10.96.0.999'"));
 }
 
 TEST_F(SnapshotTest, EmptyDirectoryAndMissingDirectory) {
-  auto snap = Snapshot::Open(dir_, {.eager = true});
-  ASSERT_TRUE(snap.ok());
-  EXPECT_TRUE((*snap)->node_names().empty());
-  EXPECT_THAT((*snap)->cluster().files().missing, Contains("cluster/pods.json"));
-  auto none = Snapshot::Open(dir_ + "/nope");
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path(), {.eager = true}));
+  EXPECT_TRUE(snap->node_names().empty());
+  EXPECT_THAT(snap->cluster().files().missing, Contains("cluster/pods.json"));
+  auto none = Snapshot::Open(dir_.Path("nope"));
+  ASSERT_THAT(none, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(SnapshotTest, ReadFileStaysInsideSnapshot) {
   BuildBasic();
-  auto snap = Snapshot::Open(dir_, {.eager = true});
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  EXPECT_TRUE((*snap)->ReadFile("nodes/node-a/sysctl.txt").ok());
-  EXPECT_EQ((*snap)->ReadFile("nodes/node-a/nope.json").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ((*snap)->ReadFile("../x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*snap)->ReadFile("/etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(auto snap, Snapshot::Open(dir_.path(), {.eager = true}));
+  EXPECT_OK(snap->ReadFile("nodes/node-a/sysctl.txt"));
+  EXPECT_THAT(snap->ReadFile("nodes/node-a/nope.json"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(snap->ReadFile("../x"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(snap->ReadFile("/etc/passwd"), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(SarenaEndpoints, BareArraySnakeCaseAndErrors) {
   auto eps = ParseSarenaEndpoints(R"([{"ip":"10.1.1.1","pod_mac":"02:00:00:00:00:01","host_ifname":"lxcx","endpoint_id":"7"}])");
-  ASSERT_TRUE(eps.ok()) << eps.status();
+  ASSERT_OK(eps);
   EXPECT_EQ((*eps)[0].endpoint_id, 7u);  // uint32 fields may be JSON strings in protobuf JSON
   EXPECT_EQ((*eps)[0].host_ifname, "lxcx");
   auto bad = ParseSarenaEndpoints(R"({"endpoints":[{"podMac":"zz"}]})", "nodes/a/sarena-endpoints.json");

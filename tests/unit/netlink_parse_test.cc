@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/net/ip.h"
@@ -27,10 +28,12 @@
 #include "libsarena/netlink/socket.h"
 #include "libsarena/netlink/sysctl.h"
 #include "libsarena/netlink/types.h"
+#include "tests/lib/status_matchers.h"
 
 namespace sarena::nl {
 namespace {
 
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 net::Ipv4 Ip(const char* text) { return *net::ParseIpv4(text); }
@@ -63,7 +66,7 @@ TEST(NetlinkSysctlPathTest, DottedSlashAndProcForms) {
 TEST(NetlinkSysctlPathTest, RejectsEscapesAndEmptyParts) {
   for (const char* bad : {"", ".", "net..ipv4", "net/../etc", "net/./x", "net//x", "net.", "/"}) {
     absl::StatusOr<std::string> p = SysctlPath(bad);
-    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << bad << " -> " << *p;
+    EXPECT_THAT(p, StatusIs(absl::StatusCode::kInvalidArgument)) << bad << " -> " << *p;
   }
   EXPECT_THAT(std::string(SysctlPath("net/../etc").status().message()),
               HasSubstr("invalid sysctl key 'net/../etc'"));
@@ -78,7 +81,7 @@ TEST(NetlinkParseAckTest, CappedErrorWithExtackMessageAndOffset) {
   mnl_attr_put_strz(m.nlh, NLMSGERR_ATTR_MSG, "Nexthop has invalid gateway");
   mnl_attr_put_u32(m.nlh, NLMSGERR_ATTR_OFFS, 36);
   absl::StatusOr<AckError> ack = ParseAck(*m.nlh);
-  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_OK(ack);
   EXPECT_EQ(ack->error, EINVAL);
   EXPECT_EQ(ack->extack, "Nexthop has invalid gateway");
   EXPECT_EQ(ack->bad_attr_offset, 36);
@@ -96,7 +99,7 @@ TEST(NetlinkParseAckTest, UncappedErrorSkipsTheEchoedRequest) {
   std::memcpy(payload + 4, "decoy!!", 8);
   mnl_attr_put_strz(m.nlh, NLMSGERR_ATTR_MSG, "real");
   absl::StatusOr<AckError> ack = ParseAck(*m.nlh);
-  ASSERT_TRUE(ack.ok());
+  ASSERT_OK(ack);
   EXPECT_EQ(ack->error, EEXIST);
   EXPECT_EQ(ack->extack, "real");
 }
@@ -104,7 +107,7 @@ TEST(NetlinkParseAckTest, UncappedErrorSkipsTheEchoedRequest) {
 TEST(NetlinkParseAckTest, PlainAckDoneAndNotAnAck) {
   Msg<nlmsgerr> ok(NLMSG_ERROR, NLM_F_CAPPED);
   absl::StatusOr<AckError> ack = ParseAck(*ok.nlh);
-  ASSERT_TRUE(ack.ok());
+  ASSERT_OK(ack);
   EXPECT_EQ(ack->error, 0);
   EXPECT_EQ(ack->extack, "");
   EXPECT_EQ(ack->bad_attr_offset, -1);
@@ -113,14 +116,14 @@ TEST(NetlinkParseAckTest, PlainAckDoneAndNotAnAck) {
   *done.hdr = -EINTR;
   mnl_attr_put_strz(done.nlh, NLMSGERR_ATTR_MSG, "dump failed");
   ack = ParseAck(*done.nlh);
-  ASSERT_TRUE(ack.ok());
+  ASSERT_OK(ack);
   EXPECT_EQ(ack->error, EINTR);
   EXPECT_EQ(ack->extack, "dump failed");
 
   Msg<ifinfomsg> link(RTM_NEWLINK);
-  EXPECT_EQ(ParseAck(*link.nlh).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParseAck(*link.nlh), StatusIs(absl::StatusCode::kInvalidArgument));
   nlmsghdr truncated = {.nlmsg_len = NLMSG_HDRLEN + 4, .nlmsg_type = NLMSG_ERROR};
-  EXPECT_EQ(ParseAck(truncated).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParseAck(truncated), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 // ---------------------------------------------------------------- links
@@ -144,7 +147,7 @@ TEST(NetlinkParseLinkTest, VethInAnotherNamespace) {
   mnl_attr_put_strz(m.nlh, IFLA_INFO_SLAVE_KIND, "bridge");
   mnl_attr_nest_end(m.nlh, info);
   absl::StatusOr<Link> link = ParseLinkMessage(*m.nlh);
-  ASSERT_TRUE(link.ok()) << link.status();
+  ASSERT_OK(link);
   EXPECT_EQ(link->ifindex, 7);
   EXPECT_EQ(link->name, "lxc0123456789a");
   EXPECT_EQ(link->kind, "veth");
@@ -177,7 +180,7 @@ TEST(NetlinkParseLinkTest, VxlanInfoDataAndWrongType) {
   mnl_attr_nest_end(m.nlh, data);
   mnl_attr_nest_end(m.nlh, info);
   absl::StatusOr<Link> link = ParseLinkMessage(*m.nlh);
-  ASSERT_TRUE(link.ok()) << link.status();
+  ASSERT_OK(link);
   ASSERT_TRUE(link->vxlan.has_value());
   EXPECT_EQ(link->vxlan->vni, 4096u);
   EXPECT_EQ(link->vxlan->local, Ip("192.168.1.10"));
@@ -187,7 +190,7 @@ TEST(NetlinkParseLinkTest, VxlanInfoDataAndWrongType) {
   EXPECT_FALSE(link->vxlan->learning);
 
   Msg<ifaddrmsg> wrong(RTM_NEWADDR);
-  EXPECT_EQ(ParseLinkMessage(*wrong.nlh).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParseLinkMessage(*wrong.nlh), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(NetlinkLinkRefTest, ByIndexOrName) {
@@ -219,7 +222,7 @@ TEST(NetlinkParseAddressTest, LocalPeerLabelFlags) {
   mnl_attr_put_strz(m.nlh, IFA_LABEL, "tun0");
   mnl_attr_put_u32(m.nlh, IFA_FLAGS, IFA_F_PERMANENT | IFA_F_NOPREFIXROUTE);
   absl::StatusOr<Address> a = ParseAddressMessage(*m.nlh);
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_OK(a);
   EXPECT_EQ(a->ifindex, 4);
   EXPECT_EQ(a->prefix.to_string(), "10.0.0.1/32");
   EXPECT_EQ(a->peer, Ip("10.0.0.2"));
@@ -229,7 +232,7 @@ TEST(NetlinkParseAddressTest, LocalPeerLabelFlags) {
 
   Msg<ifaddrmsg> v6(RTM_NEWADDR);
   v6.hdr->ifa_family = AF_INET6;
-  EXPECT_EQ(ParseAddressMessage(*v6.nlh).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParseAddressMessage(*v6.nlh), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(NetlinkParseRouteTest, TableMetricsAndGateway) {
@@ -251,7 +254,7 @@ TEST(NetlinkParseRouteTest, TableMetricsAndGateway) {
   mnl_attr_put_u32(m.nlh, RTAX_MTU, 1480);
   mnl_attr_nest_end(m.nlh, metrics);
   absl::StatusOr<Route> r = ParseRouteMessage(*m.nlh);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->dst.to_string(), "10.244.2.0/24");
   EXPECT_EQ(r->table, 1000u);
   EXPECT_EQ(r->protocol, RouteProtocol::kBird);
@@ -281,7 +284,7 @@ TEST(NetlinkParseRouteTest, DefaultRouteAndMultipathFirstHop) {
       reinterpret_cast<char*>(mnl_nlmsg_get_payload_tail(m.nlh)) - reinterpret_cast<char*>(nh));
   mnl_attr_nest_end(m.nlh, mp);
   absl::StatusOr<Route> r = ParseRouteMessage(*m.nlh);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->dst.prefix_length(), 0);
   EXPECT_EQ(r->table, kTableMain);
   EXPECT_EQ(r->oif, 5);
@@ -304,7 +307,7 @@ TEST(NetlinkParseRuleTest, FromToIifFwmarkInvert) {
   mnl_attr_put_u32(m.nlh, FRA_FWMARK, 0x4000);
   mnl_attr_put_u32(m.nlh, FRA_FWMASK, 0x4000);
   absl::StatusOr<Rule> r = ParseRuleMessage(*m.nlh);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->priority, 100u);
   EXPECT_EQ(r->table, 300u);
   EXPECT_EQ(r->src->to_string(), "10.244.0.0/16");
@@ -322,7 +325,7 @@ TEST(NetlinkParseRuleTest, FromToIifFwmarkInvert) {
   local.hdr->table = RT_TABLE_LOCAL;
   local.hdr->action = FR_ACT_TO_TBL;
   absl::StatusOr<Rule> l = ParseRuleMessage(*local.nlh);
-  ASSERT_TRUE(l.ok());
+  ASSERT_OK(l);
   EXPECT_EQ(l->priority, 0u);
   EXPECT_EQ(ToString(*l), "0: from all lookup local");
 }
@@ -336,7 +339,7 @@ TEST(NetlinkParseNeighborTest, PermanentAndIncomplete) {
   const uint8_t mac[6] = {0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
   mnl_attr_put(m.nlh, NDA_LLADDR, 6, mac);
   absl::StatusOr<Neighbor> n = ParseNeighborMessage(*m.nlh);
-  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_OK(n);
   EXPECT_EQ(n->ifindex, 6);
   EXPECT_EQ(n->ip, Ip("169.254.1.1"));
   EXPECT_EQ(net::FormatMac(*n->mac), "ee:ee:ee:ee:ee:ee");
@@ -347,12 +350,12 @@ TEST(NetlinkParseNeighborTest, PermanentAndIncomplete) {
   inc.hdr->ndm_state = NUD_INCOMPLETE;
   mnl_attr_put_u32(inc.nlh, NDA_DST, Be("10.0.0.9"));
   n = ParseNeighborMessage(*inc.nlh);
-  ASSERT_TRUE(n.ok());
+  ASSERT_OK(n);
   EXPECT_FALSE(n->mac.has_value());
 
   Msg<ndmsg> no_dst(RTM_NEWNEIGH);
   no_dst.hdr->ndm_family = AF_INET;
-  EXPECT_EQ(ParseNeighborMessage(*no_dst.nlh).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParseNeighborMessage(*no_dst.nlh), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 // ---------------------------------------------------------------- vocabulary
@@ -382,6 +385,20 @@ TEST(NetlinkVocabularyTest, NamesFollowIproute2) {
   EXPECT_EQ(ToString(NeighState::kPermanent), "PERMANENT");
   EXPECT_EQ(ToString(NeighState::kNone), "NONE");
   EXPECT_EQ(ToString(static_cast<NeighState>(0x82)), "REACHABLE,PERMANENT");
+  EXPECT_EQ(ToString(NeighState::kReachable | NeighState::kPermanent), "REACHABLE,PERMANENT");
+  for (uint16_t bit = 0x01; bit <= 0x80; bit <<= 1) {  // every name `ip neigh` prints
+    auto state = static_cast<NeighState>(bit);
+    EXPECT_EQ(*net::ParseNeighState(ToString(state)), state) << bit;
+  }
+  EXPECT_TRUE(net::HasAny(NeighState::kStale | NeighState::kNoArp, NeighState::kNoArp));
+  EXPECT_FALSE(net::HasAny(NeighState::kStale, NeighState::kFailed | NeighState::kIncomplete));
+  EXPECT_FALSE(net::HasAny(NeighState::kNone, NeighState::kNone));
+  for (const char* bad : {"NONE", "reachable", "REACHABLE,PERMANENT", "0x80", "", "BOGUS"}) {
+    absl::StatusOr<NeighState> st = net::ParseNeighState(bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_EQ(st.status().message(), absl::StrCat("invalid neighbour state '", bad, "'"));
+  }
   EXPECT_EQ(ToString(OperState::kLowerLayerDown), "LOWERLAYERDOWN");
   EXPECT_EQ(ToString(RuleAction::kToTable), "lookup");
 }

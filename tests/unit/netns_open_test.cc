@@ -1,11 +1,9 @@
 // nl::Netns::Open must refuse anything that is not a namespace file at once, never block on it
 // (issue 10 defect 5: a FIFO as CNI_NETNS hung the whole daemon). No privileges needed.
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -14,11 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libsarena/netlink/netns.h"
+#include "tests/lib/status_matchers.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::nl {
 namespace {
 
-namespace fs = std::filesystem;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Netns::Open on another thread, so that a regression (a blocking open) fails the test after
@@ -36,52 +36,42 @@ absl::Status OpenWithTimeout(const std::string& path, absl::Duration timeout = a
 
 class NetnsOpenTest : public ::testing::Test {
  protected:
-  NetnsOpenTest() {
-    std::string tmpl = (fs::temp_directory_path() / "sarena-netns-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  ~NetnsOpenTest() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string dir_;
+  sarena::testing::TempDir dir_{"sarena-netns-"};
 };
 
 TEST_F(NetnsOpenTest, FifoIsRefusedAtOnceNamingThePath) {
-  const std::string fifo = dir_ + "/netns-fifo";
+  const std::string fifo = dir_.Path("netns-fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   absl::Status st = OpenWithTimeout(fifo);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(st.message(), HasSubstr("'" + fifo + "'"));
   EXPECT_THAT(st.message(), HasSubstr("not a network namespace (fifo)"));
 }
 
 TEST_F(NetnsOpenTest, RegularFileAndDirectoryAreRefused) {
-  const std::string file = dir_ + "/plain";
+  const std::string file = dir_.Path("plain");
   { std::FILE* f = std::fopen(file.c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
   absl::Status st = OpenWithTimeout(file);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_THAT(st.message(), HasSubstr("(regular file)"));
-  st = OpenWithTimeout(dir_);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_THAT(st.message(), HasSubstr("(directory)"));
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(regular file)")));
+  st = OpenWithTimeout(dir_.path());
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(directory)")));
 }
 
 TEST_F(NetnsOpenTest, OtherNamespaceTypeIsRefusedAndMissingIsNotFound) {
   absl::Status st = OpenWithTimeout("/proc/self/ns/uts");
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_THAT(st.message(), HasSubstr("not a network namespace"));
-  st = OpenWithTimeout(dir_ + "/missing");
-  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_THAT(st,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a network namespace")));
+  st = OpenWithTimeout(dir_.Path("missing"));
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(NetnsOpenTest, RealNetworkNamespaceOpensAndIsUsable) {
   absl::StatusOr<Netns> ns = Netns::Open("/proc/self/ns/net");
-  ASSERT_TRUE(ns.ok()) << ns.status();
+  ASSERT_OK(ns);
   absl::StatusOr<Netns> cur = Netns::Current();
-  ASSERT_TRUE(cur.ok()) << cur.status();
+  ASSERT_OK(cur);
   EXPECT_EQ(*ns, *cur);
-  EXPECT_TRUE(RunIn(*ns, [] { return absl::OkStatus(); }).ok());
+  EXPECT_OK(RunIn(*ns, [] { return absl::OkStatus(); }));
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,6 +24,7 @@
 #include "libsarena/cni/error.h"
 #include "libsarena/rpc/framing.h"
 #include "libsarena/rpc/sarenad.pb.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::plugin {
 namespace {
@@ -38,9 +38,6 @@ class ScriptedDaemon {
  public:
   using Reply = std::function<v1::Response(const v1::Request&)>;
   explicit ScriptedDaemon(Reply reply) : reply_(std::move(reply)) {
-    char tmpl[] = "/tmp/sarena-plugin-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);  // 0700, owned by the test's uid: a trusted daemonSocket directory
-    path_ = dir_ + "/sarenad.sock";
     listen_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -61,7 +58,6 @@ class ScriptedDaemon {
   ~ScriptedDaemon() {
     ::shutdown(listen_.get(), SHUT_RDWR);
     if (thread_.joinable()) thread_.join();
-    std::filesystem::remove_all(dir_);
   }
   const std::string& path() const { return path_; }
   // Valid after the plugin returned (its connection closed).
@@ -73,7 +69,9 @@ class ScriptedDaemon {
 
  private:
   Reply reply_;
-  std::string dir_, path_;
+  // 0700, owned by the test's uid: a trusted daemonSocket directory.
+  sarena::testing::TempDir dir_{"sarena-plugin-test-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   UniqueFd listen_;
   std::thread thread_;
   std::vector<v1::Request> requests_;

@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -28,10 +26,14 @@
 #include "libsarena/rpc/framing.h"
 #include "libsarena/rpc/kind.h"
 #include "libsarena/rpc/sarenad.pb.h"
+#include "tests/lib/status_matchers.h"
+#include "tests/lib/test_util.h"
 
 namespace sarena::rpc {
 namespace {
 
+using ::sarena::testing::TempDir;
+using ::sarena::testing::StatusIs;
 using ::testing::HasSubstr;
 
 struct Pair {
@@ -102,11 +104,11 @@ TEST(DaemonFraming, HeaderIsBigEndianLength) {
   EXPECT_EQ(h[2], 0x03);
   EXPECT_EQ(h[3], 0x04);
   absl::StatusOr<uint32_t> len = DecodeFrameHeader(EncodeFrameHeader(0x00030405));
-  ASSERT_TRUE(len.ok()) << len.status();
+  ASSERT_OK(len);
   EXPECT_EQ(*len, 0x00030405u);
   v1::Request r = AddRequest();
   absl::StatusOr<std::string> frame = EncodeFrame(r);
-  ASSERT_TRUE(frame.ok());
+  ASSERT_OK(frame);
   ASSERT_EQ(frame->size(), kFrameHeaderBytes + r.ByteSizeLong());
   EXPECT_EQ(frame->substr(0, 4), Header(static_cast<uint32_t>(r.ByteSizeLong())));
   EXPECT_EQ(frame->substr(4), r.SerializeAsString());
@@ -114,28 +116,27 @@ TEST(DaemonFraming, HeaderIsBigEndianLength) {
 
 TEST(DaemonFraming, LimitIsFourMiB) {
   EXPECT_EQ(kMaxFrameBytes, 4u * 1024 * 1024);
-  EXPECT_TRUE(DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes)).ok());
+  EXPECT_OK(DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes)));
   absl::StatusOr<uint32_t> over = DecodeFrameHeader(EncodeFrameHeader(kMaxFrameBytes + 1));
-  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
-  EXPECT_THAT(over.status().message(), HasSubstr("4194305"));
+  EXPECT_THAT(over, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("4194305")));
 }
 
 TEST(DaemonFraming, RoundTripOverSocketPair) {
   Pair p = SocketPair();
   v1::Request sent = AddRequest();
-  ASSERT_TRUE(WriteFrame(p.a.get(), sent, absl::Seconds(5)).ok());
+  ASSERT_OK(WriteFrame(p.a.get(), sent, absl::Seconds(5)));
   v1::Response resp;
   resp.mutable_error()->set_code(8);
   resp.mutable_error()->set_message("no free address in 10.244.1.0/30");
   resp.mutable_error()->set_cni_code(101);
-  ASSERT_TRUE(WriteFrame(p.a.get(), resp, absl::Seconds(5)).ok());
+  ASSERT_OK(WriteFrame(p.a.get(), resp, absl::Seconds(5)));
 
   v1::Request got;
-  ASSERT_TRUE(ReadFrame(p.b.get(), &got, absl::Seconds(5)).ok());
+  ASSERT_OK(ReadFrame(p.b.get(), &got, absl::Seconds(5)));
   EXPECT_EQ(got.SerializeAsString(), sent.SerializeAsString());
   EXPECT_EQ(got.endpoint_add().pod_name(), "web-0");
   v1::Response got_resp;
-  ASSERT_TRUE(ReadFrame(p.b.get(), &got_resp, absl::Seconds(5)).ok());
+  ASSERT_OK(ReadFrame(p.b.get(), &got_resp, absl::Seconds(5)));
   EXPECT_EQ(got_resp.error().cni_code(), 101u);
   EXPECT_FALSE(Readable(p.b.get()));  // exactly two frames, nothing more
 }
@@ -143,13 +144,13 @@ TEST(DaemonFraming, RoundTripOverSocketPair) {
 TEST(DaemonFraming, EmptyMessageIsAZeroLengthFrame) {
   Pair p = SocketPair();
   v1::Request empty;
-  ASSERT_TRUE(WriteFrame(p.a.get(), empty, absl::Seconds(1)).ok());
+  ASSERT_OK(WriteFrame(p.a.get(), empty, absl::Seconds(1)));
   char buf[8];
   ASSERT_EQ(::read(p.b.get(), buf, sizeof buf), 4);
   EXPECT_EQ(std::string(buf, 4), Header(0));
-  ASSERT_TRUE(WriteFrame(p.a.get(), empty, absl::Seconds(1)).ok());
+  ASSERT_OK(WriteFrame(p.a.get(), empty, absl::Seconds(1)));
   v1::Request got = AddRequest();  // cleared by ReadFrame
-  ASSERT_TRUE(ReadFrame(p.b.get(), &got, absl::Seconds(1)).ok());
+  ASSERT_OK(ReadFrame(p.b.get(), &got, absl::Seconds(1)));
   EXPECT_EQ(got.kind_case(), v1::Request::KIND_NOT_SET);
 }
 
@@ -168,8 +169,8 @@ TEST(DaemonFraming, LargeFrameNeedsManyReadsAndWrites) {
   v1::Response got;
   absl::Status read_status = ReadFrame(p.b.get(), &got, absl::Seconds(10));
   writer.join();
-  ASSERT_TRUE(write_status.ok()) << write_status;
-  ASSERT_TRUE(read_status.ok()) << read_status;
+  ASSERT_OK(write_status);
+  ASSERT_OK(read_status);
   ASSERT_EQ(got.endpoint_list().endpoints_size(), 20000);
   EXPECT_EQ(got.endpoint_list().endpoints(19999).ref().container_id(), "container-19999");
 }
@@ -178,17 +179,16 @@ TEST(DaemonFraming, OversizeIsRefusedOnBothSides) {
   Pair p = SocketPair();
   v1::Response huge;
   huge.mutable_error()->set_message(std::string(kMaxFrameBytes, 'x'));
-  EXPECT_TRUE(absl::IsResourceExhausted(EncodeFrame(huge).status()));
+  EXPECT_THAT(EncodeFrame(huge), StatusIs(absl::StatusCode::kResourceExhausted));
   absl::Status s = WriteFrame(p.a.get(), huge, absl::Seconds(1));
-  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_FALSE(Readable(p.b.get()));  // nothing was written
 
   // A peer announcing more than 4 MiB: refused before reading (or allocating) the body.
   WriteRaw(p.a.get(), Header(kMaxFrameBytes + 1) + "abc");
   v1::Response got;
   s = ReadFrame(p.b.get(), &got, absl::Seconds(1));
-  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("exceeds the limit"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("exceeds the limit")));
 }
 
 TEST(DaemonFraming, TruncatedHeaderBodyAndCleanClose) {
@@ -197,8 +197,7 @@ TEST(DaemonFraming, TruncatedHeaderBodyAndCleanClose) {
     p.a.Reset();  // closed between frames
     v1::Request r;
     absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
-    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-    EXPECT_THAT(s.message(), HasSubstr("closed by peer"));
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("closed by peer")));
   }
   {
     Pair p = SocketPair();
@@ -206,8 +205,7 @@ TEST(DaemonFraming, TruncatedHeaderBodyAndCleanClose) {
     p.a.Reset();
     v1::Request r;
     absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
-    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-    EXPECT_THAT(s.message(), HasSubstr("2 of 4 header bytes"));
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("2 of 4 header bytes")));
   }
   {
     Pair p = SocketPair();
@@ -215,8 +213,7 @@ TEST(DaemonFraming, TruncatedHeaderBodyAndCleanClose) {
     p.a.Reset();
     v1::Request r;
     absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
-    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-    EXPECT_THAT(s.message(), HasSubstr("10 of 100 body bytes"));
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("10 of 100 body bytes")));
   }
 }
 
@@ -225,8 +222,7 @@ TEST(DaemonFraming, GarbageBodyIsDataLoss) {
   WriteRaw(p.a.get(), Header(3) + "\xff\xff\xff");
   v1::Response r;
   absl::Status s = ReadFrame(p.b.get(), &r, absl::Seconds(1));
-  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("sarena.rpc.v1.Response"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("sarena.rpc.v1.Response")));
 }
 
 TEST(DaemonFraming, ReadTimesOut) {
@@ -236,8 +232,7 @@ TEST(DaemonFraming, ReadTimesOut) {
   absl::Time start = absl::Now();
   absl::Status s = ReadFrame(p.b.get(), &r, absl::Milliseconds(100));
   absl::Duration took = absl::Now() - start;
-  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("3 of 10"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("3 of 10")));
   EXPECT_GE(took, absl::Milliseconds(95));
   EXPECT_LT(took, absl::Seconds(5));
 }
@@ -247,8 +242,7 @@ TEST(DaemonFraming, WriteTimesOutWhenNobodyReads) {
   v1::Response big;
   big.mutable_error()->set_message(std::string(3 * 1024 * 1024, 'x'));
   absl::Status s = WriteFrame(p.a.get(), big, absl::Milliseconds(100));
-  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("bytes written"));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("bytes written")));
 }
 
 TEST(DaemonFraming, WriteToClosedPeerIsUnavailableNotSigpipe) {
@@ -262,9 +256,9 @@ TEST(DaemonFraming, WorksOverPipes) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd r(fds[0]), w(fds[1]);
-  ASSERT_TRUE(WriteFrame(w.get(), AddRequest(), absl::Seconds(1)).ok());
+  ASSERT_OK(WriteFrame(w.get(), AddRequest(), absl::Seconds(1)));
   v1::Request got;
-  ASSERT_TRUE(ReadFrame(r.get(), &got, absl::Seconds(1)).ok());
+  ASSERT_OK(ReadFrame(r.get(), &got, absl::Seconds(1)));
   EXPECT_EQ(got.endpoint_add().netns(), "/var/run/netns/pod1");
 
   // Larger than the pipe buffer: written in PIPE_BUF pieces as the reader drains it.
@@ -275,8 +269,8 @@ TEST(DaemonFraming, WorksOverPipes) {
   v1::Response got_big;
   absl::Status read_status = ReadFrame(r.get(), &got_big, absl::Seconds(10));
   writer.join();
-  EXPECT_TRUE(write_status.ok()) << write_status;
-  ASSERT_TRUE(read_status.ok()) << read_status;
+  EXPECT_OK(write_status);
+  ASSERT_OK(read_status);
   EXPECT_EQ(got_big.error().message().size(), 300u * 1024);
 }
 
@@ -286,9 +280,6 @@ class ScriptedPeer {
   using Handler = std::function<void(int conn_fd)>;
 
   explicit ScriptedPeer(Handler handler) {
-    char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/sarenad.sock";
     listen_fd_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -300,14 +291,12 @@ class ScriptedPeer {
       if (conn) handler(conn.get());
     });
   }
-  ~ScriptedPeer() {
-    thread_.join();
-    std::filesystem::remove_all(dir_);
-  }
+  ~ScriptedPeer() { thread_.join(); }
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  TempDir dir_{"sarena-client-test-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   UniqueFd listen_fd_;
   std::thread thread_;
 };
@@ -315,15 +304,14 @@ class ScriptedPeer {
 TEST(DaemonClient, UnreachableSocketIsUnavailableWithPathAndErrno) {
   absl::StatusOr<Client> c = Client::Connect("/nonexistent/sarenad.sock", absl::Seconds(1));
   ASSERT_FALSE(c.ok());
-  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(c.status().message(), HasSubstr("'/nonexistent/sarenad.sock'"));
   EXPECT_THAT(c.status().message(), HasSubstr("errno 2"));
   EXPECT_EQ(cni::CniCodeOf(c.status()), 11u);
 
   // A socket file nobody listens on: refused.
-  char tmpl[] = "/tmp/sarena-client-test-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string path = dir + "/dead.sock";
+  TempDir dir("sarena-client-test-");
+  std::string path = dir.Path("dead.sock");
   {
     UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
@@ -332,13 +320,11 @@ TEST(DaemonClient, UnreachableSocketIsUnavailableWithPathAndErrno) {
     ASSERT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   }  // closed without listen: the file stays, nothing accepts
   c = Client::Connect(path, absl::Seconds(1));
-  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
-  EXPECT_THAT(c.status().message(), HasSubstr("errno 111"));
-  std::filesystem::remove_all(dir);
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("errno 111")));
 
   c = Client::Connect(std::string(120, 'x'), absl::Seconds(1));
-  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
-  EXPECT_TRUE(absl::IsInvalidArgument(Client::Connect("", absl::Seconds(1)).status()));
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Client::Connect("", absl::Seconds(1)), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(DaemonClient, CallsInOrderOnOneConnection) {
@@ -353,13 +339,13 @@ TEST(DaemonClient, CallsInOrderOnOneConnection) {
     }
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->socket_path(), peer.path());
   v1::Request req;
   req.mutable_status();
   for (uint32_t i = 0; i < 3; ++i) {
     absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r);
     EXPECT_EQ(r->status().endpoints(), i);
     EXPECT_EQ(r->status().pod_cidr(), "status");
   }
@@ -380,21 +366,21 @@ TEST(DaemonClient, DaemonErrorsKeepTheirCniCode) {
     (void)WriteFrame(fd, wrong, absl::Seconds(5));
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
 
   // Call: the daemon's error is data, not a transport failure.
   absl::StatusOr<v1::Response> raw = c->Call(AddRequest());
-  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_OK(raw);
   ASSERT_TRUE(raw->has_error());
   EXPECT_EQ(raw->error().cni_code(), 101u);
   EXPECT_EQ(raw->error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   absl::Status s = StatusFromError(raw->error());
-  EXPECT_TRUE(absl::IsResourceExhausted(s));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(cni::CniCodeOf(s), 101u);
   EXPECT_THAT(s.message(), HasSubstr("no free address"));
 
   absl::StatusOr<v1::Response> mismatched = c->CallChecked(AddRequest());
-  EXPECT_TRUE(absl::IsInternal(mismatched.status())) << mismatched.status();
+  EXPECT_THAT(mismatched, StatusIs(absl::StatusCode::kInternal));
   EXPECT_EQ(cni::CniCodeOf(mismatched.status()), 105u);
   EXPECT_THAT(mismatched.status().message(), HasSubstr("gc to endpoint_add"));
 }
@@ -406,12 +392,11 @@ TEST(DaemonClient, PeerDyingMidRequestBreaksTheClient) {
     WriteRaw(fd, Header(50) + "partial");  // then the daemon "crashes"
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   absl::StatusOr<v1::Response> r = c->Call(AddRequest(), absl::Seconds(5));
-  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
-  EXPECT_THAT(r.status().message(), HasSubstr(peer.path()));
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(peer.path())));
   r = c->Call(AddRequest(), absl::Seconds(5));
-  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(DaemonClient, SilentDaemonTimesOut) {
@@ -421,9 +406,9 @@ TEST(DaemonClient, SilentDaemonTimesOut) {
     absl::SleepFor(absl::Milliseconds(400));  // never answers in time
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   absl::StatusOr<v1::Response> r = c->Call(AddRequest(), absl::Milliseconds(100));
-  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_EQ(cni::CniCodeOf(r.status()), 11u);
 }
 
@@ -432,14 +417,14 @@ TEST(DaemonClient, ProtoErrorConversion) {
   EXPECT_EQ(e.code(), static_cast<int>(absl::StatusCode::kNotFound));
   EXPECT_EQ(e.cni_code(), 3u);
   absl::Status back = StatusFromError(e);
-  EXPECT_TRUE(absl::IsNotFound(back));
+  EXPECT_THAT(back, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_EQ(back.message(), "endpoint 'x/eth0' not found");
   // Garbage codes from a peer never make an OK status.
   v1::Error weird;
   weird.set_code(0);
   EXPECT_FALSE(StatusFromError(weird).ok());
   weird.set_code(999);
-  EXPECT_EQ(StatusFromError(weird).code(), absl::StatusCode::kUnknown);
+  EXPECT_THAT(StatusFromError(weird), StatusIs(absl::StatusCode::kUnknown));
 }
 
 // Issue 10 defect 7: the plugin trusted whatever answered on daemonSocket. A reply of the wrong
@@ -455,11 +440,11 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
     if (!WriteFrame(fd, v1::Response(), absl::Seconds(5)).ok()) return;  // no kind at all
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   v1::Request req;
   req.mutable_status();
   absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
-  EXPECT_TRUE(absl::IsInternal(r.status())) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kInternal));
   EXPECT_EQ(cni::CniCodeOf(r.status()), 105u);
   EXPECT_THAT(r.status().message(),
               HasSubstr(absl::StrCat("sarenad at '", peer.path(), "' answered endpoint_add to status")));
@@ -470,7 +455,7 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
   // CheckResponseKind on its own: an error reply is always a valid answer.
   v1::Response err;
   err.mutable_error()->set_message("x");
-  EXPECT_TRUE(CheckResponseKind(req, err, "/s").ok());
+  EXPECT_OK(CheckResponseKind(req, err, "/s"));
 
   ScriptedPeer garbage([](int fd) {
     v1::Request req;
@@ -478,10 +463,9 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
     WriteRaw(fd, Header(6) + "\xff\xff\xff\xff\xff\xff");
   });
   c = Client::Connect(garbage.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   r = c->CallChecked(req, absl::Seconds(5));
-  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
-  EXPECT_THAT(r.status().message(), HasSubstr(garbage.path()));
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(garbage.path())));
 
   ScriptedPeer huge([](int fd) {
     v1::Request req;
@@ -489,10 +473,9 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
     WriteRaw(fd, Header(0xfffffff0u));
   });
   c = Client::Connect(huge.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   r = c->CallChecked(req, absl::Seconds(5));
-  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
-  EXPECT_THAT(r.status().message(), HasSubstr(huge.path()));
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr(huge.path())));
 }
 
 // A listener created by this (root) process in a root-owned 0700 directory, then served by a
@@ -500,9 +483,6 @@ TEST(DaemonClient, BadRepliesAreErrorsNamingTheSocket) {
 class ForkedPeer {
  public:
   explicit ForkedPeer(uid_t uid) {
-    char tmpl[] = "/tmp/sarena-client-peer-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/sarenad.sock";
     UniqueFd listen_fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -536,12 +516,12 @@ class ForkedPeer {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
-    std::filesystem::remove_all(dir_);
   }
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  TempDir dir_{"sarena-client-peer-"};
+  std::string path_ = dir_.Path("sarenad.sock");
   pid_t pid_ = -1;
 };
 
@@ -552,7 +532,7 @@ TEST(DaemonClient, TrustsOnlyARootPeer) {
     ForkedPeer nobody(65534);
     absl::StatusOr<Client> c = Client::ConnectTrusted(nobody.path(), absl::Seconds(2));
     ASSERT_FALSE(c.ok());
-    EXPECT_TRUE(absl::IsPermissionDenied(c.status())) << c.status();
+    EXPECT_THAT(c, StatusIs(absl::StatusCode::kPermissionDenied));
     EXPECT_EQ(cni::CniCodeOf(c.status()), 106u);
     EXPECT_THAT(c.status().message(),
                 HasSubstr(absl::StrCat("refusing sarenad socket '", nobody.path(), "'")));
@@ -561,28 +541,28 @@ TEST(DaemonClient, TrustsOnlyARootPeer) {
 
     ForkedPeer root(0);  // the same setup served by root is trusted and works
     c = Client::ConnectTrusted(root.path(), absl::Seconds(2));
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c);
     v1::Request req;
     req.mutable_status();
     absl::StatusOr<v1::Response> r = c->CallChecked(req, absl::Seconds(5));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r);
     EXPECT_TRUE(r->status().ready());
   } else {
     // Unprivileged run: the peer is this uid, which a root-only allow list refuses.
     ScriptedPeer self([](int) {});
     absl::StatusOr<Client> c = Client::Connect(self.path());
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c);
     absl::Status s = c->VerifyPeer({0});
     EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
     EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("served by uid ", ::geteuid())));
-    EXPECT_TRUE(c->VerifyPeer(TrustedDaemonUids()).ok());
+    EXPECT_OK(c->VerifyPeer(TrustedDaemonUids()));
   }
 }
 
 TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
-  char tmpl[] = "/tmp/sarena-client-dir-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string sock = dir + "/sarenad.sock";
+  TempDir tmp("sarena-client-dir-");
+  const std::string& dir = tmp.path();
+  std::string sock = tmp.Path("sarenad.sock");
   EXPECT_TRUE(CheckSocketDirectory(sock).ok());  // 0700, ours
   for (auto [mode, says] : std::vector<std::pair<mode_t, std::string>>{
            {0777, "writable by group and others (mode 0777)"},
@@ -590,7 +570,7 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
            {01757, "writable by others (mode 01757)"}}) {
     ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
     absl::Status s = CheckSocketDirectory(sock);
-    EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kPermissionDenied));
     EXPECT_EQ(cni::CniCodeOf(s), 106u);
     EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("refusing sarenad socket '", sock,
                                                     "': its directory '", dir, "' is ", says)));
@@ -598,7 +578,7 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
     EXPECT_EQ(cni::CniCodeOf(Client::ConnectTrusted(sock, absl::Seconds(1)).status()), 106u);
   }
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
-  EXPECT_TRUE(CheckSocketDirectory(sock).ok());
+  EXPECT_OK(CheckSocketDirectory(sock));
   absl::Status s = CheckSocketDirectory(sock, {12345});  // owner not in the allow list
   EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
   EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("its directory '", dir, "' is owned by uid ",
@@ -611,15 +591,14 @@ TEST(DaemonClient, SocketDirectoryMustBeOwnersOnly) {
     ASSERT_EQ(::chown(dir.c_str(), 0, 0), 0);
   }
   // A regular file where the socket should be.
-  { std::ofstream(sock) << "x"; }
+  tmp.Write("sarenad.sock", "x");
   s = CheckSocketDirectory(sock);
   EXPECT_EQ(cni::CniCodeOf(s), 106u) << s;
   EXPECT_THAT(s.message(), HasSubstr("is not a socket"));
   // A missing directory is "unreachable" like Connect (11), not untrusted.
   s = CheckSocketDirectory(dir + "/nope/sarenad.sock");
-  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_EQ(cni::CniCodeOf(s), 11u);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
@@ -631,11 +610,11 @@ TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
     (void)WriteFrame(fd, resp, absl::Seconds(5));
   });
   absl::StatusOr<Client> c = Client::Connect(peer.path());
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   v1::Request bad = AddRequest();
   bad.mutable_endpoint_add()->set_pod_name("web-\xff");
   absl::StatusOr<v1::Response> r = c->Call(bad, absl::Seconds(5));
-  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(r.status().message(), HasSubstr("'endpoint_add.pod_name' is not valid UTF-8 (offset 4)"));
   v1::Request gc;
   gc.mutable_gc()->add_valid()->set_ifname("eth0");
@@ -645,7 +624,7 @@ TEST(DaemonClient, RequestWithInvalidUtf8IsRefusedBeforeSending) {
   v1::Request ok;
   ok.mutable_status();
   r = c->CallChecked(ok, absl::Seconds(5));
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r);
 }
 
 }  // namespace

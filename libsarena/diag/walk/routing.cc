@@ -139,7 +139,7 @@ void Walker::CheckNeighbor(const Where& w, Vertex v, const Interface& dev,
     Suspect(
         v, Level::kWarning, "neighbor_missing",
         absl::StrCat("neighbour entry for gateway ", gateway->to_string(), " on ", dev.name, " is ",
-                     absl::StrJoin(n->state, ","), ": ARP resolution of the gateway failed"));
+                     n->StateNames(), ": ARP resolution of the gateway failed"));
   }
 }
 

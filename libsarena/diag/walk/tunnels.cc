@@ -89,7 +89,7 @@ std::optional<Walker::EncapPlan> Walker::VxlanPlan(const Where& w, Vertex v, con
     if (n == nullptr || !n->Usable() || !n->lladdr) {
       Drop(v, "neighbor_missing",
            absl::StrCat("no usable neighbour entry for ", nh.to_string(), " on ", tun.name,
-                        n ? absl::StrCat(" (", absl::StrJoin(n->state, ","), ")") : "",
+                        n ? absl::StrCat(" (", n->StateNames(), ")") : "",
                         ": the VXLAN device cannot build the inner Ethernet header (the CNI "
                         "programs these entries; ARP does not cross the overlay)"));
       return std::nullopt;

@@ -30,7 +30,7 @@ bool Walker::CrossVeth(const Where& w, Vertex v, const Interface& oif, const Whe
            absl::StrCat("nothing answers ARP for next hop ", nexthop.to_string(), " on ", oif.name,
                         " (the other end is ", pif.name, " in ", where_to, ": ", why, "), so ",
                         Tuple(f.pkt), " is never sent",
-                        n ? absl::StrCat(" (neighbour entry ", absl::StrJoin(n->state, ","), ")")
+                        n ? absl::StrCat(" (neighbour entry ", n->StateNames(), ")")
                           : std::string()));
       return false;
     }
