@@ -465,8 +465,10 @@ class SarenaPlugin : public Plugin {
     const model::Netstack& ns = w.node->netstack;
     const model::Pod* pod = nullptr;
     if (!e.pod_namespace.empty()) {
-      pod = ctx.topology ? ctx.topology->FindPod(e.pod_namespace, e.pod_name)
-                         : ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
+      // A pod directory that does not parse fails the trace where the walk reaches that pod;
+      // here it only means the endpoint is matched by address below.
+      pod = ctx.cluster->FindPod(e.pod_namespace, e.pod_name);
+      if (!pod && ctx.topology) pod = ctx.topology->FindPod(e.pod_namespace, e.pod_name).value_or(nullptr);
     }
     if (!pod && e.ip) pod = ctx.cluster->FindPodByIp(*e.ip);
     const Interface* lxc = e.host_ifname.empty() ? nullptr : ns.FindInterface(e.host_ifname);

@@ -81,14 +81,15 @@ absl::StatusOr<std::optional<DeviceRef>> Topology::OwnerOf(const net::Ipv4& ip) 
   return std::nullopt;
 }
 
-const std::vector<const Pod*>& Topology::PodsOn(const std::string& node) {
+absl::StatusOr<const std::vector<const Pod*>*> Topology::PodsOn(const std::string& node) {
   auto it = pods_on_.find(node);
-  if (it != pods_on_.end()) return it->second;
+  if (it != pods_on_.end()) return &it->second;
   std::vector<const Pod*> pods = cluster_.PodsOnNode(node);
   for (const auto& [ns, name] : snap_.PodDirsOn(node)) {
     if (cluster_.FindPod(ns, name)) continue;
     auto st = snap_.PodNetns(ns, name, node);
-    if (!st.ok()) continue;
+    if (absl::IsNotFound(st.status())) continue;  // a directory without a netns file
+    if (!st.ok()) return st.status();
     Pod p;
     p.namespace_ = ns;
     p.name = name;
@@ -106,13 +107,14 @@ const std::vector<const Pod*>& Topology::PodsOn(const std::string& node) {
     synthetic_pods_.push_back(std::move(p));
     pods.push_back(&synthetic_pods_.back());
   }
-  return pods_on_.emplace(node, std::move(pods)).first->second;
+  return &pods_on_.emplace(node, std::move(pods)).first->second;
 }
 
-const Pod* Topology::FindPod(const std::string& ns, const std::string& name) {
+absl::StatusOr<const Pod*> Topology::FindPod(const std::string& ns, const std::string& name) {
   if (const Pod* p = cluster_.FindPod(ns, name)) return p;
   for (const std::string& node : snap_.node_names()) {
-    for (const Pod* p : PodsOn(node)) {
+    SARENA_ASSIGN_OR_RETURN(const std::vector<const Pod*>* pods, PodsOn(node));
+    for (const Pod* p : *pods) {
       if (p->namespace_ == ns && p->name == name) return p;
     }
   }
@@ -121,7 +123,8 @@ const Pod* Topology::FindPod(const std::string& ns, const std::string& name) {
 
 absl::StatusOr<std::optional<DeviceRef>> Topology::PodByIfindex(const NetnsRef& node, int ifindex,
                                                                 int peer_ifindex) {
-  for (const Pod* pod : PodsOn(node.node_name)) {
+  SARENA_ASSIGN_OR_RETURN(const std::vector<const Pod*>* pods, PodsOn(node.node_name));
+  for (const Pod* pod : *pods) {
     if (pod->host_network) continue;
     auto st = snap_.PodNetns(pod->namespace_, pod->name, pod->node_name);
     if (!st.ok()) {
@@ -139,6 +142,19 @@ absl::StatusOr<std::optional<DeviceRef>> Topology::PodByIfindex(const NetnsRef& 
     return DeviceRef{w, i->name};
   }
   return std::nullopt;
+}
+
+bool Topology::RoutesAPodOver(const NetnsRef& node, const Interface& dev) const {
+  if (node.ns == nullptr) return false;
+  for (const Route& r : node.ns->netstack.routes()) {
+    if (r.table != kTableMain || r.dst.prefix_length() != 32 || r.nexthops.size() != 1 ||
+        r.nexthops.front().dev != dev.name) {
+      continue;
+    }
+    const Pod* p = cluster_.FindPodByIp(r.dst.address());
+    if (p != nullptr && !p->host_network) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<bool> Topology::VethPeerIsPod(const NetnsRef& node, const Interface& veth) {
@@ -171,7 +187,7 @@ absl::StatusOr<std::optional<DeviceRef>> Topology::NodeVethPeer(const NetnsRef& 
   // Our own end: a link-netnsid shared with a pod's veth names that pod's netns, not a node.
   if (w.ns && !w.in_pod()) {
     SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(w, oif));
-    if (to_pod) return std::nullopt;
+    if (to_pod || RoutesAPodOver(w, oif)) return std::nullopt;
   }
   // ifindexes are per netns: the candidates are the other nodes' veths with ifindex ==
   // link_index whose own peer is ours; several are told apart by the next hop's address, then
@@ -188,7 +204,7 @@ absl::StatusOr<std::optional<DeviceRef>> Topology::NodeVethPeer(const NetnsRef& 
     // ifindex in the pod's netns (kind: node eth0 ifindex 2 <-> Docker's 4, and another
     // node's 4th device is a pod veth whose peer is that pod's eth0, ifindex 2).
     SARENA_ASSIGN_OR_RETURN(bool to_pod, VethPeerIsPod(nw, *i));
-    if (to_pod) continue;
+    if (to_pod || RoutesAPodOver(nw, *i)) continue;
     cands.push_back(DeviceRef{nw, i->name});
   }
   if (cands.size() == 1) return cands.front();

@@ -79,11 +79,13 @@ class Topology {
   /// The pods of node `node`: the cluster's (Cluster::PodsOnNode), then one synthesized for each
   /// pod directory of the snapshot that cluster/pods.json lacks (a `collect` without kubectl
   /// data): Running, ready, its podIP the primary address of its first non-loopback device.
-  /// A directory whose netns does not load is left out. Computed once per node.
-  const std::vector<const Pod*>& PodsOn(const std::string& node);
+  /// Computed once per node; the pointer is valid for the Topology's lifetime. Errors: a pod
+  /// directory's file that does not parse (Snapshot::PodNetns's error, naming the file).
+  absl::StatusOr<const std::vector<const Pod*>*> PodsOn(const std::string& node);
 
   /// Pod `ns`/`name`: the cluster's, else one PodsOn synthesized on any node; null when neither.
-  const Pod* FindPod(const std::string& ns, const std::string& name);
+  /// Errors: PodsOn's, for a node searched on the way.
+  absl::StatusOr<const Pod*> FindPod(const std::string& ns, const std::string& name);
 
   /// The pod of node `node` whose netns has veth `ifindex` paired with `peer_ifindex` (the node's
   /// end) — ifindexes are per netns, so a pod's eth0 is found by the pair. hostNetwork pods are
@@ -99,7 +101,8 @@ class Topology {
   /// The other end of veth `oif` of node `w` when it is another node's device (a "cable"
   /// between two nodes' namespaces): the candidates are the other nodes' veths with ifindex ==
   /// oif's peer ifindex whose own peer ifindex is oif's and that do not lead into one of their
-  /// own pods; several are told apart by `nexthop` being local there, then by a shared subnet.
+  /// own pods (VethPeerIsPod, or RoutesAPodOver when the pod's own netns is not in the
+  /// snapshot); several are told apart by `nexthop` being local there, then by a shared subnet.
   /// nullopt when `oif` has no peer data, leads into one of `w`'s pods, no node matches, or the
   /// snapshot has more than kMaxNodesScanned nodes.
   absl::StatusOr<std::optional<DeviceRef>> NodeVethPeer(const NetnsRef& w, const Interface& oif,
@@ -112,6 +115,11 @@ class Topology {
   absl::StatusOr<bool> IsUplink(const NetnsRef& w, const Interface& oif);
 
  private:
+  // True when `node`'s main table has a /32 route over `dev` to a (non-hostNetwork) pod's
+  // address: the host end of a pod's veth by the node's own routes, known without the pod's
+  // netns (ifindexes are small per-netns numbers, so a pair can match a pod veth of another node).
+  bool RoutesAPodOver(const NetnsRef& node, const Interface& dev) const;
+
   const Snapshot& snap_;
   const Cluster& cluster_;
   std::deque<Pod> synthetic_pods_;  // stable addresses for PodsOn's pointers

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -145,7 +146,8 @@ class Scratch {
       (*l->mutable_fields())["mtu"].set_number_value(mtu);
     });
   }
-  void Remove(absl::string_view rel) { std::remove(Path(rel).c_str()); }
+  /// Removes the file or directory (with all it holds) `rel`.
+  void Remove(absl::string_view rel) { std::filesystem::remove_all(Path(rel)); }
   void Write(absl::string_view rel, absl::string_view text) { WriteAll(Path(rel), text); }
 
  private:

@@ -251,6 +251,10 @@ constexpr AbsentRow kAbsentRows[] = {
      "nodes/bgp1/ip-link.json", "node:bgp2", "203.0.113.10:443/tcp", true},
     {"peer ip-route.json: FATAL no_route at the peer", "diff-bgp", "nodes/bgp1/ip-route.json",
      "pod:diff/ba", "pod:diff/bb:8080/tcp", true},
+    {"pod directory: its host veth taken for a cable to the other node's uplink (same ifindex "
+     "pair), FATAL neighbor_missing",
+     "kind-veth-uplink", "nodes/kind-control-plane/pods/default/web", "pod:default/client",
+     "pod:default/web:80/tcp", false},
 };
 
 TEST(DiagSnapshotInput, AbsentFileIsReportedNeverEvidence) {

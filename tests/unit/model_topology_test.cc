@@ -118,7 +118,7 @@ TEST_F(TopologyTest, NamespacesOfNodesAndPods) {
   EXPECT_EQ(x->ns, nullptr);
   EXPECT_EQ(x->node_name, "node-x");
 
-  const Pod* web = topo.FindPod("default", "web");
+  ASSERT_OK_AND_ASSIGN(const Pod* web, topo.FindPod("default", "web"));
   ASSERT_NE(web, nullptr);
   auto pw = topo.PodRef(*web);
   ASSERT_TRUE(pw.ok()) << pw.status();
@@ -160,7 +160,8 @@ TEST_F(TopologyTest, PrimaryInterfaceAndOwnerOfAddresses) {
 TEST_F(TopologyTest, PodsOnSynthesizesPodsThatPodsJsonLacks) {
   Build();
   Topology topo(Open());
-  const std::vector<const Pod*>& pods = topo.PodsOn("node-a");
+  ASSERT_OK_AND_ASSIGN(const std::vector<const Pod*>* on_a, topo.PodsOn("node-a"));
+  const std::vector<const Pod*>& pods = *on_a;
   ASSERT_EQ(pods.size(), 2u);
   EXPECT_EQ(pods[0]->Key(), "default/web");
   EXPECT_EQ(pods[1]->Key(), "kube-system/dns");
@@ -168,10 +169,14 @@ TEST_F(TopologyTest, PodsOnSynthesizesPodsThatPodsJsonLacks) {
   EXPECT_TRUE(pods[1]->ready);
   ASSERT_TRUE(pods[1]->pod_ip.has_value());
   EXPECT_EQ(pods[1]->pod_ip->to_string(), "10.244.1.9");
-  EXPECT_EQ(topo.FindPod("kube-system", "dns"), pods[1]);  // the same synthesized pod
-  EXPECT_EQ(&topo.PodsOn("node-a"), &pods);                 // computed once
-  EXPECT_TRUE(topo.PodsOn("node-b").empty());
-  EXPECT_EQ(topo.FindPod("kube-system", "nope"), nullptr);
+  ASSERT_OK_AND_ASSIGN(const Pod* dns, topo.FindPod("kube-system", "dns"));
+  EXPECT_EQ(dns, pods[1]);  // the same synthesized pod
+  ASSERT_OK_AND_ASSIGN(const std::vector<const Pod*>* again, topo.PodsOn("node-a"));
+  EXPECT_EQ(again, on_a);  // computed once
+  ASSERT_OK_AND_ASSIGN(const std::vector<const Pod*>* on_b, topo.PodsOn("node-b"));
+  EXPECT_TRUE(on_b->empty());
+  ASSERT_OK_AND_ASSIGN(const Pod* nope, topo.FindPod("kube-system", "nope"));
+  EXPECT_EQ(nope, nullptr);
 }
 
 TEST_F(TopologyTest, VethEndsArePairedByIfindexAcrossNamespaces) {
@@ -224,6 +229,43 @@ TEST_F(TopologyTest, AMalformedNodeFileIsReportedNotSkipped) {
   EXPECT_THAT(topo.OwnerOf(Ip("198.51.100.1")),
               sarena::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                         ::testing::HasSubstr("nodes/node-c/ip-addr.json")));
+}
+
+TEST_F(TopologyTest, AMalformedPodDirectoryPodsJsonLacksIsReportedNotSkipped) {
+  Build();
+  Write("nodes/node-a/pods/kube-system/dns/ip-addr.json", "[{\"ifindex\": 1,");
+  Topology topo(Open());
+  EXPECT_THAT(topo.PodsOn("node-a"),
+              sarena::testing::StatusIs(
+                  ::testing::_, ::testing::HasSubstr("pods/kube-system/dns/ip-addr.json")));
+  EXPECT_THAT(topo.FindPod("kube-system", "dns"),
+              sarena::testing::StatusIs(
+                  ::testing::_, ::testing::HasSubstr("pods/kube-system/dns/ip-addr.json")));
+  // A pod pods.json lists is found without reading any pod directory.
+  ASSERT_OK_AND_ASSIGN(const Pod* web, topo.FindPod("default", "web"));
+  EXPECT_NE(web, nullptr);
+}
+
+// kind: node-a's pod veth lxcweb (5) is paired with the pod's eth0 (2). Give node-b an uplink
+// with ifindex 2 whose peer is ifindex 5 (in the Docker host, outside the snapshot): the pair
+// (2, 5) also matches node-a's lxcweb. With the pod's netns in the snapshot VethPeerIsPod rules lxcweb out; without
+// it, node-a's /32 route to the pod over lxcweb does.
+TEST_F(TopologyTest, APodVethIsNoNodeCableEvenWithoutThePodsNetns) {
+  Build();
+  Netns("nodes/node-b",
+        {{1, "lo", ""}, {7, "eth0", "veth", 2, 0, "192.168.1.11", 24},
+         {2, "uplink", "veth", 5, 0, "172.18.0.3", 16}},
+        R"([{"dst":"172.18.0.0/16","dev":"uplink","scope":"link","flags":[]}])");
+  for (bool with_pod_dir : {true, false}) {
+    SCOPED_TRACE(with_pod_dir ? "pod netns present" : "pod netns absent");
+    if (!with_pod_dir) fs::remove_all(dir_.Path("nodes/node-a/pods/default/web"));
+    Topology topo(Open());
+    auto b = topo.NodeRef("node-b");
+    ASSERT_OK(b);
+    ASSERT_OK_AND_ASSIGN(std::optional<DeviceRef> peer,
+                         topo.NodeVethPeer(*b, DevOf(*b, "uplink"), Ip("172.18.0.1")));
+    EXPECT_FALSE(peer.has_value()) << peer->netns.node_name << " " << peer->ifname;
+  }
 }
 
 TEST_F(TopologyTest, ScansStopAtTheNodeBound) {

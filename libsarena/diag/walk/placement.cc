@@ -40,7 +40,7 @@ absl::StatusOr<net::Ipv4> Walker::ResolveDestination() {
   const Query& q = query_;
   switch (q.dst.kind) {
     case EndpointSpec::Kind::kPod: {
-      const model::Pod* p = topo_.FindPod(q.dst.namespace_, q.dst.name);
+      SARENA_ASSIGN_OR_RETURN(const model::Pod* p, topo_.FindPod(q.dst.namespace_, q.dst.name));
       if (!p) {
         return absl::NotFoundError(absl::StrCat("unknown destination pod ", q.dst.namespace_, "/",
                                                 q.dst.name, " (not in cluster/pods.json)"));
@@ -123,7 +123,7 @@ absl::StatusOr<Next> Walker::StartFromNode(absl::string_view name, Flight f, Bra
 // A pod source: its podIP from its netns (a hostNetwork pod sends from its node).
 absl::StatusOr<Next> Walker::StartFromPod(Flight f, Branch br) {
   const Query& q = query_;
-  const model::Pod* p = topo_.FindPod(q.src.namespace_, q.src.name);
+  SARENA_ASSIGN_OR_RETURN(const model::Pod* p, topo_.FindPod(q.src.namespace_, q.src.name));
   if (!p) {
     return absl::NotFoundError(absl::StrCat("unknown source pod ", q.src.namespace_, "/",
                                             q.src.name, " (not in cluster/pods.json)"));
