@@ -65,29 +65,42 @@ std::vector<std::string> Cycles(const Table& t) {
 }
 
 // Every include of another layer that `table` does not allow, as "file:line: part -> layer".
+// The layer an include names, "" for none: the path as the compiler finds it (a quoted include
+// relative to the including file when that file exists, e.g. "../bpf/map.h"; else as written),
+// normalized ("libsarena//bpf/x.h", "libsarena/live/../bpf/x.h" are libsarena/bpf/), then
+// "libsarena/<layer>/..." is <layer> and "bpf/..." (libbpf, the BPF tree's headers) is bpf.
+std::string LayerOf(const fs::path& root, const fs::path& file, char delim,
+                    const std::string& target) {
+  fs::path p = fs::path(target).lexically_normal();
+  if (delim == '"') {
+    std::error_code ec;
+    const fs::path beside = (file.parent_path() / target).lexically_normal();
+    if (fs::exists(beside, ec)) p = beside.lexically_relative(root);
+  }
+  const std::vector<std::string> parts = absl::StrSplit(p.generic_string(), '/');
+  if (parts.size() >= 3 && parts[0] == "libsarena") return parts[1];
+  if (parts.size() >= 2 && parts[0] == "bpf") return "bpf";
+  return "";
+}
+
+// Every include of another layer that `table` does not allow, as "file:line: part -> layer".
 std::vector<std::string> Violations(const fs::path& root, const Table& table) {
-  static const std::regex kInclude(R"re(^\s*#\s*include\s*"libsarena/([a-z_]+)/)re");
-  static const std::regex kBpfInclude(R"re(^\s*#\s*include\s*[<"]bpf/)re");
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*([<"])([^>"]+)[>"])re");
+  static const std::set<std::string> kSources = {".h",   ".hh", ".hpp", ".inc", ".ipp",
+                                                 ".c",   ".cc", ".cpp", ".cxx"};
   std::vector<std::string> out;
   auto check_dir = [&](const fs::path& dir, const std::string& part, const std::string& own) {
     if (!fs::exists(dir)) return;
     auto allowed = table.find(part);
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".h" && ext != ".cc" && ext != ".c")) continue;
+      if (!e.is_regular_file() || !kSources.count(e.path().extension().string())) continue;
       std::ifstream in(e.path());
       std::string line;
       for (int n = 1; std::getline(in, line); ++n) {
         std::smatch m;
-        std::string layer;
-        if (std::regex_search(line, m, kInclude)) {
-          layer = m[1];
-        } else if (std::regex_search(line, kBpfInclude)) {
-          layer = "bpf";
-        } else {
-          continue;
-        }
-        if (layer == own) continue;
+        if (!std::regex_search(line, m, kInclude)) continue;
+        const std::string layer = LayerOf(root, e.path(), m.str(1)[0], m.str(2));
+        if (layer.empty() || layer == own) continue;
         if (allowed == table.end() || !allowed->second.count(layer)) {
           out.push_back(absl::StrCat(fs::relative(e.path(), root).string(), ":", n, ": ", part,
                                      " -> ", layer,
@@ -132,7 +145,9 @@ TEST(Layering, TheTableHasNoCycleAndNamesEveryLayer) {
   const Table table = ParseTable(Read(root / "cmake/layers.txt"));
   EXPECT_THAT(Cycles(table), ::testing::IsEmpty());
   for (const auto& e : fs::directory_iterator(root / "libsarena")) {
-    if (e.is_directory()) EXPECT_TRUE(table.count(e.path().filename().string())) << e.path();
+    if (e.is_directory()) {
+      EXPECT_TRUE(table.count(e.path().filename().string())) << e.path();
+    }
   }
   // Nothing above datapath/ uses the generic BPF layer directly: the sarena maps and programs,
   // and the kernel drop tracer of live/, are datapath/'s (bench measures the bpf/ wrappers
@@ -158,11 +173,24 @@ TEST(Layering, AnUpwardIncludeIsReported) {
   // libbpf and a skeleton are the bpf layer's; the shared ABI header is not.
   dir.Write("libsarena/model/y.cc",
             "#include \"sarena/abi.h\"\n#include <bpf/libbpf.h>\n#include \"bpf/x.skel.h\"\n");
+  // Spellings that compile as well: angle brackets, a path relative to the file, a path with
+  // "//" or "..", a header of another extension; an own-layer include relative to the file is
+  // no violation.
+  dir.Write("libsarena/diag/walk.h", "");
+  dir.Write("libsarena/model/own.h", "");
+  dir.Write("libsarena/model/z.hpp",
+            "#include <libsarena/diag/walk.h>\n#include \"../diag/walk.h\"\n"
+            "#include \"libsarena//diag/walk.h\"\n#include \"libsarena/model/../diag/walk.h\"\n"
+            "#include \"own.h\"\n");
   const Table table = ParseTable("base:\nbpf: base\nmodel: base\ndiag: base model\n");
   std::vector<std::string> v = Violations(root, table);
   EXPECT_THAT(v, ::testing::UnorderedElementsAre("libsarena/model/x.h:2: model -> diag",
                                                  "libsarena/model/y.cc:2: model -> bpf",
-                                                 "libsarena/model/y.cc:3: model -> bpf"));
+                                                 "libsarena/model/y.cc:3: model -> bpf",
+                                                 "libsarena/model/z.hpp:1: model -> diag",
+                                                 "libsarena/model/z.hpp:2: model -> diag",
+                                                 "libsarena/model/z.hpp:3: model -> diag",
+                                                 "libsarena/model/z.hpp:4: model -> diag"));
   EXPECT_THAT(Cycles(ParseTable("a: b\nb: c\nc: a\n")), ::testing::SizeIs(1));
 }
 
