@@ -30,7 +30,7 @@ struct {
 } drop_trace_events SEC(".maps");
 
 /* Events bpf_ringbuf_output could not queue (the ring was full: user space is behind), since
- * load; read by DropTracer::Drain as DrainResult::lost. */
+ * load; read by datapath::DropTraceProgram::Drain as DropTraceBatch::lost. */
 __u64 drop_trace_lost = 0;
 
 static __always_inline int addr_wanted(const struct sarena_drop_trace_cfg *cfg, __u32 a) {
