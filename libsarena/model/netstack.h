@@ -375,7 +375,10 @@ class Netstack {
   ///     driver's min_mtu does (lo, dummy, ifb: 0; CAN: 16) and removes only the device's IPv4
   ///     configuration (net/ipv4/devinet.c inetdev_event, NETDEV_CHANGEMTU -> inetdev_destroy),
   ///     so no IPv4 path the model walks crosses it. The same flags and mtu rules apply to the
-  ///     link attributes of ParseAddrs entries.
+  ///     link attributes of ParseAddrs entries;
+  ///   - two devices with one ifindex ("parse <file>: [i].ifindex: duplicate ifindex N (also
+  ///     [j] '<name>') ..."): the kernel gives each device of a netns its own (dev_new_index),
+  ///     and veth peers and bridge ports are matched by it.
   absl::Status ParseLinks(absl::string_view json, absl::string_view file_name = "ip-link.json");
   /// `ip -j addr show`: fills Interface::addresses (and creates interfaces missing from the link
   /// file, since `ip -j addr` carries the same link attributes).

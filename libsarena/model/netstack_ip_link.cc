@@ -237,6 +237,9 @@ absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file
                           "no links: ip -j link always lists lo, so an empty list is a failed "
                           "or truncated capture");
   }
+  // ifindex -> (entry path, ifname) of the entries read so far: an ifindex is unique within a
+  // netns (dev_new_index), and veth peers and bridge ports are found by it.
+  absl::flat_hash_map<int, std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < items->size(); ++i) {
     const JsonValue& it = (*items)[i];
     std::string p = Path(prefix, i);
@@ -246,6 +249,15 @@ absl::Status Netstack::ParseLinks(absl::string_view json, absl::string_view file
     bool added = false;
     Interface* ifc = FindOrAddInterface(*name, &index_->by_name, &interfaces_, &added);
     SARENA_RETURN_IF_ERROR(FillLinkAttrs(it, file_name, p, ifc));
+    if (ifc->ifindex > 0) {
+      auto [at, fresh] = seen.try_emplace(ifc->ifindex, p, *name);
+      if (!fresh && at->second.second != *name) {
+        return JsonFieldError(
+            file_name, p + ".ifindex",
+            absl::StrCat("duplicate ifindex ", ifc->ifindex, " (also ", at->second.first, " '",
+                         at->second.second, "'): an ifindex names one device of a netns"));
+      }
+    }
   }
   MarkPresent(NetstackSource::kLinks);
   index_->finalized = false;

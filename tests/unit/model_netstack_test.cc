@@ -86,6 +86,24 @@ TEST(NetstackParse, LinksFromRealIproute2) {
   EXPECT_EQ(net::FormatMac(*eth0->mac), "96:d3:18:47:94:b8");
 }
 
+TEST(NetstackParse, ADuplicateIfindexInIpLinkIsAnError) {
+  Netstack ns;
+  EXPECT_THAT(
+      ns.ParseLinks(R"([{"ifindex":1,"ifname":"lo","flags":["LOOPBACK"]},
+                       {"ifindex":2,"ifname":"eth0","flags":[]},
+                       {"ifindex":2,"ifname":"veth0","flags":[]}])",
+                    "nodes/n/ip-link.json"),
+      sarena::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::AllOf(::testing::HasSubstr("nodes/n/ip-link.json"),
+                                                 ::testing::HasSubstr("[2].ifindex"),
+                                                 ::testing::HasSubstr("duplicate ifindex 2"),
+                                                 ::testing::HasSubstr("'eth0'"))));
+  Netstack ok;
+  EXPECT_OK(ok.ParseLinks(R"([{"ifindex":1,"ifname":"lo","flags":["LOOPBACK"]},
+                              {"ifindex":2,"ifname":"eth0","flags":[]}])",
+                          "nodes/n/ip-link.json"));
+}
+
 TEST(NetstackParse, AddressesKeepKernelOrderScopeAndSecondary) {
   Netstack ns = RealNode(false);
   const Interface* eth0 = ns.FindInterface("eth0");
