@@ -443,7 +443,9 @@ absl::Status Server::Impl::Listen() {
   }
   if (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
     const std::string dir = path.substr(0, slash);
-    SARENA_RETURN_IF_ERROR(MakeDirs(dir, 0755));
+    if (absl::Status made = MakeDirs(dir, 0755); !made.ok()) {
+      return absl::Status(made.code(), absl::StrCat("socket '", path, "': ", made.message()));
+    }
     SARENA_RETURN_IF_ERROR(CheckSocketDir(dir));
   }
   struct stat st;

@@ -412,6 +412,14 @@ TEST_F(DaemonServerTest, NonSocketFileAtThePathIsNeverReplaced) {
   EXPECT_EQ(content, "precious");
 }
 
+TEST_F(DaemonServerTest, AnUncreatableSocketDirectoryNamesTheSocket) {
+  dir_.Write("run", "a regular file where the socket's directory should be");
+  auto server = Server::Create(Options(), handler_.AsHandler());
+  ASSERT_THAT(server, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               HasSubstr(absl::StrCat("socket '", SocketPath(), "': "))));
+  EXPECT_THAT(server.status().message(), HasSubstr("is not a directory"));
+}
+
 TEST_F(DaemonServerTest, RunOnTheCallingThreadAndStopFromAnother) {
   ASSERT_OK_AND_ASSIGN(auto server, Server::Create(Options(), handler_.AsHandler()));
   std::atomic<bool> returned{false};
