@@ -243,24 +243,39 @@ absl::Status Link::Update(int new_prog_fd) {
   return absl::OkStatus();
 }
 
-absl::Status Link::Detach() {
-  if (mode_ == AttachMode::kTc) {
-    internal::LibbpfLogCapture capture;
-    LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex_, .attach_point = TcAttachPoint(direction_));
-    LIBBPF_OPTS(bpf_tc_opts, opts, .handle = tc_.handle, .priority = tc_.priority);
-    int ret = bpf_tc_detach(&hook, &opts);
-    // ENOENT: no filter there any more; EINVAL: no clsact qdisc; ENODEV: no device.
-    if (ret == -ENOENT || ret == -EINVAL || ret == -ENODEV) return absl::OkStatus();
-    if (ret < 0) {
-      return ErrnoStatus(-ret, absl::StrCat("detach tc program from ", Where(ifindex_, direction_)),
-                         capture.Text());
-    }
-    return absl::OkStatus();
+absl::Status DetachTcFilter(int ifindex, Direction direction, const TcOptions& tc) {
+  internal::LibbpfLogCapture capture;
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = TcAttachPoint(direction));
+  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = tc.handle, .priority = tc.priority);
+  int ret = bpf_tc_detach(&hook, &opts);
+  // ENOENT: no filter there any more; EINVAL: no clsact qdisc; ENODEV: no device.
+  if (ret == -ENOENT || ret == -EINVAL || ret == -ENODEV) return absl::OkStatus();
+  if (ret < 0) {
+    return ErrnoStatus(-ret, absl::StrCat("detach tc program from ", Where(ifindex, direction)),
+                       capture.Text());
   }
+  return absl::OkStatus();
+}
+
+absl::Status Link::Detach() {
+  if (mode_ == AttachMode::kTc) return DetachTcFilter(ifindex_, direction_, tc_);
   int ret = bpf_link_detach(fd_.get());
   // The kernel treats detaching a detached TCX link as success; ENOLINK is accepted too.
   if (ret < 0 && ret != -ENOLINK) {
     return ErrnoStatus(-ret, absl::StrCat("detach tcx link from ", Where(ifindex_, direction_)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeleteClsact(int ifindex) {
+  internal::LibbpfLogCapture capture;
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+              .attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+  int ret = bpf_tc_hook_destroy(&hook);
+  if (ret == -ENOENT || ret == -EINVAL || ret == -ENODEV) return absl::OkStatus();
+  if (ret < 0) {
+    return ErrnoStatus(-ret, absl::StrCat("delete clsact qdisc of ifindex ", ifindex),
+                       capture.Text());
   }
   return absl::OkStatus();
 }

@@ -113,6 +113,19 @@ class Link {
   uint32_t link_id_ = 0;
 };
 
+/// Removes the tc fallback's cls_bpf filter at `tc` (handle, priority) from `ifindex`'s clsact
+/// hook in `direction` (`tc filter del dev X ingress|egress handle H prio P bpf`); other filters
+/// and the qdisc stay. OK when there is no such filter (ENOENT), no clsact qdisc (EINVAL) or no
+/// device (ENODEV). Errors: ErrnoStatus otherwise. Source: libbpf bpf_tc_detach.
+absl::Status DetachTcFilter(int ifindex, Direction direction, const TcOptions& tc = {});
+
+/// Deletes the clsact qdisc of `ifindex` (`tc qdisc del dev X clsact`), and with it every tc
+/// filter on both of its hooks, the tc fallback's included. Only for devices sarena created and
+/// owns (a pod's host veth): another program's filters there would go too. OK when the device
+/// has no clsact qdisc (EINVAL, ENOENT) or is gone (ENODEV). Errors: ErrnoStatus otherwise.
+/// Source: libbpf bpf_tc_hook_destroy with BPF_TC_INGRESS | BPF_TC_EGRESS.
+absl::Status DeleteClsact(int ifindex);
+
 /// True when the running kernel supports TCX links (probed once by attaching nothing: a
 /// BPF_PROG_QUERY with BPF_TCX_INGRESS on the loopback device).
 bool KernelHasTcx();

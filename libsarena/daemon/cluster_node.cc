@@ -154,7 +154,8 @@ absl::Status ClusterNode::BringUp(DaemonOptions o) {
                                         .ip_forward = o.ip_forward,
                                         .datapath = {.bpffs = o.bpffs,
                                                      .attach_mode = o.attach_mode,
-                                                     .redirect_peer = o.redirect_peer}}));
+                                                     .redirect_peer = o.redirect_peer},
+                                        .tcx_after_reply = o.tcx_after_reply}));
             SARENA_RETURN_IF_ERROR(StartDatapath(node->datapath()));
             return std::unique_ptr<datapath::EndpointDatapath>(std::move(node));
           }));

@@ -129,7 +129,8 @@ absl::StatusOr<std::unique_ptr<EndpointManager>> EndpointManager::Create(
                                                     .datapath = {.bpffs = o.bpffs,
                                                                  .attach_mode = o.attach_mode,
                                                                  .redirect_peer =
-                                                                     o.redirect_peer}}));
+                                                                     o.redirect_peer},
+                                                    .tcx_after_reply = o.tcx_after_reply}));
     return std::unique_ptr<datapath::EndpointDatapath>(std::move(node));
   });
 }
@@ -306,7 +307,7 @@ absl::StatusOr<v1::EndpointAddResponse> EndpointManager::Add(const v1::EndpointA
   }
   if (!recorded) {  // a datapath that does not run the hook: commit after it
     if (absl::Status st = commit(*state); !st.ok()) {
-      (void)node_->Delete(state->host_ifname, *ip, std::nullopt);
+      (void)node_->Delete(state->host_ifname, *ip, std::nullopt, req.netns());
       release();
       return cni::WithCniCode(st, ErrorCode::kInternal);
     }
@@ -333,7 +334,7 @@ absl::Status EndpointManager::RemoveEndpoint(const v1::Endpoint& rec) {
   std::optional<std::string> owner;
   if (by_name) owner = datapath::VethOwnerAlias(key.container_id, key.ifname);
   SARENA_RETURN_IF_ERROR(
-      cni::WithCniCode(node_->Delete(host_ifname, ip, owner),
+      cni::WithCniCode(node_->Delete(host_ifname, ip, owner, rec.netns()),
                        ErrorCode::kDatapathFailure));
   SARENA_RETURN_IF_ERROR(store_->Delete(key).status());
   SARENA_RETURN_IF_ERROR(ipam_->Release(key).status());
@@ -348,9 +349,12 @@ absl::StatusOr<v1::EndpointDelResponse> EndpointManager::Del(const v1::EndpointD
   // Without a record (never added, already deleted, or a crash before the record was written)
   // still clean up what a partial ADD could have left: the veth by its deterministic name and
   // the IP held by this key.
-  v1::Endpoint fallback;
-  *fallback.mutable_ref() = req.ref();
-  SARENA_RETURN_IF_ERROR(RemoveEndpoint(rec ? *rec : fallback));
+  v1::Endpoint target;
+  if (rec) target = *rec;
+  *target.mutable_ref() = req.ref();
+  // The runtime's CNI_NETNS names the pod side now; the recorded path is the fallback.
+  if (!req.netns().empty()) target.set_netns(req.netns());
+  SARENA_RETURN_IF_ERROR(RemoveEndpoint(target));
   resp.set_existed(rec.has_value());
   SARENA_LOG(Info, "DEL ", key.ToString(), rec ? absl::StrCat(" (released ", rec->ip(), ")")
                                                : std::string(" (nothing to delete)"));

@@ -30,6 +30,7 @@ struct DaemonOptions {
   uint32_t mtu = 1500;                         // --mtu, bytes
   bpf::AttachMode attach_mode = bpf::AttachMode::kAuto;  // --attach-mode
   bool redirect_peer = true;                   // --redirect-peer
+  bool tcx_after_reply = true;                 // --tcx-after-reply (NodeOptions)
   bool ip_forward = true;                      // --ip-forward
   /// Largest pod MTU an ADD may ask for (the conflist's "mtu"), bytes; 0 = 65535. In a cluster:
   /// the uplink MTU, minus 50 with a tunnel (a bigger pod MTU would be dropped on the underlay).

@@ -142,6 +142,26 @@ absl::Status Datapath::Attach(datapath::Program program, absl::string_view ifnam
   return absl::OkStatus();
 }
 
+absl::Status Datapath::AttachTc(datapath::Program program, int ifindex,
+                                bpf::Direction direction) {
+  return bpf::Link::AttachTc(objects_.prog_fd(program), ifindex, direction).status();
+}
+
+absl::Status Datapath::RemoveTc(int ifindex, bool delete_clsact) {
+  SARENA_RETURN_IF_ERROR(bpf::DetachTcFilter(ifindex, bpf::Direction::kIngress));
+  return delete_clsact ? bpf::DeleteClsact(ifindex) : absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<bpf::Link>> Datapath::TakeLinkPin(absl::string_view ifname,
+                                                                bpf::Direction direction) {
+  const std::string pin = LinkPinPath(ifname, direction);
+  absl::StatusOr<bpf::Link> link = bpf::Link::FromPin(pin);
+  if (absl::IsNotFound(link.status())) return std::nullopt;
+  if (!link.ok()) return link.status();
+  SARENA_RETURN_IF_ERROR(Unpin(pin));
+  return std::optional<bpf::Link>(std::move(*link));
+}
+
 absl::Status Datapath::Detach(absl::string_view ifname, int ifindex, bpf::Direction direction) {
   const std::string pin = LinkPinPath(ifname, direction);
   absl::StatusOr<bpf::Link> pinned = bpf::Link::FromPin(pin);
@@ -150,16 +170,8 @@ absl::Status Datapath::Detach(absl::string_view ifname, int ifindex, bpf::Direct
     if (!st.ok() && !absl::IsNotFound(st)) return st;
   }
   SARENA_RETURN_IF_ERROR(Unpin(pin));
-  if (mode_ == bpf::AttachMode::kTc && ifindex > 0) {
-    // tc filters are not pinned; remove the filter at the default handle/priority if present.
-    absl::StatusOr<std::vector<bpf::AttachedProgram>> progs =
-        bpf::QueryAttached(ifindex, direction);
-    if (progs.ok() && !progs->empty()) {
-      absl::StatusOr<bpf::Link> tc =
-          bpf::Link::AttachTc(objects_.prog_fd(datapath::Program::kNoop), ifindex, direction);
-      if (tc.ok()) (void)tc->Detach();
-    }
-  }
+  // tc filters are not pinned; remove the filter at the default handle/priority if present.
+  if (mode_ == bpf::AttachMode::kTc && ifindex > 0) return bpf::DetachTcFilter(ifindex, direction);
   return absl::OkStatus();
 }
 

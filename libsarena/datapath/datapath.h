@@ -8,6 +8,7 @@
 #define LIBSARENA_DATAPATH_DATAPATH_H_
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,6 +64,28 @@ class Datapath {
   /// replaced. TCX links are pinned at <bpffs>/links/<ifname>_<direction>.
   absl::Status Attach(datapath::Program program, absl::string_view ifname, int ifindex,
                       bpf::Direction direction);
+
+  /// Attaches `program` to `ifindex` in `direction` through tc (a cls_bpf filter on the clsact
+  /// qdisc, bpf::Link::AttachTc) whatever attach_mode() is, replacing a filter already there.
+  /// Nothing is pinned. Unlike a TCX attach (kernel/bpf/tcx.c: tcx_link_prog_attach waits in
+  /// synchronize_rcu with the RTNL lock held, ~10 ms here), this waits for no RCU grace
+  /// period, so a new endpoint is guarded at once and its TCX link can follow in the background
+  /// (EndpointJobs). Errors: those of bpf::Link::AttachTc.
+  absl::Status AttachTc(datapath::Program program, int ifindex, bpf::Direction direction);
+
+  /// Removes what AttachTc put on `ifindex`'s ingress: the filter (bpf::DetachTcFilter), and with
+  /// `delete_clsact` the clsact qdisc too (bpf::DeleteClsact) — only for a device made by this
+  /// daemon moments ago, since another program's filters on it would go as well. OK when
+  /// nothing is there or the device is gone. Errors: those of bpf::DetachTcFilter/DeleteClsact.
+  absl::Status RemoveTc(int ifindex, bool delete_clsact);
+
+  /// Opens the pinned TCX link of `ifname` in `direction` and removes its pin, handing the link
+  /// to the caller: the program stays attached while the returned Link lives, and closing it
+  /// after the device is gone detaches nothing (the kernel did that with the device). nullopt
+  /// when nothing is pinned there (tc mode, or a tc copy not yet upgraded). Errors: ErrnoStatus
+  /// when the pin exists but cannot be opened or removed.
+  absl::StatusOr<std::optional<bpf::Link>> TakeLinkPin(absl::string_view ifname,
+                                                       bpf::Direction direction);
 
   /// Detaches whatever this datapath attached to `ifname` in `direction` and removes the pin.
   /// Idempotent: OK when nothing is there. `ifindex` (0 = unknown) is used for the tc fallback.

@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -10,6 +9,7 @@
 #include "libsarena/base/log.h"
 #include "libsarena/base/status_macros.h"
 #include "libsarena/datapath/abi.h"
+#include "libsarena/datapath/endpoint_jobs.h"
 #include "libsarena/datapath/naming.h"
 #include "libsarena/netlink/netns.h"
 #include "libsarena/netlink/sysctl.h"
@@ -32,6 +32,35 @@ class Rollback {
   bool committed_ = false;
 };
 
+// DEL's reply path with a job thread (EndpointJobs): the endpoint leaves service here — host
+// side down (the kernel drops its endpoint route; the pod side loses carrier), both ends renamed
+// to a retired name (the host name and CNI_IFNAME are free at once), the link pin removed with
+// the link held — and the job thread deletes the pair, whose TCX program makes the kernel wait
+// for an RCU grace period. Every check comes before the first change: the pod side must be the
+// host veth's peer (a veth whose IFLA_LINK is the host side's ifindex) in `netns`. A failure
+// after the first change leaves what the caller's synchronous delete (by ifindex) removes.
+absl::Status RetireEndpoint(Datapath& dp, nl::Socket& node, const nl::Link& host,
+                            absl::string_view host_ifname, absl::string_view netns,
+                            EndpointJobs& jobs) {
+  if (netns.empty()) return absl::FailedPreconditionError("no CNI_NETNS to find the pod side in");
+  SARENA_ASSIGN_OR_RETURN(nl::Netns pod_ns, nl::Netns::Open(netns));
+  SARENA_ASSIGN_OR_RETURN(nl::Socket pod, nl::Socket::OpenIn(pod_ns));
+  SARENA_ASSIGN_OR_RETURN(nl::Link peer, pod.GetLink(host.link));
+  if (peer.kind != "veth" || peer.link != host.ifindex || !peer.link_netnsid) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ifindex ", host.link, " ('", peer.name, "') in netns '", netns,
+        "' is not the peer of veth '", host_ifname, "' (ifindex ", host.ifindex, ")"));
+  }
+  SARENA_RETURN_IF_ERROR(node.SetLinkDown(host.ifindex));
+  const std::string retired = jobs.RetiredName();
+  SARENA_RETURN_IF_ERROR(node.Rename(host.ifindex, retired));
+  SARENA_RETURN_IF_ERROR(pod.Rename(peer.ifindex, retired));
+  SARENA_ASSIGN_OR_RETURN(std::optional<bpf::Link> link,
+                          dp.TakeLinkPin(host_ifname, bpf::Direction::kIngress));
+  jobs.Retire(retired, std::move(link));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 nl::Route EndpointRoute(const net::Ipv4& ip, const net::Ipv4& node_ip, int host_ifindex) {
@@ -47,7 +76,7 @@ std::string EndpointHostIfname(absl::string_view container_id, absl::string_view
 }
 
 absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
-                                             const EndpointSpec& spec) {
+                                             const EndpointSpec& spec, EndpointJobs* jobs) {
   EndpointState st;
   st.host_ifname = HostVethName(spec.container_id, spec.ifname);
   SARENA_ASSIGN_OR_RETURN(nl::Netns pod_ns, nl::Netns::Open(spec.netns));
@@ -58,6 +87,9 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
                                                  spec.ifname, "': interface '", spec.ifname,
                                                  "' already exists in netns '", spec.netns, "'"));
   }
+  // A TCX upgrade still queued for a device of this name (an earlier ADD of the same
+  // attachment, since deleted) finishes first: it must not land on the device made below.
+  if (jobs) jobs->WaitFor(st.host_ifname);
   Rollback rollback;
 
   SARENA_ASSIGN_OR_RETURN(nl::Link host,
@@ -84,20 +116,24 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   rollback.Add([&maps, ip = spec.ip, idx = static_cast<uint32_t>(host.ifindex)] {
     (void)maps.endpoints.RemoveIfOwner(ip, idx);
   });
-  // The attach on a helper thread: TCX waits for an RCU grace period when it installs the
-  // device's first program, and nothing below needs the program until the host side goes up.
-  // Its undo is registered first (Detach of a link that was never made is a no-op); the thread
-  // is joined before any return (std::jthread), and before the undo runs (declared after it).
+  // from_container on the host side's ingress. With TCX and a job thread: a tc copy now (no RCU
+  // grace period) and the TCX link after the reply (EndpointJobs explains why). Otherwise the
+  // mode's own attach, here: a TCX link (pinned) or the tc filter. The veth's deletion (the
+  // first undo, run last) takes either program with it; the undo below removes the pin.
+  const bool tc_first = jobs != nullptr && dp.attach_mode() == bpf::AttachMode::kTcx;
   rollback.Add([&dp, name = st.host_ifname, idx = host.ifindex] {
     (void)dp.Detach(name, idx, bpf::Direction::kIngress);
   });
-  absl::Status attached = absl::UnknownError("from_container attach did not run");
-  std::jthread attach([&dp, &attached, name = st.host_ifname, idx = host.ifindex] {
-    attached = dp.Attach(datapath::Program::kFromContainer, name, idx, bpf::Direction::kIngress);
-  });
+  if (tc_first) {
+    SARENA_RETURN_IF_ERROR(
+        dp.AttachTc(datapath::Program::kFromContainer, host.ifindex, bpf::Direction::kIngress));
+  } else {
+    SARENA_RETURN_IF_ERROR(dp.Attach(datapath::Program::kFromContainer, st.host_ifname,
+                                     host.ifindex, bpf::Direction::kIngress));
+  }
 
   // Pod side, while the host side is down: the pair has no carrier and whatever the pod sends
-  // is dropped at the down peer, so the order against the attach does not matter.
+  // is dropped at the down peer (is_skb_forwardable).
   SARENA_RETURN_IF_ERROR(pod.SetLinkUp("lo"));
   SARENA_RETURN_IF_ERROR(pod.AddAddress(peer.ifindex, net::Ipv4Prefix(spec.ip, 32)));
   SARENA_RETURN_IF_ERROR(pod.SetLinkUp(peer.ifindex));
@@ -114,14 +150,13 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
   // takes max(all, dev)).
   (void)nl::SetSysctl(absl::StrCat("net/ipv4/conf/", st.host_ifname, "/rp_filter"), "0");
   if (spec.commit) SARENA_RETURN_IF_ERROR(spec.commit(st));
-  attach.join();
-  SARENA_RETURN_IF_ERROR(attached);
 
   // Only now can the pod's packets reach the node: from_container is on the host side's ingress.
   SARENA_RETURN_IF_ERROR(node.SetLinkUp(host.ifindex));
   // The endpoint route; removed by the kernel with the veth (rollback and DEL).
   SARENA_RETURN_IF_ERROR(node.ReplaceRoute(EndpointRoute(spec.ip, spec.gateway, host.ifindex)));
   rollback.Commit();
+  if (tc_first) jobs->Upgrade(st.host_ifname, host.ifindex);
   SARENA_LOG(Info, "endpoint ", spec.container_id, "/", spec.ifname, " ip ", spec.ip.to_string(),
              " host ", st.host_ifname, " (ifindex ", st.host_ifindex, ") pod mac ",
              net::FormatMac(st.pod_mac));
@@ -130,7 +165,9 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 
 absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
                             const std::optional<net::Ipv4>& ip,
-                            const std::optional<std::string>& expected_owner) {
+                            const std::optional<std::string>& expected_owner,
+                            absl::string_view netns, EndpointJobs* jobs) {
+  if (jobs) jobs->WaitFor(host_ifname);  // no TCX upgrade lands on a device being deleted
   int ifindex = 0;
   absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
   if (host.ok() && expected_owner && !host->alias.empty() && host->alias != *expected_owner) {
@@ -144,9 +181,15 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
     SARENA_RETURN_IF_ERROR(
         dp.maps().endpoints.RemoveIfOwner(*ip, static_cast<uint32_t>(ifindex)).status());
   }
-  // The veth goes with from_container still attached (the kernel detaches a deleted device's
-  // TCX programs itself, without a grace period of its own), so there is no moment where the
-  // pod's side is up and its packets meet no program; the link pin is removed after.
+  if (host.ok() && jobs) {
+    absl::Status retired = RetireEndpoint(dp, node, *host, host_ifname, netns, *jobs);
+    if (retired.ok()) return absl::OkStatus();
+    SARENA_LOG(Warning, "delete endpoint ", host_ifname, ": ", retired.message(),
+               "; deleting it now");
+  }
+  // The veth goes with from_container still attached, so there is no moment where the pod's
+  // side is up and its packets meet no program; the link pin is removed after (releasing the
+  // link of a deleted device detaches nothing).
   if (host.ok()) {
     absl::Status st = node.DeleteLink(host->ifindex);
     if (!st.ok() && !absl::IsNotFound(st)) return st;

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libsarena/datapath/datapath.h"
+#include "libsarena/datapath/endpoint_jobs.h"
 #include "libsarena/net/ip.h"
 #include "libsarena/netlink/socket.h"
 
@@ -42,8 +43,8 @@ struct EndpointSpec {
   std::string host_ifname;
   /// Optional, Create only: the caller's commit point (sarenad writes the durable endpoint
   /// record here). Called once on the calling thread with the created names, ifindexes and MACs,
-  /// after the pod side is configured and while the host side is still down — so it overlaps
-  /// the program attach, which runs on another thread. A non-OK return aborts Create (every step
+  /// after from_container is attached and the pod side is configured, while the host side is
+  /// still down. A non-OK return aborts Create (every step
   /// undone) with that error. If Create fails after the hook returned OK, undoing the hook's
   /// work is the caller's (Create reports no flag; the hook records that it ran).
   std::function<absl::Status(const EndpointState&)> commit;
@@ -52,11 +53,13 @@ struct EndpointSpec {
 /// Creates the endpoint in this order, so no pod packet ever meets a half-built datapath:
 /// veth pair (both ends down; the peer created directly in the pod netns), the owner mark
 /// (IFLA_IFALIAS = VethOwnerAlias) on the host side, endpoint-map entry and zeroed counters;
-/// then from_container's attach to the host side's TCX ingress starts on a helper thread (TCX
-/// waits for an RCU grace period when it installs a device's first program, 7-18 ms) while
-/// this thread configures the pod side (address, link up, on-link route to the gateway,
-/// default route) and runs spec.commit; after the attach has returned, the host side goes up
-/// and gets the endpoint route (EndpointRoute). Until the host side is up the pair has no
+/// from_container on the host side's ingress; the pod side (address, link up, on-link route to
+/// the gateway, default route); spec.commit; then the host side goes up and gets the endpoint
+/// route (EndpointRoute). With `jobs` and TCX, from_container is first a tc copy
+/// (Datapath::AttachTc: no RCU grace period on the reply path) and `jobs` replaces it with the
+/// pinned TCX link after Create returns (EndpointJobs explains why and why no packet is missed
+/// or handled twice); without `jobs`, the mode's own attach (Datapath::Attach: a TCX link waits
+/// for a grace period with the RTNL lock held, ~10 ms). Until the host side is up the pair has no
 /// carrier and the kernel refuses to forward anything the pod sends to a down peer
 /// (is_skb_forwardable), so no packet reaches the node before from_container checks it.
 /// Any failure undoes every step already done (veth deleted, map entry removed, link unpinned)
@@ -64,7 +67,8 @@ struct EndpointSpec {
 /// Errors: kNotFound when the netns does not exist; kAlreadyExists when CNI_IFNAME exists in
 /// the pod netns or the host-side name is taken; netlink/BPF errors with errno and extack.
 absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
-                                             const EndpointSpec& spec);
+                                             const EndpointSpec& spec,
+                                             EndpointJobs* jobs = nullptr);
 
 /// Removes the endpoint of `ip` whose host side is `host_ifname`, in this order: the
 /// endpoint-map entry (only when it still points at that ifindex), the veth pair (with
@@ -75,10 +79,18 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 /// name whose alias names another attachment is left alone (it is not ours; a warning is
 /// logged) and only this attachment's IP is cleaned; a veth without an alias (a crash between
 /// creating it and marking it) is taken as ours, the name being derived from the key.
+/// With `jobs` (TCX), a TCX upgrade still queued or running for `host_ifname` finishes first,
+/// and the pair is not deleted here: it is taken out of service (host side down, both ends
+/// renamed to EndpointJobs::RetiredName, so CNI_IFNAME is gone from `netns` and the host name is
+/// free when this returns; link pin removed) and deleted by `jobs`, because deleting a device
+/// with a TCX program waits for an RCU grace period with the RTNL lock held (EndpointJobs). That
+/// needs `netns` (CNI_NETNS, or the recorded one; may be empty) to hold the host veth's peer;
+/// otherwise, and without `jobs`, the pair is deleted here.
 /// Errors: netlink/BPF errors other than kNotFound.
 absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view host_ifname,
                             const std::optional<net::Ipv4>& ip,
-                            const std::optional<std::string>& expected_owner = std::nullopt);
+                            const std::optional<std::string>& expected_owner = std::nullopt,
+                            absl::string_view netns = {}, EndpointJobs* jobs = nullptr);
 
 /// Verifies an endpoint is intact, i.e. everything ADD created and put in the CNI result (CNI
 /// spec, CHECK: "the plugin must verify the interfaces, addresses and routes"): host veth

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace sarena::datapath {
@@ -26,6 +27,12 @@ std::string VethOwnerAlias(absl::string_view container_id, absl::string_view ifn
   const size_t room = kMaxAlias - out.size() - suffix.size();
   absl::StrAppend(&out, container_id.substr(0, room), suffix);
   return out;
+}
+
+bool IsVethOwnerAlias(absl::string_view alias) { return absl::StartsWith(alias, "sarena:"); }
+
+std::string RetiredVethName(uint64_t n) {
+  return absl::StrCat(kRetiredVethPrefix, absl::Hex(n & 0xffffffffffULL));
 }
 
 }  // namespace sarena::datapath

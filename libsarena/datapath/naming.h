@@ -27,6 +27,17 @@ std::string HostVethName(absl::string_view container_id, absl::string_view ifnam
 /// prefix unique enough for a mismatch check). `ip link show` prints it as "alias".
 std::string VethOwnerAlias(absl::string_view container_id, absl::string_view ifname);
 
+/// True when `alias` is an owner mark as VethOwnerAlias makes them (the "sarena:" prefix).
+bool IsVethOwnerAlias(absl::string_view alias);
+
+/// The prefix of RetiredVethName.
+inline constexpr absl::string_view kRetiredVethPrefix = "sgone";
+/// Name of a veth pair DEL took out of service, both ends (EndpointJobs deletes it after the
+/// reply): "sgone" + `n` in hex (n < 2^40), at most 15 characters (IFNAMSIZ - 1). At start a
+/// device is deleted as a leftover only with this prefix *and* an owner mark (IsVethOwnerAlias),
+/// never by name alone.
+std::string RetiredVethName(uint64_t n);
+
 }  // namespace sarena::datapath
 
 #endif  // LIBSARENA_DATAPATH_NAMING_H_

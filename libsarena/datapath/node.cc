@@ -26,12 +26,13 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(const NodeOptions& o) {
 }
 
 absl::StatusOr<EndpointState> Node::Create(const EndpointSpec& spec) {
-  return CreateEndpoint(*dp_, sock_, spec);
+  return CreateEndpoint(*dp_, sock_, spec, options_.tcx_after_reply ? jobs_.get() : nullptr);
 }
 
 absl::Status Node::Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
-                          const std::optional<std::string>& expected_owner) {
-  return DeleteEndpoint(*dp_, sock_, host_ifname, ip, expected_owner);
+                          const std::optional<std::string>& expected_owner,
+                          const std::string& netns) {
+  return DeleteEndpoint(*dp_, sock_, host_ifname, ip, expected_owner, netns, jobs_.get());
 }
 
 absl::Status Node::Check(const EndpointSpec& spec) { return CheckEndpoint(*dp_, sock_, spec); }
@@ -46,6 +47,12 @@ absl::Status Node::Restore(const RecordedEndpoint& e) {
       MakeEndpoint(static_cast<uint32_t>(host->ifindex), e.pod_mac, host->mac, e.endpoint_id)));
   SARENA_RETURN_IF_ERROR(dp_->Attach(Program::kFromContainer, e.host_ifname, host->ifindex,
                                      bpf::Direction::kIngress));
+  // A tc copy left by an ADD whose move to TCX never ran (the daemon stopped first): the TCX
+  // link is in place now, so the copy's filter goes (EndpointJobs). The clsact qdisc stays: by
+  // now another program may have filters on it.
+  if (dp_->attach_mode() == bpf::AttachMode::kTcx) {
+    SARENA_RETURN_IF_ERROR(dp_->RemoveTc(host->ifindex, /*delete_clsact=*/false));
+  }
   if (host->up) {  // a route through a down device is refused; CHECK reports the device
     SARENA_RETURN_IF_ERROR(
         sock_.ReplaceRoute(EndpointRoute(e.ip, options_.node_ip, host->ifindex)));

@@ -41,14 +41,17 @@ class EndpointDatapath {
 
   /// CreateEndpoint (endpoint.h): everything or nothing.
   virtual absl::StatusOr<EndpointState> Create(const EndpointSpec& spec) = 0;
-  /// DeleteEndpoint (endpoint.h): idempotent; `expected_owner` guards a delete by derived name.
+  /// DeleteEndpoint (endpoint.h): idempotent; `expected_owner` guards a delete by derived name;
+  /// `netns` is the pod's (CNI_NETNS or the recorded path; may be empty).
   virtual absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
-                              const std::optional<std::string>& expected_owner) = 0;
+                              const std::optional<std::string>& expected_owner,
+                              const std::string& netns) = 0;
   /// CheckEndpoint (endpoint.h).
   virtual absl::Status Check(const EndpointSpec& spec) = 0;
   /// Brings one recorded endpoint back after a restart without interrupting it: rewrites its
   /// endpoint-map entry from the live veth, re-attaches from_container (bpf_link_update of the
-  /// pinned link) and re-installs its endpoint route when the veth is up.
+  /// pinned link; with TCX, a tc copy an ADD left because its move to TCX never ran is replaced by
+  /// the link and its filter removed) and re-installs its endpoint route when the veth is up.
   /// Errors: kNotFound when the host veth is gone (pod netns deleted without DEL); BPF/netlink
   /// errors otherwise.
   virtual absl::Status Restore(const RecordedEndpoint& endpoint) = 0;
@@ -70,6 +73,13 @@ struct NodeOptions {
   uint32_t mtu = 1500;          // --mtu, bytes
   bool ip_forward = true;       // --ip-forward
   DatapathOptions datapath;     // --bpffs, --attach-mode, --redirect-peer
+  /// --tcx-after-reply. With TCX: ADD guards a new host veth with a tc copy of from_container
+  /// and EndpointJobs moves it to the TCX link after the reply, keeping TCX's RCU grace period
+  /// (~10 ms with the RTNL lock held) off the ADD. false: ADD attaches the TCX link itself. Turn
+  /// it off when a chained plugin adds an `ingress` qdisc to the host veth right after ADD (the
+  /// CNI bandwidth plugin with an egress rate): the tc copy's clsact qdisc excludes it until
+  /// the move. DEL hands the deletion to EndpointJobs either way.
+  bool tcx_after_reply = true;
 };
 
 /// The kernel implementation: sarena_host (SetupHostDevice), the BPF datapath (Datapath::Open)
@@ -81,7 +91,8 @@ class Node final : public EndpointDatapath {
 
   absl::StatusOr<EndpointState> Create(const EndpointSpec& spec) override;
   absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
-                      const std::optional<std::string>& expected_owner) override;
+                      const std::optional<std::string>& expected_owner,
+                      const std::string& netns) override;
   absl::Status Check(const EndpointSpec& spec) override;
   absl::Status Restore(const RecordedEndpoint& endpoint) override;
   absl::StatusOr<int> PruneOrphans(const std::set<net::Ipv4>& live_ips,
@@ -91,18 +102,26 @@ class Node final : public EndpointDatapath {
 
   const HostDevice& host() const { return host_; }
   Datapath& datapath() { return *dp_; }
+  /// The queue that moves new endpoints from their tc copy of from_container to the TCX link
+  /// after ADD replied (EndpointJobs); nullptr in tc mode, where there is nothing to move.
+  EndpointJobs* jobs() { return jobs_.get(); }
 
  private:
   Node(NodeOptions options, nl::Socket sock, HostDevice host, std::unique_ptr<Datapath> dp)
       : options_(std::move(options)),
         sock_(std::move(sock)),
         host_(std::move(host)),
-        dp_(std::move(dp)) {}
+        dp_(std::move(dp)),
+        jobs_(dp_->attach_mode() == bpf::AttachMode::kTcx ? std::make_unique<EndpointJobs>(*dp_)
+                                                          : nullptr) {}
 
   NodeOptions options_;
   nl::Socket sock_;
   HostDevice host_;
   std::unique_ptr<Datapath> dp_;
+  /// TCX upgrades of new endpoints (TCX mode only); declared after dp_, so it finishes its
+  /// queue and stops before the datapath goes.
+  std::unique_ptr<EndpointJobs> jobs_;
 };
 
 }  // namespace sarena::datapath

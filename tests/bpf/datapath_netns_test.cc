@@ -210,5 +210,69 @@ TEST_F(DatapathNetnsTest, SpoofedSourceNeverLeavesThePod) {
   EXPECT_GE((*drops)[SARENA_DROP_SPOOFED_SOURCE].packets, 1u);
 }
 
+// ADD guards a new pod with a tc copy of from_container (cls_bpf on clsact) until the TCX link
+// replaces it after the reply (datapath/endpoint_jobs.h). Through the tc hook alone the program
+// must do everything it does through TCX: deliver pod -> pod, pass pod -> node, drop a spoofed
+// source.
+TEST_F(DatapathNetnsTest, TheTcCopyAloneGuardsAndDeliversLikeTheTcxLink) {
+  const Pod& a = pods_[0];
+  const Pod& b = pods_[1];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(links_[i].Detach().ok());
+    auto tc = Link::AttachTc(objs_->prog_fd(Program::kFromContainer),
+                             static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
+                             Direction::kIngress);
+    ASSERT_TRUE(tc.ok()) << tc.status();
+    auto attached = QueryAttached(static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
+                                  Direction::kIngress);
+    ASSERT_TRUE(attached.ok());
+    ASSERT_EQ(attached->size(), 1u);
+    EXPECT_EQ((*attached)[0].mode, AttachMode::kTc);
+  }
+  RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 3 -W 2 ", b.ip)));
+  EXPECT_GE(Counters(b).rx_packets, 3u);
+  EXPECT_GE(Counters(a).rx_packets, 3u) << "replies";
+  RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 2 -W 2 ", kNodeIp)));
+  RunOk(a.ns->Exec(absl::StrCat("ip addr add ", b.ip, "/32 dev eth0")));
+  auto r = ::sarena::testing::Run(
+      a.ns->Exec(absl::StrCat("busybox ping -c 1 -W 1 -I ", b.ip, " ", kNodeIp)));
+  EXPECT_NE(r.exit_code, 0) << "a spoofed source left through the tc copy";
+  auto drops = objs_->maps().drops.ReadAll();
+  ASSERT_TRUE(drops.ok());
+  EXPECT_GE((*drops)[SARENA_DROP_SPOOFED_SOURCE].packets, 1u);
+}
+
+// While the TCX link and the tc copy are both attached (the move), the TCX program runs first
+// and its verdict ends the ingress hook: each packet is counted and delivered once.
+TEST_F(DatapathNetnsTest, WithTheTcCopyAndTheTcxLinkBothAttachedEachPacketIsHandledOnce) {
+  const Pod& a = pods_[0];
+  const Pod& b = pods_[1];
+  RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 1 -W 2 ", b.ip)));  // ARP done
+  for (int i = 0; i < 2; ++i) {
+    auto tc = Link::AttachTc(objs_->prog_fd(Program::kFromContainer),
+                             static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
+                             Direction::kIngress);
+    ASSERT_TRUE(tc.ok()) << tc.status();
+    auto attached = QueryAttached(static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
+                                  Direction::kIngress);
+    ASSERT_TRUE(attached.ok());
+    ASSERT_EQ(attached->size(), 2u) << "the TCX link and the tc copy";
+  }
+  const uint64_t rx0 = Counters(b).rx_packets;
+  RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 5 -i 0.05 -W 2 ", b.ip)));
+  EXPECT_EQ(Counters(b).rx_packets - rx0, 5u) << "five echo requests, each delivered once";
+  // Removing the clsact qdisc (the end of the move) leaves the TCX link alone.
+  for (int i = 0; i < 2; ++i) {
+    const int ifindex = static_cast<int>(if_nametoindex(pods_[i].lxc.c_str()));
+    ASSERT_TRUE(DeleteClsact(ifindex).ok());
+    ASSERT_TRUE(DeleteClsact(ifindex).ok()) << "idempotent";
+    auto attached = QueryAttached(ifindex, Direction::kIngress);
+    ASSERT_TRUE(attached.ok());
+    ASSERT_EQ(attached->size(), 1u);
+    EXPECT_EQ((*attached)[0].mode, AttachMode::kTcx);
+  }
+  RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 2 -W 2 ", b.ip)));
+}
+
 }  // namespace
 }  // namespace sarena::bpf

@@ -60,7 +60,8 @@ class FakeEndpointDatapath final : public datapath::EndpointDatapath {
     return st;
   }
   absl::Status Delete(const std::string& host_ifname, const std::optional<net::Ipv4>& ip,
-                      const std::optional<std::string>& expected_owner) override {
+                      const std::optional<std::string>& expected_owner,
+                      const std::string& /*netns*/) override {
     ++w_->deletes;
     auto v = w_->veths.find(host_ifname);
     const bool ours = v != w_->veths.end() &&

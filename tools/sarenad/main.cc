@@ -59,6 +59,10 @@ ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
 ABSL_FLAG(std::string, attach_mode, "auto", "auto | tcx | tc (clsact fallback)");
 ABSL_FLAG(bool, redirect_peer, true,
           "Deliver pod-to-pod with bpf_redirect_peer (false: bpf_redirect)");
+ABSL_FLAG(bool, tcx_after_reply, true,
+          "TCX: guard a new pod veth with a tc copy of from_container and move it to TCX after "
+          "the ADD reply (false: attach TCX before; needed when a chained plugin adds an ingress "
+          "qdisc, e.g. bandwidth with an egress rate)");
 ABSL_FLAG(bool, ip_forward, true,
           "Set net.ipv4.ip_forward=1 (false: only conf.sarena_host.forwarding=1)");
 ABSL_FLAG(bool, debug, false, "Debug logging");
@@ -171,7 +175,7 @@ const sarena::ProgramDoc& Doc() {
                  {"Cluster (with --etcd-endpoints)",
                   {"etcd-endpoints", "cluster-cidr", "node-name", "uplink", "routing-mode",
                    "tunnel-port", "vni", "node-mask-len", "peer-grace", "lease-ttl"}},
-                 {"Datapath", {"bpffs", "mtu", "attach-mode", "redirect-peer", "ip-forward"}},
+                 {"Datapath", {"bpffs", "mtu", "attach-mode", "redirect-peer", "tcx-after-reply", "ip-forward"}},
                  {"Socket and state",
                   {"socket", "state-dir", "max-connections", "max-connections-per-uid",
                    "reserved-root-connections", "idle-timeout", "io-timeout"}},
@@ -259,6 +263,7 @@ int Main(int argc, char** argv, const sarena::rpc::CommandOutput& out) {
   o.bpffs = absl::GetFlag(FLAGS_bpffs);
   o.mtu = absl::GetFlag(FLAGS_mtu) ? absl::GetFlag(FLAGS_mtu) : 1500;
   o.redirect_peer = absl::GetFlag(FLAGS_redirect_peer);
+  o.tcx_after_reply = absl::GetFlag(FLAGS_tcx_after_reply);
   o.ip_forward = absl::GetFlag(FLAGS_ip_forward);
 
   // One sarenad per network namespace, checked before anything on the node is touched.

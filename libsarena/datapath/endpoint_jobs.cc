@@ -1,0 +1,168 @@
+#include "libsarena/datapath/endpoint_jobs.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "libsarena/netlink/socket.h"
+#include "libsarena/base/log.h"
+#include "libsarena/datapath/abi.h"
+#include "libsarena/datapath/naming.h"
+
+namespace sarena::datapath {
+
+namespace {
+
+// Deletes the retired pairs a stopped daemon left (a DEL replied, the deletion had not run):
+// the retired name and an owner mark, never the name alone.
+void DeleteLeftovers() {
+  absl::StatusOr<nl::Socket> sock = nl::Socket::Open();
+  absl::StatusOr<std::vector<nl::Link>> links =
+      sock.ok() ? sock->ListLinks() : absl::StatusOr<std::vector<nl::Link>>(sock.status());
+  if (!links.ok()) {
+    SARENA_LOG(Warning, "looking for retired veths left by an earlier run: ",
+               links.status().message());
+    return;
+  }
+  for (const nl::Link& l : *links) {
+    if (!absl::StartsWith(l.name, kRetiredVethPrefix) || !IsVethOwnerAlias(l.alias)) continue;
+    absl::Status st = sock->DeleteLink(l.ifindex);
+    if (st.ok()) {
+      SARENA_LOG(Info, "deleted retired veth ", l.name, " (", l.alias, ") left by an earlier run");
+    } else {
+      SARENA_LOG(Warning, "delete retired veth ", l.name, " left by an earlier run: ",
+                 st.message());
+    }
+  }
+}
+
+}  // namespace
+
+EndpointJobs::EndpointJobs(Datapath& dp) : dp_(dp) {
+  DeleteLeftovers();
+  thread_ = std::thread([this] { Run(); });
+}
+
+EndpointJobs::~EndpointJobs() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void EndpointJobs::Upgrade(std::string host_ifname, int ifindex) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({std::move(host_ifname), ifindex});
+  }
+  cv_.notify_one();
+}
+
+void EndpointJobs::Retire(std::string retired_name, std::optional<bpf::Link> link) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job job;
+    job.host_ifname = std::move(retired_name);
+    job.retire = true;
+    job.link = std::move(link);
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::string EndpointJobs::RetiredName() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RetiredVethName(next_retired_++);
+}
+
+absl::Status EndpointJobs::RunRetire(Job& job) {
+  if (!sock_) {
+    absl::StatusOr<nl::Socket> s = nl::Socket::Open();
+    if (!s.ok()) return s.status();
+    sock_ = std::move(*s);
+  }
+  absl::Status st = sock_->DeleteLink(job.host_ifname);
+  job.link.reset();  // after the device: releasing the link then detaches nothing
+  if (absl::IsNotFound(st)) return absl::OkStatus();
+  return st;
+}
+
+bool EndpointJobs::Pending(absl::string_view host_ifname) const {
+  if (running_ == host_ifname) return true;
+  for (const Job& j : queue_) {
+    if (j.host_ifname == host_ifname) return true;
+  }
+  return false;
+}
+
+void EndpointJobs::WaitFor(absl::string_view host_ifname) {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return !Pending(host_ifname); });
+}
+
+void EndpointJobs::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return queue_.empty() && running_.empty(); });
+}
+
+uint64_t EndpointJobs::upgraded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return upgraded_;
+}
+
+uint64_t EndpointJobs::retired() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retired_;
+}
+
+uint64_t EndpointJobs::failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+void EndpointJobs::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = job.host_ifname;
+    lock.unlock();
+
+    if (job.retire) {
+      absl::Status st = RunRetire(job);
+      if (!st.ok()) {
+        SARENA_LOG(Warning, "delete retired veth ", job.host_ifname, ": ", st.message(),
+                   " (deleted at the next start)");
+      }
+      lock.lock();
+      (st.ok() ? retired_ : failed_)++;
+      running_.clear();
+      done_cv_.notify_all();
+      continue;
+    }
+    absl::Status st = dp_.Attach(Program::kFromContainer, job.host_ifname, job.ifindex,
+                                 bpf::Direction::kIngress);
+    // The device was made by the ADD that queued this job: its clsact qdisc is the tc copy's.
+    if (st.ok()) st = dp_.RemoveTc(job.ifindex, /*delete_clsact=*/true);
+    if (st.ok()) {
+      SARENA_LOG(Debug, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+                 "): from_container now on TCX, tc copy removed");
+    } else {
+      SARENA_LOG(Warning, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+                 "): TCX upgrade failed, the tc copy of from_container stays: ", st.message());
+    }
+
+    lock.lock();
+    (st.ok() ? upgraded_ : failed_)++;
+    running_.clear();
+    done_cv_.notify_all();
+  }
+}
+
+}  // namespace sarena::datapath
