@@ -26,6 +26,16 @@ PTPNODE="$SN_ID-ptp"
 sn_netns_add "$PTPNODE"
 PTPCONF=$(printf '{"cniVersion":"1.0.0","name":"ptpbench","type":"ptp","mtu":1500,"ipam":{"type":"host-local","subnet":"10.251.0.0/16","dataDir":"%s/ipam"}}' "$SN_DIR")
 
+# Both plugins' inputs are computed before the clock starts (the config, the node netns path), so
+# each timed region is the same: nsenter + env + the plugin's exec(s).
+SARCONF=$(sn_conf s); SARNODE=/var/run/netns/$(sn_node_ns s)
+# GAP_MS: a pause after every timed exec (both plugins alike). sarenad moves each new endpoint to
+# its TCX link after the reply (datapath/endpoint_jobs.h): that job holds the RTNL lock through an
+# RCU grace period (~10 ms), so back to back (GAP_MS=0) it lands inside the next exec of
+# whichever plugin runs next. With a gap it runs between pods, as it does on a node that starts
+# pods less often than every ~20 ms. Report both.
+GAP_MS=${GAP_MS:-0}
+gap() { [ "$GAP_MS" = 0 ] || sleep "$(awk -v g="$GAP_MS" 'BEGIN{printf "%.3f", g/1000}')"; }
 now() { date +%s%N; }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "plugin,op,pod,ns" >"$OUT"; echo "plugin,op,pod,ns,rc" >"$OUT.burst"
@@ -34,13 +44,13 @@ for i in $(seq "$N"); do
     pns="$SN_ID-$plugin-$i"; sn_netns_add "$pns"
     t0=$(now)
     if [ $plugin = sarena ]; then
-      sn_conf s | nsenter --net="/var/run/netns/$(sn_node_ns s)" env -i PATH="$PATH" CNI_COMMAND=ADD CNI_CONTAINERID="c$i" \
+      printf '%s' "$SARCONF" | nsenter --net="$SARNODE" env -i PATH="$PATH" CNI_COMMAND=ADD CNI_CONTAINERID="c$i" \
         CNI_NETNS="/var/run/netns/$pns" CNI_IFNAME=eth0 CNI_PATH="$SN_BIN" "$SN_BIN/sarena-cni" >/dev/null || { echo "sarena ADD $i failed"; exit 1; }
     else
       printf '%s' "$PTPCONF" | nsenter --net="/var/run/netns/$PTPNODE" env -i PATH="$PATH" CNI_COMMAND=ADD CNI_CONTAINERID="c$i" \
         CNI_NETNS="/var/run/netns/$pns" CNI_IFNAME=eth0 CNI_PATH=$CNI_BIN $CNI_BIN/ptp >/dev/null || { echo "ptp ADD $i failed"; exit 1; }
     fi
-    echo "$plugin,add,$i,$(( $(now) - t0 ))" >>"$OUT"
+    echo "$plugin,add,$i,$(( $(now) - t0 ))" >>"$OUT"; gap
   done
 done
 for i in $(seq "$N"); do
@@ -48,20 +58,20 @@ for i in $(seq "$N"); do
     pns="$SN_ID-$plugin-$i"
     t0=$(now)
     if [ $plugin = sarena ]; then
-      sn_conf s | nsenter --net="/var/run/netns/$(sn_node_ns s)" env -i PATH="$PATH" CNI_COMMAND=DEL CNI_CONTAINERID="c$i" \
+      printf '%s' "$SARCONF" | nsenter --net="$SARNODE" env -i PATH="$PATH" CNI_COMMAND=DEL CNI_CONTAINERID="c$i" \
         CNI_NETNS="/var/run/netns/$pns" CNI_IFNAME=eth0 CNI_PATH="$SN_BIN" "$SN_BIN/sarena-cni" >/dev/null || { echo "sarena DEL $i failed"; exit 1; }
     else
       printf '%s' "$PTPCONF" | nsenter --net="/var/run/netns/$PTPNODE" env -i PATH="$PATH" CNI_COMMAND=DEL CNI_CONTAINERID="c$i" \
         CNI_NETNS="/var/run/netns/$pns" CNI_IFNAME=eth0 CNI_PATH=$CNI_BIN $CNI_BIN/ptp >/dev/null || { echo "ptp DEL $i failed"; exit 1; }
     fi
-    echo "$plugin,del,$i,$(( $(now) - t0 ))" >>"$OUT"
+    echo "$plugin,del,$i,$(( $(now) - t0 ))" >>"$OUT"; gap
   done
 done
 
 # cni PLUGIN CMD CID NETNS: one plugin exec as a runtime does it.
 cni() {
   if [ "$1" = sarena ]; then
-    sn_conf s | nsenter --net="/var/run/netns/$(sn_node_ns s)" env -i PATH="$PATH" CNI_COMMAND="$2" CNI_CONTAINERID="$3" \
+    printf '%s' "$SARCONF" | nsenter --net="$SARNODE" env -i PATH="$PATH" CNI_COMMAND="$2" CNI_CONTAINERID="$3" \
       CNI_NETNS="$4" CNI_IFNAME=eth0 CNI_PATH="$SN_BIN" "$SN_BIN/sarena-cni" >/dev/null
   else
     printf '%s' "$PTPCONF" | nsenter --net="/var/run/netns/$PTPNODE" env -i PATH="$PATH" CNI_COMMAND="$2" CNI_CONTAINERID="$3" \
@@ -103,7 +113,7 @@ for plugin in sarena ptp; do
   printf '%-8s %-4s %10s %10s   (%d x %d concurrent ADDs, %d failed, p99/p50 %s)\n' "$plugin" burst "$p50" "$p99" \
     "$BURSTS" "$BURST" "$fails" "$(awk -v a="$p99" -v b="$p50" 'BEGIN{printf "%.2f", a/b}')"
 done
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)   GAP_MS=$GAP_MS"
 awk -v s="$R_sarena_add" -v p="$R_ptp_add" 'BEGIN{printf "ADD p50 ratio sarena/ptp: %.2f (goal <= 0.70)\n", s/p}'
 awk -v s="$Q_sarena_add" -v p="$Q_ptp_add" 'BEGIN{printf "ADD p99 ratio sarena/ptp: %.2f (goal <= 1.00)\n", s/p}'
 awk -v s="$R_sarena_del" -v p="$R_ptp_del" 'BEGIN{printf "DEL p50 ratio sarena/ptp: %.2f (goal <= 1.00)\n", s/p}'
