@@ -147,9 +147,25 @@ absl::Status Datapath::AttachTc(datapath::Program program, int ifindex,
   return bpf::Link::AttachTc(objects_.prog_fd(program), ifindex, direction).status();
 }
 
-absl::Status Datapath::RemoveTc(int ifindex, bool delete_clsact) {
+absl::Status Datapath::RemoveTcCopy(datapath::Program program, int ifindex, nl::Socket& sock) {
+  absl::StatusOr<std::vector<bpf::AttachedProgram>> progs =
+      bpf::QueryAttached(ifindex, bpf::Direction::kIngress);
+  if (absl::IsNotFound(progs.status())) return absl::OkStatus();  // the device is gone
+  if (!progs.ok()) return progs.status();
+  const bool ours = std::any_of(progs->begin(), progs->end(), [&](const bpf::AttachedProgram& p) {
+    return p.mode == bpf::AttachMode::kTc && p.name == ToString(program);
+  });
+  if (!ours) return absl::OkStatus();
   SARENA_RETURN_IF_ERROR(bpf::DetachTcFilter(ifindex, bpf::Direction::kIngress));
-  return delete_clsact ? bpf::DeleteClsact(ifindex) : absl::OkStatus();
+  for (nl::Socket::TcHook hook : {nl::Socket::TcHook::kIngress, nl::Socket::TcHook::kEgress}) {
+    absl::StatusOr<int> n = sock.CountTcFilters(ifindex, hook);
+    if (absl::IsNotFound(n.status()) || absl::IsInvalidArgument(n.status())) {
+      return absl::OkStatus();  // device or qdisc gone
+    }
+    if (!n.ok()) return n.status();
+    if (*n > 0) return absl::OkStatus();  // someone else's filters: the qdisc stays
+  }
+  return bpf::DeleteClsact(ifindex);
 }
 
 absl::StatusOr<std::optional<bpf::Link>> Datapath::TakeLinkPin(absl::string_view ifname,

@@ -19,6 +19,7 @@
 #include "libsarena/bpf/link.h"
 #include "libsarena/datapath/objects.h"
 #include "libsarena/datapath/host_device.h"
+#include "libsarena/netlink/socket.h"
 
 namespace sarena::datapath {
 
@@ -73,11 +74,12 @@ class Datapath {
   /// (EndpointJobs). Errors: those of bpf::Link::AttachTc.
   absl::Status AttachTc(datapath::Program program, int ifindex, bpf::Direction direction);
 
-  /// Removes what AttachTc put on `ifindex`'s ingress: the filter (bpf::DetachTcFilter), and with
-  /// `delete_clsact` the clsact qdisc too (bpf::DeleteClsact) — only for a device made by this
-  /// daemon moments ago, since another program's filters on it would go as well. OK when
-  /// nothing is there or the device is gone. Errors: those of bpf::DetachTcFilter/DeleteClsact.
-  absl::Status RemoveTc(int ifindex, bool delete_clsact);
+  /// Removes the tc copy AttachTc put on `ifindex`'s ingress, if the filter there runs `program`
+  /// (bpf::QueryAttached; another program at that handle is left alone): the filter
+  /// (bpf::DetachTcFilter), then the clsact qdisc (bpf::DeleteClsact) when neither hook has a
+  /// filter left (`sock` counts them: a chained plugin may have added its own meanwhile). OK
+  /// when there is no copy or the device is gone. Errors: BPF and netlink errors otherwise.
+  absl::Status RemoveTcCopy(datapath::Program program, int ifindex, nl::Socket& sock);
 
   /// Opens the pinned TCX link of `ifname` in `direction` and removes its pin, handing the link
   /// to the caller: the program stays attached while the returned Link lives, and closing it

@@ -33,7 +33,7 @@ class Rollback {
 };
 
 // DEL's reply path with a job thread (EndpointJobs): the endpoint leaves service here — host
-// side down (the kernel drops its endpoint route; the pod side loses carrier), both ends renamed
+// side down (the kernel drops its endpoint route), pod side down (and its routes), both ends renamed
 // to a retired name (the host name and CNI_IFNAME are free at once), the link pin removed with
 // the link held — and the job thread deletes the pair, whose TCX program makes the kernel wait
 // for an RCU grace period. Every check comes before the first change: the pod side must be the
@@ -54,6 +54,9 @@ absl::Status RetireEndpoint(Datapath& dp, nl::Socket& node, const nl::Link& host
   SARENA_RETURN_IF_ERROR(node.SetLinkDown(host.ifindex));
   const std::string retired = jobs.RetiredName();
   SARENA_RETURN_IF_ERROR(node.Rename(host.ifindex, retired));
+  // Down first: the kernel then drops the pod's routes through it (NETDEV_DOWN), so an ADD into
+  // the same netns can install them again before the pair is deleted.
+  SARENA_RETURN_IF_ERROR(pod.SetLinkDown(peer.ifindex));
   SARENA_RETURN_IF_ERROR(pod.Rename(peer.ifindex, retired));
   SARENA_ASSIGN_OR_RETURN(std::optional<bpf::Link> link,
                           dp.TakeLinkPin(host_ifname, bpf::Direction::kIngress));
@@ -167,7 +170,9 @@ absl::Status DeleteEndpoint(Datapath& dp, nl::Socket& node, absl::string_view ho
                             const std::optional<net::Ipv4>& ip,
                             const std::optional<std::string>& expected_owner,
                             absl::string_view netns, EndpointJobs* jobs) {
-  if (jobs) jobs->WaitFor(host_ifname);  // no TCX upgrade lands on a device being deleted
+  // No TCX move lands on a device being deleted: a queued one is dropped (the tc copy guards the
+  // endpoint until its deletion), a running one finishes first.
+  if (jobs) jobs->CancelUpgrade(host_ifname);
   int ifindex = 0;
   absl::StatusOr<nl::Link> host = node.GetLink(host_ifname);
   if (host.ok() && expected_owner && !host->alias.empty() && host->alias != *expected_owner) {

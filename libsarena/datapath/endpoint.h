@@ -79,8 +79,8 @@ absl::StatusOr<EndpointState> CreateEndpoint(Datapath& dp, nl::Socket& node,
 /// name whose alias names another attachment is left alone (it is not ours; a warning is
 /// logged) and only this attachment's IP is cleaned; a veth without an alias (a crash between
 /// creating it and marking it) is taken as ours, the name being derived from the key.
-/// With `jobs` (TCX), a TCX upgrade still queued or running for `host_ifname` finishes first,
-/// and the pair is not deleted here: it is taken out of service (host side down, both ends
+/// With `jobs` (TCX), a TCX move still queued for `host_ifname` is dropped (one running finishes
+/// first), and the pair is not deleted here: it is taken out of service (both ends down, both ends
 /// renamed to EndpointJobs::RetiredName, so CNI_IFNAME is gone from `netns` and the host name is
 /// free when this returns; link pin removed) and deleted by `jobs`, because deleting a device
 /// with a TCX program waits for an RCU grace period with the RTNL lock held (EndpointJobs). That

@@ -79,12 +79,16 @@ std::string EndpointJobs::RetiredName() {
   return RetiredVethName(next_retired_++);
 }
 
+absl::Status EndpointJobs::OpenSocket() {
+  if (sock_) return absl::OkStatus();
+  absl::StatusOr<nl::Socket> s = nl::Socket::Open();
+  if (!s.ok()) return s.status();
+  sock_ = std::move(*s);
+  return absl::OkStatus();
+}
+
 absl::Status EndpointJobs::RunRetire(Job& job) {
-  if (!sock_) {
-    absl::StatusOr<nl::Socket> s = nl::Socket::Open();
-    if (!s.ok()) return s.status();
-    sock_ = std::move(*s);
-  }
+  if (absl::Status st = OpenSocket(); !st.ok()) return st;
   absl::Status st = sock_->DeleteLink(job.host_ifname);
   job.link.reset();  // after the device: releasing the link then detaches nothing
   if (absl::IsNotFound(st)) return absl::OkStatus();
@@ -97,6 +101,21 @@ bool EndpointJobs::Pending(absl::string_view host_ifname) const {
     if (j.host_ifname == host_ifname) return true;
   }
   return false;
+}
+
+bool EndpointJobs::CancelUpgrade(absl::string_view host_ifname) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool dropped = false;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (!it->retire && it->host_ifname == host_ifname) {
+      it = queue_.erase(it);
+      dropped = true;
+    } else {
+      ++it;
+    }
+  }
+  done_cv_.wait(lock, [&] { return running_ != host_ifname; });
+  return dropped;
 }
 
 void EndpointJobs::WaitFor(absl::string_view host_ifname) {
@@ -146,13 +165,19 @@ void EndpointJobs::Run() {
       done_cv_.notify_all();
       continue;
     }
-    absl::Status st = dp_.Attach(Program::kFromContainer, job.host_ifname, job.ifindex,
-                                 bpf::Direction::kIngress);
-    // The device was made by the ADD that queued this job: its clsact qdisc is the tc copy's.
-    if (st.ok()) st = dp_.RemoveTc(job.ifindex, /*delete_clsact=*/true);
+    absl::Status st = OpenSocket();
+    if (st.ok()) {
+      st = dp_.Attach(Program::kFromContainer, job.host_ifname, job.ifindex,
+                      bpf::Direction::kIngress);
+    }
+    if (st.ok()) st = dp_.RemoveTcCopy(Program::kFromContainer, job.ifindex, *sock_);
     if (st.ok()) {
       SARENA_LOG(Debug, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
                  "): from_container now on TCX, tc copy removed");
+    } else if (absl::IsNotFound(st)) {
+      // The runtime deleted the pod netns, and the pair with it, right after ADD.
+      SARENA_LOG(Info, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+                 "): gone before its move to TCX");
     } else {
       SARENA_LOG(Warning, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
                  "): TCX upgrade failed, the tc copy of from_container stays: ", st.message());

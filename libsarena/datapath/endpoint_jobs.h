@@ -67,8 +67,13 @@ class EndpointJobs {
   /// is made, so the counter can start at 0.
   std::string RetiredName();
 
-  /// Blocks until no job for `host_ifname` is queued or running. ADD and DEL call it before they
-  /// touch a device of that name, so a job never races a delete or a re-created device.
+  /// DEL's wait: drops a queued (not yet running) TCX move of `host_ifname` — the device is about
+  /// to be deleted, and its tc copy guards it until then, so DEL need not wait behind every
+  /// earlier job of the FIFO — and waits for one already running. True when one was dropped.
+  bool CancelUpgrade(absl::string_view host_ifname);
+
+  /// Blocks until no job for `host_ifname` is queued or running. ADD calls it before it makes a
+  /// device of that name, so a job never lands on a re-created device.
   void WaitFor(absl::string_view host_ifname);
 
   /// Blocks until the queue is empty and no job runs.
@@ -87,6 +92,7 @@ class EndpointJobs {
     std::optional<bpf::Link> link;       // Retire only
   };
   absl::Status RunRetire(Job& job);
+  absl::Status OpenSocket();  // sock_, on the worker thread
   void Run();
   bool Pending(absl::string_view host_ifname) const;  // mu_ held
 
@@ -101,7 +107,7 @@ class EndpointJobs {
   uint64_t failed_ = 0;
   uint64_t retired_ = 0;
   uint64_t next_retired_ = 0;
-  std::optional<nl::Socket> sock_;  // the worker's own, opened at its first retire
+  std::optional<nl::Socket> sock_;  // the worker's own, opened at its first job
   std::thread thread_;  // started in the constructor body, after every member is constructed
 };
 

@@ -48,10 +48,9 @@ absl::Status Node::Restore(const RecordedEndpoint& e) {
   SARENA_RETURN_IF_ERROR(dp_->Attach(Program::kFromContainer, e.host_ifname, host->ifindex,
                                      bpf::Direction::kIngress));
   // A tc copy left by an ADD whose move to TCX never ran (the daemon stopped first): the TCX
-  // link is in place now, so the copy's filter goes (EndpointJobs). The clsact qdisc stays: by
-  // now another program may have filters on it.
+  // link is in place now, so the copy goes (EndpointJobs).
   if (dp_->attach_mode() == bpf::AttachMode::kTcx) {
-    SARENA_RETURN_IF_ERROR(dp_->RemoveTc(host->ifindex, /*delete_clsact=*/false));
+    SARENA_RETURN_IF_ERROR(dp_->RemoveTcCopy(Program::kFromContainer, host->ifindex, sock_));
   }
   if (host->up) {  // a route through a down device is refused; CHECK reports the device
     SARENA_RETURN_IF_ERROR(

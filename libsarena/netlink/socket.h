@@ -138,6 +138,15 @@ class Socket {
   /// Errors: kNotFound, kAlreadyExists when `new_name` exists.
   absl::Status Rename(LinkRef link, absl::string_view new_name);
 
+  // ---- Traffic control (tc.cc) ----
+  /// The clsact hook of a device (`tc filter show dev X ingress|egress`).
+  enum class TcHook { kIngress, kEgress };
+  /// Number of RTM_NEWTFILTER messages a dump of `hook` on `ifindex` returns: 0 when no filter
+  /// is there (cls_bpf reports each classifier and each filter, so one filter gives >= 1).
+  /// Errors: kNotFound when the device is gone; kInvalidArgument (EINVAL) when it has no
+  /// clsact qdisc. Source: rtnetlink(7), RTM_GETTFILTER with NLM_F_DUMP.
+  absl::StatusOr<int> CountTcFilters(int ifindex, TcHook hook);
+
   // ---- Addresses (addr.h) ----
 
   /// RTM_NEWADDR of `prefix` (address + prefix length, host bits = the address) on `ifindex`.

@@ -124,6 +124,60 @@ RES2=$(sn_cni $NODE DEL "ctr-$SN_ID-a" "/var/run/netns/$SN_ID-a" eth0 && sn_cni 
 sn_check "DEL then ADD back to back, no pause between, succeeds" test -n "$RES2"
 sn_check "eth0 is in pod a again" ip -n "$SN_ID-a" link show eth0
 
+echo "c2. churn: DEL then ADD of the same attachment, 8 pods at once, while their moves are queued"
+for i in 1 2 3 4 5 6 7 8; do sn_netns_add "$SN_ID-k$i"; done
+PIDS=()  # never a bare wait: sarenad is a child of this shell too
+for i in 1 2 3 4 5 6 7 8; do
+  sn_cni $NODE ADD "ctr-$SN_ID-k$i" "/var/run/netns/$SN_ID-k$i" eth0 >/dev/null & PIDS+=($!)
+done
+wait "${PIDS[@]}"
+PIDS=()
+for i in 1 2 3 4 5 6 7 8; do
+  ( sn_cni $NODE DEL "ctr-$SN_ID-k$i" "/var/run/netns/$SN_ID-k$i" eth0 >/dev/null || exit
+    ip -n "$SN_ID-k$i" -4 route | grep -v ' linkdown' >"$SN_DIR/routes-k$i.txt"
+    sn_cni $NODE ADD "ctr-$SN_ID-k$i" "/var/run/netns/$SN_ID-k$i" eth0 >"$SN_DIR/readd-k$i.json" 2>&1
+    echo $? >"$SN_DIR/readd-k$i.rc" ) & PIDS+=($!)
+done
+wait "${PIDS[@]}"
+sn_check "all 8 re-ADDs after DEL succeeded ($(cat "$SN_DIR"/readd-k*.rc | tr '\n' ' '))" \
+  sn_eq "$(cat "$SN_DIR"/readd-k*.rc | sort -u | tr -d '\n')" 0
+sn_check "no live route was left in a pod netns when its DEL returned" \
+  bash -c "! cat $SN_DIR/routes-k*.txt | grep -q ."
+for i in 1 2 3 4 5 6 7 8; do sn_cni $NODE DEL "ctr-$SN_ID-k$i" "/var/run/netns/$SN_ID-k$i" eth0 >/dev/null; done
+sn_check "nothing of the 8 left after their DELs: pod a's veth only, no retired pair" \
+  wait_for 3 bash -c "[ \$(ip netns exec $NS ip -o link | grep -cE ' (lxc|sgone)') = 1 ]"
+
+echo "c3. a restart moves a leftover tc copy to TCX and keeps another program's filters"
+sn_pod_add $NODE f || exit 1
+sn_pod_add $NODE g || exit 1
+HF=$(jq -r '.interfaces[0].name' <<<"$SN_RESULT_f"); HG=$(jq -r '.interfaces[0].name' <<<"$SN_RESULT_g")
+wait_for 2 test -e "$LINKS/${HG}_ingress"
+PROG=$(bpftool link show pinned "$LINKS/${HG}_ingress" -j | jq -r .prog_id)
+bpftool prog pin id "$PROG" "$(sn_bpffs $NODE)/test_from_container"
+sn_stop_daemon $NODE
+# The state a crash between an ADD's reply and its move leaves: no TCX link, the tc copy.
+for h in $HF $HG; do
+  rm -f "$LINKS/${h}_ingress"
+  ip netns exec "$NS" tc qdisc add dev "$h" clsact
+  # nsenter, not ip netns exec: that remounts /sys and hides the bpffs under it.
+  nsenter --net="/var/run/netns/$NS" tc filter add dev "$h" ingress prio 1 handle 1 bpf da \
+    object-pinned "$(sn_bpffs $NODE)/test_from_container"
+done
+# Another program's filter on g, as a chained plugin could add one.
+ip netns exec "$NS" tc filter add dev "$HG" egress prio 10 protocol ip u32 match ip dst 192.0.2.1/32 classid 1:1
+sn_daemon_start $NODE $CIDR $NIP --debug || exit 1
+rm -f "$(sn_bpffs $NODE)/test_from_container"
+for h in $HF $HG; do
+  sn_check "$h: TCX link pinned again after the restart" test -e "$LINKS/${h}_ingress"
+  sn_check "$h: the tc copy's filter is gone" bash -c "! ip netns exec $NS tc filter show dev $h ingress | grep -q from_container"
+done
+sn_check "$HF: its clsact qdisc is gone (nothing else was on it)" bash -c "! ip netns exec $NS tc qdisc show dev $HF | grep -q clsact"
+sn_check "$HG: the other program's egress filter stays, with its qdisc" \
+  bash -c "ip netns exec $NS tc filter show dev $HG egress | grep -q u32"
+sn_check "CHECK pod f passes after the restart" \
+  sn_cni $NODE CHECK "ctr-$SN_ID-f" "/var/run/netns/$SN_ID-f" eth0 "$(sn_conf $NODE "\"prevResult\":$SN_RESULT_f")"
+for p in f g; do sn_cni $NODE DEL "ctr-$SN_ID-$p" "/var/run/netns/$SN_ID-$p" eth0 >/dev/null; done
+
 echo "d. a retired pair left by a stopped daemon is deleted at the next start"
 sn_stop_daemon $NODE
 ip netns exec "$NS" ip link add sgone7777 type veth peer name sgone7778
