@@ -87,12 +87,34 @@ absl::Status EndpointJobs::OpenSocket() {
   return absl::OkStatus();
 }
 
-absl::Status EndpointJobs::RunRetire(Job& job) {
-  if (absl::Status st = OpenSocket(); !st.ok()) return st;
-  absl::Status st = sock_->DeleteLink(job.host_ifname);
+void EndpointJobs::RunRetire(Job& job) {
+  absl::Status st = OpenSocket();
+  if (st.ok()) st = sock_->DeleteLink(job.host_ifname);
   job.link.reset();  // after the device: releasing the link then detaches nothing
-  if (absl::IsNotFound(st)) return absl::OkStatus();
-  return st;
+  if (!st.ok() && !absl::IsNotFound(st)) {
+    SARENA_LOG(Warning, "delete retired veth ", job.host_ifname, ": ", st.message(),
+               " (deleted at the next start)");
+  }
+}
+
+void EndpointJobs::RunUpgrade(const Job& job) {
+  absl::Status st = OpenSocket();
+  if (st.ok()) {
+    st = dp_.Attach(Program::kFromContainer, job.host_ifname, job.ifindex,
+                    bpf::Direction::kIngress);
+  }
+  if (st.ok()) st = dp_.RemoveTcCopy(Program::kFromContainer, job.ifindex, *sock_);
+  if (st.ok()) {
+    SARENA_LOG(Debug, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+               "): from_container now on TCX, tc copy removed");
+  } else if (absl::IsNotFound(st)) {
+    // The runtime deleted the pod netns, and the pair with it, right after ADD.
+    SARENA_LOG(Info, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+               "): gone before its move to TCX");
+  } else {
+    SARENA_LOG(Warning, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
+               "): TCX upgrade failed, the tc copy of from_container stays: ", st.message());
+  }
 }
 
 bool EndpointJobs::Pending(absl::string_view host_ifname) const {
@@ -103,44 +125,15 @@ bool EndpointJobs::Pending(absl::string_view host_ifname) const {
   return false;
 }
 
-bool EndpointJobs::CancelUpgrade(absl::string_view host_ifname) {
+void EndpointJobs::CancelUpgrade(absl::string_view host_ifname) {
   std::unique_lock<std::mutex> lock(mu_);
-  bool dropped = false;
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if (!it->retire && it->host_ifname == host_ifname) {
-      it = queue_.erase(it);
-      dropped = true;
-    } else {
-      ++it;
-    }
-  }
+  std::erase_if(queue_, [&](const Job& j) { return !j.retire && j.host_ifname == host_ifname; });
   done_cv_.wait(lock, [&] { return running_ != host_ifname; });
-  return dropped;
 }
 
 void EndpointJobs::WaitFor(absl::string_view host_ifname) {
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return !Pending(host_ifname); });
-}
-
-void EndpointJobs::Drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return queue_.empty() && running_.empty(); });
-}
-
-uint64_t EndpointJobs::upgraded() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return upgraded_;
-}
-
-uint64_t EndpointJobs::retired() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return retired_;
-}
-
-uint64_t EndpointJobs::failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return failed_;
 }
 
 void EndpointJobs::Run() {
@@ -152,39 +145,12 @@ void EndpointJobs::Run() {
     queue_.pop_front();
     running_ = job.host_ifname;
     lock.unlock();
-
     if (job.retire) {
-      absl::Status st = RunRetire(job);
-      if (!st.ok()) {
-        SARENA_LOG(Warning, "delete retired veth ", job.host_ifname, ": ", st.message(),
-                   " (deleted at the next start)");
-      }
-      lock.lock();
-      (st.ok() ? retired_ : failed_)++;
-      running_.clear();
-      done_cv_.notify_all();
-      continue;
-    }
-    absl::Status st = OpenSocket();
-    if (st.ok()) {
-      st = dp_.Attach(Program::kFromContainer, job.host_ifname, job.ifindex,
-                      bpf::Direction::kIngress);
-    }
-    if (st.ok()) st = dp_.RemoveTcCopy(Program::kFromContainer, job.ifindex, *sock_);
-    if (st.ok()) {
-      SARENA_LOG(Debug, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
-                 "): from_container now on TCX, tc copy removed");
-    } else if (absl::IsNotFound(st)) {
-      // The runtime deleted the pod netns, and the pair with it, right after ADD.
-      SARENA_LOG(Info, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
-                 "): gone before its move to TCX");
+      RunRetire(job);
     } else {
-      SARENA_LOG(Warning, "endpoint ", job.host_ifname, " (ifindex ", job.ifindex,
-                 "): TCX upgrade failed, the tc copy of from_container stays: ", st.message());
+      RunUpgrade(job);
     }
-
     lock.lock();
-    (st.ok() ? upgraded_ : failed_)++;
     running_.clear();
     done_cv_.notify_all();
   }

@@ -51,7 +51,7 @@ class EndpointJobs {
   /// Queues the TCX upgrade of a new endpoint's host veth `host_ifname` (ifindex `ifindex`),
   /// guarded by a tc copy of from_container (Datapath::AttachTc): Datapath::Attach of
   /// from_container to its ingress (TCX link pinned under the host veth's name), then
-  /// Datapath::RemoveTc. A failed attach (device gone: the runtime deleted the pod netns) is
+  /// Datapath::RemoveTcCopy. A failed attach (device gone: the runtime deleted the pod netns) is
   /// logged and leaves the tc copy in place, so the endpoint stays guarded; CHECK accepts either.
   void Upgrade(std::string host_ifname, int ifindex);
 
@@ -69,20 +69,12 @@ class EndpointJobs {
 
   /// DEL's wait: drops a queued (not yet running) TCX move of `host_ifname` — the device is about
   /// to be deleted, and its tc copy guards it until then, so DEL need not wait behind every
-  /// earlier job of the FIFO — and waits for one already running. True when one was dropped.
-  bool CancelUpgrade(absl::string_view host_ifname);
+  /// earlier job of the FIFO — and waits for one already running.
+  void CancelUpgrade(absl::string_view host_ifname);
 
   /// Blocks until no job for `host_ifname` is queued or running. ADD calls it before it makes a
   /// device of that name, so a job never lands on a re-created device.
   void WaitFor(absl::string_view host_ifname);
-
-  /// Blocks until the queue is empty and no job runs.
-  void Drain();
-
-  /// Upgrades done (TCX attached) and failed since construction; retired pairs deleted.
-  uint64_t upgraded() const;
-  uint64_t failed() const;
-  uint64_t retired() const;
 
  private:
   struct Job {
@@ -91,21 +83,19 @@ class EndpointJobs {
     bool retire = false;
     std::optional<bpf::Link> link;       // Retire only
   };
-  absl::Status RunRetire(Job& job);
-  absl::Status OpenSocket();  // sock_, on the worker thread
+  void RunUpgrade(const Job& job);  // logs what happened; the tc copy stays on failure
+  void RunRetire(Job& job);         // logs a failure; the next start deletes the pair
+  absl::Status OpenSocket();        // sock_, on the worker thread
   void Run();
   bool Pending(absl::string_view host_ifname) const;  // mu_ held
 
   Datapath& dp_;
   mutable std::mutex mu_;
   std::condition_variable cv_;       // the worker waits on it for jobs or stop
-  std::condition_variable done_cv_;  // WaitFor/Drain wait on it
+  std::condition_variable done_cv_;  // WaitFor/CancelUpgrade wait on it
   std::deque<Job> queue_;
   std::string running_;  // host_ifname of the job in progress, "" when idle
   bool stop_ = false;
-  uint64_t upgraded_ = 0;
-  uint64_t failed_ = 0;
-  uint64_t retired_ = 0;
   uint64_t next_retired_ = 0;
   std::optional<nl::Socket> sock_;  // the worker's own, opened at its first job
   std::thread thread_;  // started in the constructor body, after every member is constructed

@@ -102,9 +102,6 @@ class Node final : public EndpointDatapath {
 
   const HostDevice& host() const { return host_; }
   Datapath& datapath() { return *dp_; }
-  /// The queue that moves new endpoints from their tc copy of from_container to the TCX link
-  /// after ADD replied (EndpointJobs); nullptr in tc mode, where there is nothing to move.
-  EndpointJobs* jobs() { return jobs_.get(); }
 
  private:
   Node(NodeOptions options, nl::Socket sock, HostDevice host, std::unique_ptr<Datapath> dp)

@@ -137,6 +137,19 @@ class DatapathNetnsTest : public ::testing::Test {
 
   EndpointCounters Counters(const Pod& p) { return *objs_->maps().ep_counters.Read(p.id); }
 
+  static int HostIfindex(const Pod& p) {
+    return static_cast<int>(if_nametoindex(p.lxc.c_str()));
+  }
+
+  // Attaches a tc copy of from_container to the pod's host veth, as ADD does before the move to
+  // TCX, and returns what that ingress then runs, in order.
+  absl::StatusOr<std::vector<AttachedProgram>> AttachTcCopy(const Pod& p) {
+    auto tc = Link::AttachTc(objs_->prog_fd(Program::kFromContainer), HostIfindex(p),
+                             Direction::kIngress);
+    if (!tc.ok()) return tc.status();
+    return QueryAttached(HostIfindex(p), Direction::kIngress);
+  }
+
   ::sarena::testing::ScopedBpffs bpffs_;
   std::optional<ScopedNetns> node_;
   Pod pods_[2];
@@ -219,13 +232,8 @@ TEST_F(DatapathNetnsTest, TheTcCopyAloneGuardsAndDeliversLikeTheTcxLink) {
   const Pod& b = pods_[1];
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(links_[i].Detach().ok());
-    auto tc = Link::AttachTc(objs_->prog_fd(Program::kFromContainer),
-                             static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
-                             Direction::kIngress);
-    ASSERT_TRUE(tc.ok()) << tc.status();
-    auto attached = QueryAttached(static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
-                                  Direction::kIngress);
-    ASSERT_TRUE(attached.ok());
+    auto attached = AttachTcCopy(pods_[i]);
+    ASSERT_TRUE(attached.ok()) << attached.status();
     ASSERT_EQ(attached->size(), 1u);
     EXPECT_EQ((*attached)[0].mode, AttachMode::kTc);
   }
@@ -248,22 +256,17 @@ TEST_F(DatapathNetnsTest, WithTheTcCopyAndTheTcxLinkBothAttachedEachPacketIsHand
   const Pod& a = pods_[0];
   const Pod& b = pods_[1];
   RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 1 -W 2 ", b.ip)));  // ARP done
-  for (int i = 0; i < 2; ++i) {
-    auto tc = Link::AttachTc(objs_->prog_fd(Program::kFromContainer),
-                             static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
-                             Direction::kIngress);
-    ASSERT_TRUE(tc.ok()) << tc.status();
-    auto attached = QueryAttached(static_cast<int>(if_nametoindex(pods_[i].lxc.c_str())),
-                                  Direction::kIngress);
-    ASSERT_TRUE(attached.ok());
+  for (const Pod& p : pods_) {
+    auto attached = AttachTcCopy(p);
+    ASSERT_TRUE(attached.ok()) << attached.status();
     ASSERT_EQ(attached->size(), 2u) << "the TCX link and the tc copy";
   }
   const uint64_t rx0 = Counters(b).rx_packets;
   RunOk(a.ns->Exec(absl::StrCat("busybox ping -c 5 -i 0.05 -W 2 ", b.ip)));
   EXPECT_EQ(Counters(b).rx_packets - rx0, 5u) << "five echo requests, each delivered once";
   // Removing the clsact qdisc (the end of the move) leaves the TCX link alone.
-  for (int i = 0; i < 2; ++i) {
-    const int ifindex = static_cast<int>(if_nametoindex(pods_[i].lxc.c_str()));
+  for (const Pod& p : pods_) {
+    const int ifindex = HostIfindex(p);
     ASSERT_TRUE(DeleteClsact(ifindex).ok());
     ASSERT_TRUE(DeleteClsact(ifindex).ok()) << "idempotent";
     auto attached = QueryAttached(ifindex, Direction::kIngress);
